@@ -1,0 +1,19 @@
+# Compiler options shared by every trnmx target.
+#
+# -ffp-contract=off: the bit-exactness contract of every kernel names each
+# fused multiply-add explicitly; the compiler must not fuse a*b+c on its own.
+function(trnmx_set_compile_options target)
+  target_compile_options(${target} PRIVATE
+    $<$<CXX_COMPILER_ID:GNU,Clang>:-ffp-contract=off -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>
+    $<$<AND:$<BOOL:${TRNMX_WERROR}>,$<CXX_COMPILER_ID:GNU,Clang>>:-Werror>)
+  if(TRNMX_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
+endif()
+# Users get -ffp-contract=off in their own compile of our headers too (the
+# header-only codecs are constexpr integer code, but the kernels are not).

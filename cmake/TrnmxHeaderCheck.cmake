@@ -1,0 +1,31 @@
+# Compiles every public header alone (one translation unit each) and rejects
+# public headers that reach into Highway, xsimd (outside inline/) or the
+# emulator: public headers are plain C++20 (architecture page, principle 4).
+function(trnmx_add_header_check library include_root)
+  file(GLOB_RECURSE _headers RELATIVE "${include_root}" CONFIGURE_DEPENDS
+       "${include_root}/trnmx/*.h")
+  set(_sources "")
+  foreach(_header IN LISTS _headers)
+    file(READ "${include_root}/${_header}" _text)
+    if(_text MATCHES "#include[ \t]*[<\"]hwy/")
+      message(FATAL_ERROR "public header ${_header} includes Highway")
+    endif()
+    if(_text MATCHES "#include[ \t]*[<\"]trnmx/emu/")
+      message(FATAL_ERROR "public header ${_header} includes the emulator")
+    endif()
+    if(NOT _header MATCHES "^trnmx/inline/" AND _text MATCHES "#include[ \t]*[<\"]xsimd/")
+      message(FATAL_ERROR "public header ${_header} includes xsimd outside trnmx/inline/")
+    endif()
+    string(MAKE_C_IDENTIFIER "${_header}" _id)
+    set(_tu "${CMAKE_CURRENT_BINARY_DIR}/header_check/${_id}.cc")
+    file(GENERATE OUTPUT "${_tu}" CONTENT "#include <${_header}>\n#include <${_header}>\n")
+    list(APPEND _sources "${_tu}")
+  endforeach()
+  add_library(${library}_header_check OBJECT EXCLUDE_FROM_ALL ${_sources})
+  target_link_libraries(${library}_header_check PRIVATE ${library})
+  trnmx_set_compile_options(${library}_header_check)
+  if(TRNMX_BUILD_TESTS)
+    # Built as part of the test build so that CI exercises it.
+    set_target_properties(${library}_header_check PROPERTIES EXCLUDE_FROM_ALL OFF)
+  endif()
+endfunction()

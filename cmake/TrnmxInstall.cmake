@@ -1,0 +1,28 @@
+# Install rules: headers, the library, a CMake package (find_package(trnmx
+# CONFIG) -> trnmx::trnmx) and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS trnmx EXPORT trnmxTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/trnmx DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/generated/include/trnmx/version.h"
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/trnmx)
+
+set(TRNMX_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/trnmx)
+install(EXPORT trnmxTargets NAMESPACE trnmx:: DESTINATION ${TRNMX_CMAKE_DIR})
+configure_package_config_file(cmake/trnmxConfig.cmake.in
+  "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfig.cmake"
+  INSTALL_DESTINATION ${TRNMX_CMAKE_DIR})
+write_basic_package_version_file("${CMAKE_CURRENT_BINARY_DIR}/trnmxConfigVersion.cmake"
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfig.cmake"
+              "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfigVersion.cmake"
+        DESTINATION ${TRNMX_CMAKE_DIR})
+
+configure_file(cmake/trnmx.pc.in "${CMAKE_CURRENT_BINARY_DIR}/trnmx.pc" @ONLY)
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/trnmx.pc"
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

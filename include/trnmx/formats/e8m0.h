@@ -1,0 +1,105 @@
+// E8M0 scale codes (the MX block scale, "float8_e8m0fnu").
+//
+// Layout: 8 exponent bits, no sign, no mantissa, bias 127.
+//
+//     7             0
+//   +---------------+
+//   |   exponent c  |   value 2^(c - 127), c = 00..FE;  FF = NaN
+//   +---------------+
+//
+// Decode (formats.md section 2): 00 -> 2^-127 = FP32 subnormal 00400000
+// (not +0: `code << 23` is wrong there), 01..FE -> code << 23, FF -> NaN.
+//
+// The standalone float -> E8M0 cast has no universal rounding, so the caller
+// names it (formats.md section 5, D10). MX quantization never uses this cast:
+// block scales come from the scale rules of the MX layer.
+//
+//   auto r = trnmx::ToE8M0(1.5f, trnmx::E8M0Rounding::kNearestTiesUp,
+//                          trnmx::E8M0Saturation::kSaturate);   // r.code == 0x80
+//   float s = trnmx::Decode(trnmx::ScaleE8M0::FromBits(0x7F));   // 1.0f
+#ifndef TRNMX_FORMATS_E8M0_H_
+#define TRNMX_FORMATS_E8M0_H_
+
+#include <bit>
+#include <cstdint>
+
+#include "trnmx/formats/policy.h"
+#include "trnmx/formats/types.h"
+
+namespace trnmx {
+
+inline constexpr int kE8M0Bias = 127;
+inline constexpr std::uint8_t kE8M0Nan = 0xFF;
+
+// Rounding of a float to a power of two.
+enum class E8M0Rounding : std::uint8_t {
+  kDown,            // floor(log2 x): the exponent field.
+  kUp,              // ceil(log2 x) (PTX cvt.rp.satfinite.ue8m0x2.f32).
+  kNearestTiesUp,   // mantissa >= 1.5 rounds up (PyTorch, ml_dtypes).
+};
+
+enum class E8M0Saturation : std::uint8_t {
+  kSaturate,  // A result above 2^127 (or +Inf) gives FE.
+  kNaN,       // A result above 2^127 (or +Inf) gives FF.
+};
+
+// Converts x >= 0 to an E8M0 code. +-0 -> 00 (2^-127, the smallest code).
+// Negative x -> FF with kFlagInvalid; NaN -> FF with kFlagInvalid.
+constexpr EncodeResult ToE8M0(float x, E8M0Rounding rounding, E8M0Saturation saturation) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t abs_bits = bits & 0x7FFFFFFFu;
+  if (abs_bits > 0x7F800000u) return {kE8M0Nan, kFlagInvalid};
+  if (abs_bits == 0) return {0x00, kFlagInexact};
+  if (bits >> 31) return {kE8M0Nan, kFlagInvalid};
+  const std::uint8_t overflow_code = saturation == E8M0Saturation::kSaturate ? 0xFE : kE8M0Nan;
+  if (abs_bits == 0x7F800000u) return {overflow_code, kFlagOverflow | kFlagInexact};
+
+  const std::uint32_t exp_field = abs_bits >> 23;
+  const std::uint32_t mantissa = abs_bits & 0x7FFFFFu;
+  std::uint32_t code = 0;
+  if (exp_field == 0) {
+    // (0, 2^-126): 2^-127 is code 00, 2^-126 is code 01, 2^-127 = M 0x400000.
+    switch (rounding) {
+      case E8M0Rounding::kDown: code = 0; break;
+      case E8M0Rounding::kUp:
+      case E8M0Rounding::kNearestTiesUp: code = mantissa > 0x400000u ? 1 : 0; break;
+    }
+    const bool exact = mantissa == 0x400000u;
+    return {code, exact ? kFlagNone : std::uint8_t{kFlagInexact | kFlagUnderflow}};
+  }
+  switch (rounding) {
+    case E8M0Rounding::kDown: code = exp_field; break;
+    case E8M0Rounding::kUp: code = exp_field + (mantissa != 0 ? 1 : 0); break;
+    case E8M0Rounding::kNearestTiesUp: code = exp_field + (mantissa >= 0x400000u ? 1 : 0); break;
+  }
+  const std::uint8_t inexact = mantissa != 0 ? kFlagInexact : kFlagNone;
+  if (code > 0xFE) return {overflow_code, kFlagOverflow | kFlagInexact};
+  return {code, inexact};
+}
+
+// 2^(code - 127) as FP32; FF -> quiet NaN 7FC00000.
+constexpr float DecodeE8M0(std::uint32_t code) {
+  code &= 0xFFu;
+  if (code == 0xFF) return std::bit_cast<float>(0x7FC00000u);
+  if (code == 0x00) return std::bit_cast<float>(0x00400000u);
+  return std::bit_cast<float>(code << 23);
+}
+constexpr float Decode(ScaleE8M0 scale) { return DecodeE8M0(scale.bits); }
+
+// 2^(127 - code), the exact reciprocal used to divide by a scale:
+// (254 - c) << 23 for c = 01..FD, 00 -> 2^127 (7F000000), FE -> 2^-127
+// (00400000, an FP32 subnormal), FF -> NaN.
+constexpr float ReciprocalE8M0(std::uint32_t code) {
+  code &= 0xFFu;
+  if (code == 0xFF) return std::bit_cast<float>(0x7FC00000u);
+  if (code == 0xFE) return std::bit_cast<float>(0x00400000u);
+  return std::bit_cast<float>((254u - code) << 23);
+}
+
+static_assert(ToE8M0(1.5f, E8M0Rounding::kNearestTiesUp, E8M0Saturation::kSaturate).code == 0x80);
+static_assert(ToE8M0(1.25f, E8M0Rounding::kUp, E8M0Saturation::kSaturate).code == 0x80);
+static_assert(ReciprocalE8M0(0x00) == 0x1p127f && DecodeE8M0(0x00) == 0x1p-127f);
+
+}  // namespace trnmx
+
+#endif  // TRNMX_FORMATS_E8M0_H_

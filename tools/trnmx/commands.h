@@ -1,0 +1,19 @@
+// Subcommands of the `trnmx` program. Each Add*Command registers its options
+// on `app` and binds a callback that runs the command.
+#ifndef TRNMX_TOOLS_TRNMX_COMMANDS_H_
+#define TRNMX_TOOLS_TRNMX_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+namespace trnmx::cli {
+
+// Exit status of the last command run (0 ok, 1 bad input, 2 usage).
+int& ExitCode();
+
+void AddFormatsCommand(CLI::App& app);
+void AddConvertCommands(CLI::App& app);  // convert, decode
+void AddDemoCommand(CLI::App& app);
+
+}  // namespace trnmx::cli
+
+#endif  // TRNMX_TOOLS_TRNMX_COMMANDS_H_
