@@ -1,0 +1,482 @@
+// Machine-description loader: nlohmann-json at the edge, then typed structs.
+#include "trnmx/emu/machine.h"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "machine/presets.h"
+
+namespace trnmx::emu {
+namespace {
+
+using Json = nlohmann::json;
+
+// Thrown inside the loader only; ParseMachine turns it into a Status.
+struct LoadError {
+  std::string path;
+  std::string message;
+};
+
+std::string FormatNumber(double v) {
+  std::ostringstream os;
+  os.precision(12);
+  os << v;
+  return os.str();
+}
+
+// Walks one JSON object, remembering which keys were read, so that unknown
+// keys (typos) are rejected with their path.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& j, std::string path, Machine* machine)
+      : j_(j), path_(std::move(path)), machine_(machine) {
+    if (!j_.is_object()) throw LoadError{PathOr("/"), "must be an object"};
+  }
+
+  std::string String(const char* key) {
+    const Json& v = Required(key);
+    if (!v.is_string() || v.get<std::string>().empty()) {
+      throw LoadError{Child(key), "must be a non-empty string"};
+    }
+    return v.get<std::string>();
+  }
+
+  const Json* Optional(const char* key) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+
+  ObjectReader Object(const char* key) { return ObjectReader(Required(key), Child(key), machine_); }
+
+  // A sourced number: {"value", "tag", "source"[, "unit", "note"]}.
+  Sourced Number(const char* key) { return ParseSourced(Required(key), Child(key)); }
+
+  Sourced ParseSourced(const Json& v, const std::string& path) {
+    ObjectReader r(v, path, machine_);
+    Sourced s;
+    const Json& value = r.Required("value");
+    if (!value.is_number()) throw LoadError{path + "/value", "must be a number"};
+    s.value = value.get<double>();
+    if (!std::isfinite(s.value)) throw LoadError{path + "/value", "must be finite"};
+    std::string tag = r.String("tag");
+    if (tag == "P") {
+      s.tag = SourceTag::kPublished;
+    } else if (tag == "P3") {
+      s.tag = SourceTag::kThirdParty;
+    } else if (tag == "I") {
+      s.tag = SourceTag::kInferred;
+    } else {
+      throw LoadError{path + "/tag", "must be \"P\", \"P3\" or \"I\" (got \"" + tag + "\")"};
+    }
+    s.source = r.String("source");
+    if (const Json* u = r.Optional("unit")) {
+      if (!u->is_string()) throw LoadError{path + "/unit", "must be a string"};
+      s.unit = u->get<std::string>();
+    }
+    if (const Json* n = r.Optional("note")) {
+      if (!n->is_string()) throw LoadError{path + "/note", "must be a string"};
+      s.note = n->get<std::string>();
+    }
+    r.Finish();
+    machine_->numbers.emplace_back(path, s);
+    return s;
+  }
+
+  // Rejects keys that were never read.
+  void Finish() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (!seen_.count(it.key())) throw LoadError{Child(it.key()), "unknown key"};
+    }
+  }
+
+  const Json& json() const { return j_; }
+  std::string Child(const std::string& key) const { return path_ + "/" + key; }
+
+ private:
+  const Json& Required(const char* key) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    if (it == j_.end()) throw LoadError{Child(key), "missing"};
+    return *it;
+  }
+  std::string PathOr(const char* fallback) const { return path_.empty() ? fallback : path_; }
+
+  const Json& j_;
+  std::string path_;
+  Machine* machine_;
+  std::set<std::string> seen_;
+};
+
+void RequirePositive(const std::string& path, const Sourced& s) {
+  if (!(s.value > 0)) {
+    throw LoadError{path + "/value", "must be > 0 (got " + FormatNumber(s.value) + ")"};
+  }
+}
+void RequireNonNegative(const std::string& path, const Sourced& s) {
+  if (s.value < 0) {
+    throw LoadError{path + "/value", "must be >= 0 (got " + FormatNumber(s.value) + ")"};
+  }
+}
+void RequireInteger(const std::string& path, const Sourced& s, double lo, double hi) {
+  if (s.value != std::floor(s.value) || s.value < lo || s.value > hi) {
+    throw LoadError{path + "/value", "must be an integer in [" + FormatNumber(lo) + ", " +
+                                         FormatNumber(hi) + "] (got " + FormatNumber(s.value) +
+                                         ")"};
+  }
+}
+
+Sourced Pos(ObjectReader& r, const char* key) {
+  Sourced s = r.Number(key);
+  RequirePositive(r.Child(key), s);
+  return s;
+}
+Sourced NonNeg(ObjectReader& r, const char* key) {
+  Sourced s = r.Number(key);
+  RequireNonNegative(r.Child(key), s);
+  return s;
+}
+Sourced Int(ObjectReader& r, const char* key, double lo, double hi) {
+  Sourced s = r.Number(key);
+  RequireInteger(r.Child(key), s, lo, hi);
+  return s;
+}
+Sourced Fraction(ObjectReader& r, const char* key) {
+  Sourced s = r.Number(key);
+  if (!(s.value > 0 && s.value <= 1)) {
+    throw LoadError{r.Child(key) + "/value",
+                    "must be in (0, 1] (got " + FormatNumber(s.value) + ")"};
+  }
+  return s;
+}
+
+constexpr double kMaxClockHz = 1e11;  // 100 GHz: anything above is a unit error.
+constexpr double kBig = 9.0e15;       // integers must stay exact in a double
+
+Sourced Clock(ObjectReader& r, const char* key) {
+  Sourced s = r.Number(key);
+  RequireInteger(r.Child(key), s, 1e6, kMaxClockHz);
+  return s;
+}
+
+void ReadTensor(ObjectReader r, TensorEngineSpec& t) {
+  t.clock_hz = Clock(r, "clock_hz");
+  t.pe_rows = Int(r, "pe_rows", 1, 4096);
+  t.pe_cols = Int(r, "pe_cols", 1, 4096);
+  t.macs_per_pe_cycle_bf16 = Int(r, "macs_per_pe_cycle_bf16", 1, 16);
+  t.macs_per_pe_cycle_fp8 = Int(r, "macs_per_pe_cycle_fp8", 0, 16);
+  t.macs_per_pe_cycle_mx = Int(r, "macs_per_pe_cycle_mx", 0, 16);
+  t.fp32_cycle_multiplier = Int(r, "fp32_cycle_multiplier", 1, 64);
+  t.mm_init_cycles = Int(r, "mm_init_cycles", 0, 1 << 20);
+  t.load_stationary_speedup = Int(r, "load_stationary_speedup", 1, 64);
+  t.max_moving_free = Int(r, "max_moving_free", 1, 1 << 20);
+  t.throttle_start_fraction = Fraction(r, "throttle_start_fraction");
+  t.throttle_ramp_ns = NonNeg(r, "throttle_ramp_ns");
+  RequireInteger(r.Child("throttle_ramp_ns"), t.throttle_ramp_ns, 0, 1e9);
+  t.throttle_window_ns = NonNeg(r, "throttle_window_ns");
+  RequireInteger(r.Child("throttle_window_ns"), t.throttle_window_ns, 0, 1e9);
+  r.Finish();
+}
+
+void ReadVector(ObjectReader r, VectorEngineSpec& v) {
+  v.clock_hz = Clock(r, "clock_hz");
+  v.min_ii_cycles = Int(r, "min_ii_cycles", 0, 1 << 20);
+  v.perf_mode_max = Int(r, "perf_mode_max", 1, 64);
+  v.quantize_mx_elems_per_cycle = Int(r, "quantize_mx_elems_per_cycle", 0, 64);
+  r.Finish();
+}
+
+void ReadScalar(ObjectReader r, ScalarEngineSpec& s) {
+  s.clock_hz = Clock(r, "clock_hz");
+  s.min_ii_cycles = Int(r, "min_ii_cycles", 0, 1 << 20);
+  s.bf16_copy_speedup = Int(r, "bf16_copy_speedup", 1, 64);
+  r.Finish();
+}
+
+void ReadGpSimd(ObjectReader r, GpSimdEngineSpec& g) {
+  g.clock_hz = Clock(r, "clock_hz");
+  g.start_cycles = Int(r, "start_cycles", 0, 1 << 20);
+  r.Finish();
+}
+
+void ReadSbuf(ObjectReader r, SbufSpec& s) {
+  s.partitions = Int(r, "partitions", 1, 1024);
+  s.bytes_per_partition = Int(r, "bytes_per_partition", 1, 1 << 30);
+  s.reserved_bytes_per_partition = Int(r, "reserved_bytes_per_partition", 0, 1 << 30);
+  s.alignment_bytes = Int(r, "alignment_bytes", 1, 1 << 20);
+  double a = s.alignment_bytes.value;
+  if (std::fmod(a, 1.0) != 0 || (static_cast<int64_t>(a) & (static_cast<int64_t>(a) - 1)) != 0) {
+    throw LoadError{r.Child("alignment_bytes") + "/value",
+                    "must be a power of two (got " + FormatNumber(a) + ")"};
+  }
+  if (s.reserved_bytes_per_partition.value >= s.bytes_per_partition.value) {
+    throw LoadError{r.Child("reserved_bytes_per_partition") + "/value",
+                    "must be < bytes_per_partition (" + FormatNumber(s.bytes_per_partition.value) +
+                        ")"};
+  }
+  r.Finish();
+}
+
+void ReadPsum(ObjectReader r, PsumSpec& p) {
+  p.partitions = Int(r, "partitions", 1, 1024);
+  p.banks = Int(r, "banks", 1, 64);
+  p.bank_bytes_per_partition = Int(r, "bank_bytes_per_partition", 4, 1 << 20);
+  r.Finish();
+}
+
+void ReadDma(ObjectReader r, DmaSpec& d) {
+  d.engines = Int(r, "engines", 1, 1024);
+  d.queues_per_engine = Int(r, "queues_per_engine", 1, 1024);
+  d.partitions_per_engine = Int(r, "partitions_per_engine", 1, 1024);
+  d.engine_bandwidth_bytes_per_s = Pos(r, "engine_bandwidth_bytes_per_s");
+  d.fixed_cost_ns = NonNeg(r, "fixed_cost_ns");
+  d.dependency_start_ns = NonNeg(r, "dependency_start_ns");
+  d.efficiency_knee_bytes_per_partition = Pos(r, "efficiency_knee_bytes_per_partition");
+  d.row_overhead_bytes = NonNeg(r, "row_overhead_bytes");
+  r.Finish();
+}
+
+void ReadSync(ObjectReader r, SyncSpec& s) {
+  s.semaphores = Int(r, "semaphores", 1, 65536);
+  s.semaphore_latency_cycles = Int(r, "semaphore_latency_cycles", 0, 1 << 20);
+  r.Finish();
+}
+
+void ReadHbm(ObjectReader r, HbmSpec& h) {
+  h.capacity_bytes = Int(r, "capacity_bytes", 1, kBig);
+  h.bandwidth_bytes_per_s = Pos(r, "bandwidth_bytes_per_s");
+  h.stacks = Int(r, "stacks", 1, 64);
+  h.sustained_fraction = Fraction(r, "sustained_fraction");
+  r.Finish();
+}
+
+void ReadPublished(ObjectReader r, PublishedSpec& p) {
+  ObjectReader t = r.Object("dense_tflops");
+  for (auto it = t.json().begin(); it != t.json().end(); ++it) {
+    std::string path = t.Child(it.key());
+    StatusOr<MatmulDtype> dt = ParseMatmulDtype(it.key());
+    if (!dt.ok()) throw LoadError{path, "unknown dtype (bf16, fp8, mxfp8, mxfp4, fp32)"};
+    Sourced s = t.ParseSourced(it.value(), path);
+    RequirePositive(path, s);
+    p.dense_tflops[*dt] = s;
+    t.Optional(it.key().c_str());  // mark as seen
+  }
+  t.Finish();
+  p.dma_bandwidth_bytes_per_s = Pos(r, "dma_bandwidth_bytes_per_s");
+  p.sbuf_bytes = Int(r, "sbuf_bytes", 1, kBig);
+  r.Finish();
+}
+
+// Cross-field consistency (trainium.md section 14: "headline totals are a
+// consistency check, not an input").
+void CheckConsistency(const Machine& m) {
+  auto fail = [](const std::string& path, const std::string& msg) {
+    throw LoadError{path + "/value", msg};
+  };
+  const double partitions = m.sbuf.partitions.value;
+  if (m.psum.partitions.value != partitions) {
+    fail("/core/psum/partitions", "must equal /core/sbuf/partitions (" +
+                                      FormatNumber(partitions) + ")");
+  }
+  if (m.tensor.pe_rows.value != partitions) {
+    fail("/core/tensor/pe_rows",
+         "must equal /core/sbuf/partitions (" + FormatNumber(partitions) + ")");
+  }
+  if (m.dma.engines.value * m.dma.partitions_per_engine.value != partitions) {
+    fail("/core/dma/partitions_per_engine",
+         "engines x partitions_per_engine = " +
+             FormatNumber(m.dma.engines.value * m.dma.partitions_per_engine.value) +
+             " must equal /core/sbuf/partitions (" + FormatNumber(partitions) + ")");
+  }
+  const double mx = m.tensor.macs_per_pe_cycle_mx.value;
+  if (mx != 0 && mx < m.tensor.macs_per_pe_cycle_fp8.value) {
+    fail("/core/tensor/macs_per_pe_cycle_mx", "must be 0 (no MX) or >= macs_per_pe_cycle_fp8");
+  }
+  const double bank_fp32 = m.psum.bank_bytes_per_partition.value / 4;
+  if (m.tensor.max_moving_free.value < bank_fp32 ||
+      m.tensor.max_moving_free.value > bank_fp32 * m.psum.banks.value) {
+    fail("/core/tensor/max_moving_free",
+         "must lie between one PSUM bank (" + FormatNumber(bank_fp32) + " FP32) and all banks (" +
+             FormatNumber(bank_fp32 * m.psum.banks.value) + ")");
+  }
+  if (std::fmod(m.cores.value, m.hbm.stacks.value) != 0) {
+    fail("/chip/hbm/stacks",
+         "must divide /chip/cores (" + FormatNumber(m.cores.value) + "): cores share stacks evenly");
+  }
+  // Published SBUF total = cores x partitions x bytes per partition, exactly.
+  const double sbuf_total = m.cores.value * partitions * m.sbuf.bytes_per_partition.value;
+  if (m.published.sbuf_bytes.value != sbuf_total) {
+    fail("/chip/published/sbuf_bytes",
+         "does not match cores x partitions x bytes_per_partition = " + FormatNumber(sbuf_total));
+  }
+  // Published chip DMA bandwidth ~ cores x engines x per-engine bandwidth
+  // (3.48 vs 3.5 TB/s on Trn2, 4.92 vs 4.9 on Trn3): within 5 %.
+  const double dma_total =
+      m.cores.value * m.dma.engines.value * m.dma.engine_bandwidth_bytes_per_s.value;
+  const double dma_ratio = m.published.dma_bandwidth_bytes_per_s.value / dma_total;
+  if (dma_ratio < 0.95 || dma_ratio > 1.05) {
+    fail("/chip/published/dma_bandwidth_bytes_per_s",
+         "is " + FormatNumber(dma_ratio) + "x of cores x engines x engine_bandwidth (" +
+             FormatNumber(dma_total) + " B/s); expected within 5 %");
+  }
+  // Published chip FLOPS / modelled TensorE FLOPS must lie in [1.00, 1.20]
+  // (conflict #1: 1.00-1.16 on the real chips; a factor 2 would be a unit or
+  // dtype error). Published dtypes the model cannot run are errors too.
+  for (const auto& [dtype, s] : m.published.dense_tflops) {
+    const std::string path = "/chip/published/dense_tflops/" + std::string(MatmulDtypeName(dtype));
+    const double modelled = CorePeakFlops(m, dtype) * m.cores.value / 1e12;
+    if (modelled == 0) fail(path, "published, but the TensorE has no such matmul (rate 0)");
+    const double ratio = s.value / modelled;
+    if (ratio < 0.995 || ratio > 1.2) {
+      fail(path, "published/modelled = " + FormatNumber(ratio) + " (modelled " +
+                     FormatNumber(modelled) + " TFLOP/s); expected 1.00-1.20 (conflict #1)");
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view SourceTagName(SourceTag tag) {
+  switch (tag) {
+    case SourceTag::kPublished: return "P";
+    case SourceTag::kThirdParty: return "P3";
+    case SourceTag::kInferred: return "I";
+  }
+  return "?";
+}
+
+std::string_view MatmulDtypeName(MatmulDtype dtype) {
+  switch (dtype) {
+    case MatmulDtype::kBf16: return "bf16";
+    case MatmulDtype::kFp8: return "fp8";
+    case MatmulDtype::kMxfp8: return "mxfp8";
+    case MatmulDtype::kMxfp4: return "mxfp4";
+    case MatmulDtype::kFp32: return "fp32";
+  }
+  return "?";
+}
+
+StatusOr<MatmulDtype> ParseMatmulDtype(std::string_view name) {
+  for (MatmulDtype d : kAllMatmulDtypes) {
+    if (MatmulDtypeName(d) == name) return d;
+  }
+  return InvalidArgumentError("unknown matmul dtype '" + std::string(name) +
+                              "' (bf16, fp8, mxfp8, mxfp4, fp32)");
+}
+
+double MacsPerPeCycle(const Machine& m, MatmulDtype dtype) {
+  switch (dtype) {
+    case MatmulDtype::kBf16: return m.tensor.macs_per_pe_cycle_bf16.value;
+    case MatmulDtype::kFp8: return m.tensor.macs_per_pe_cycle_fp8.value;
+    case MatmulDtype::kMxfp8:
+    case MatmulDtype::kMxfp4: return m.tensor.macs_per_pe_cycle_mx.value;
+    case MatmulDtype::kFp32:
+      return m.tensor.macs_per_pe_cycle_bf16.value / m.tensor.fp32_cycle_multiplier.value;
+  }
+  return 0;
+}
+
+double CorePeakFlops(const Machine& m, MatmulDtype dtype) {
+  return m.tensor.pe_rows.value * m.tensor.pe_cols.value * 2.0 * m.tensor.clock_hz.value *
+         MacsPerPeCycle(m, dtype);
+}
+
+int MatmulMaxK(const Machine& m, MatmulDtype dtype) {
+  const int rows = static_cast<int>(m.tensor.pe_rows.value);
+  if (dtype == MatmulDtype::kFp32) return rows;
+  return rows * static_cast<int>(MacsPerPeCycle(m, dtype));
+}
+
+StatusOr<Machine> ParseMachine(std::string_view json_text, std::string_view origin) {
+  const std::string prefix = "machine description (" + std::string(origin) + "): ";
+  Json j;
+  try {
+    j = Json::parse(json_text.begin(), json_text.end());
+  } catch (const Json::parse_error& e) {
+    return InvalidArgumentError(prefix + "JSON parse error at byte " + std::to_string(e.byte) +
+                                ": " + e.what());
+  }
+  Machine m;
+  try {
+    ObjectReader root(j, "", &m);
+    std::string schema = root.String("schema");
+    if (schema != "trnmx-machine/1") {
+      throw LoadError{"/schema", "must be \"trnmx-machine/1\" (got \"" + schema + "\")"};
+    }
+    m.name = root.String("name");
+    m.description = root.String("description");
+    m.generation = root.String("generation");
+    m.core_name = root.String("core_name");
+    {
+      ObjectReader chip = root.Object("chip");
+      m.cores = Int(chip, "cores", 1, 1024);
+      ReadHbm(chip.Object("hbm"), m.hbm);
+      ReadPublished(chip.Object("published"), m.published);
+      chip.Finish();
+    }
+    {
+      ObjectReader core = root.Object("core");
+      ReadTensor(core.Object("tensor"), m.tensor);
+      ReadVector(core.Object("vector"), m.vector);
+      ReadScalar(core.Object("scalar"), m.scalar);
+      ReadGpSimd(core.Object("gpsimd"), m.gpsimd);
+      ReadSbuf(core.Object("sbuf"), m.sbuf);
+      ReadPsum(core.Object("psum"), m.psum);
+      ReadDma(core.Object("dma"), m.dma);
+      ReadSync(core.Object("sync"), m.sync);
+      core.Finish();
+    }
+    root.Finish();
+    CheckConsistency(m);
+  } catch (const LoadError& e) {
+    return InvalidArgumentError(prefix + e.path + ": " + e.message);
+  }
+  return m;
+}
+
+StatusOr<Machine> LoadMachineFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgumentError("cannot open machine description '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseMachine(text.str(), path);
+}
+
+std::vector<std::string> PresetMachineNames() {
+  std::vector<std::string> names;
+  for (const auto& p : internal::Presets()) names.emplace_back(p.name);
+  return names;
+}
+
+StatusOr<std::string> PresetMachineJson(std::string_view name) {
+  for (const auto& p : internal::Presets()) {
+    if (p.name == name) return std::string(p.json);
+  }
+  std::string known;
+  for (const auto& p : internal::Presets()) known += (known.empty() ? "" : ", ") + std::string(p.name);
+  return InvalidArgumentError("unknown machine preset '" + std::string(name) + "' (known: " + known +
+                              ")");
+}
+
+StatusOr<Machine> LoadPresetMachine(std::string_view name) {
+  StatusOr<std::string> json = PresetMachineJson(name);
+  if (!json.ok()) return json.status();
+  return ParseMachine(*json, "preset " + std::string(name));
+}
+
+StatusOr<Machine> LoadMachine(const std::string& name_or_path) {
+  if (PresetMachineJson(name_or_path).ok()) return LoadPresetMachine(name_or_path);
+  if (name_or_path.find('/') != std::string::npos ||
+      name_or_path.find(".json") != std::string::npos) {
+    return LoadMachineFile(name_or_path);
+  }
+  return PresetMachineJson(name_or_path).status();
+}
+
+}  // namespace trnmx::emu

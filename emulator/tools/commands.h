@@ -1,0 +1,15 @@
+// Subcommands of trnmx-emu. Each Add*Command registers options on `app` and a
+// callback that writes its exit status (0 ok, 1 bad input) to `exit_code`.
+#ifndef TRNMX_EMU_TOOLS_COMMANDS_H_
+#define TRNMX_EMU_TOOLS_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+namespace trnmx::emu::cli {
+
+void AddMachinesCommand(CLI::App& app, int& exit_code);
+void AddPeakCommand(CLI::App& app, int& exit_code);
+
+}  // namespace trnmx::emu::cli
+
+#endif  // TRNMX_EMU_TOOLS_COMMANDS_H_

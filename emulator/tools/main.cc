@@ -1,0 +1,27 @@
+// trnmx-emu: the Trainium emulator from the command line (docs/emulator.md).
+//
+//   trnmx-emu machines                       list the machine presets
+//   trnmx-emu peak --machine trn3            modelled peaks vs AWS chip totals
+//   trnmx-emu gemm --machine trn3 --m 8192 --n 8192 --k 8192 --dtype mxfp8
+//                  --cores 8 [--trace out.json] [--dump-program]
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"trnmx-emu: Trainium2/3 emulator (docs/emulator.md)"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  trnmx::emu::cli::AddMachinesCommand(app, exit_code);
+  trnmx::emu::cli::AddPeakCommand(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return exit_code;
+}
