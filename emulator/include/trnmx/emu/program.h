@@ -1,0 +1,215 @@
+// Program IR of the emulator: what one or more NeuronCores execute.
+//
+// A program holds, per core, one in-order instruction stream per compute
+// engine (TensorE, VectorE, ScalarE, GpSimdE) and any number of DMA queues
+// (each also in order), plus named buffers in HBM, SBUF and PSUM and
+// counting semaphores (trainium.md section 3: a consumer waits until
+// semaphore >= value; completions increment it).
+//
+//   Program p(machine, /*cores=*/1);
+//   BufferId a = p.AllocSbuf(0, "a", 1024).value();      // 1 KiB per partition
+//   SemId ready = p.AddSemaphore(0, "a_ready").value();
+//   StreamId q = p.AddDmaQueue(0, "load").value();
+//   Instruction dma = Instruction::DmaCopy(hbm_a, a, 128 * 1024, 128);
+//   dma.signals = {{ready, 1}};
+//   Status s = p.Append(q, dma);
+//
+// Buffers are allocated when they are created and live until Free(): the
+// allocator enforces the SBUF/PSUM rules at build time (capacity per
+// partition, alignment, PSUM bank boundaries, partition quadrants) and every
+// error names the buffer. Append() validates an instruction against its
+// engine, its buffers and the machine's tile limits.
+#ifndef TRNMX_EMU_PROGRAM_H_
+#define TRNMX_EMU_PROGRAM_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trnmx/emu/machine.h"
+#include "trnmx/status.h"
+
+namespace trnmx::emu {
+
+enum class MemSpace : uint8_t { kHbm, kSbuf, kPsum };
+enum class EngineKind : uint8_t { kTensor, kVector, kScalar, kGpSimd, kDma };
+inline constexpr int kComputeEngines = 4;  // Tensor, Vector, Scalar, GpSimd
+std::string_view MemSpaceName(MemSpace space);
+std::string_view EngineKindName(EngineKind engine);
+
+// Element types seen by Vector/Scalar/GpSimd and DMA (MX data is moved as bytes).
+enum class ElemType : uint8_t { kFp32, kBf16, kFp16, kFp8, kU8 };
+std::string_view ElemTypeName(ElemType type);
+int ElemBytes(ElemType type);
+
+using BufferId = int32_t;
+using SemId = int32_t;
+using StreamId = int32_t;
+
+struct Buffer {
+  std::string name;
+  MemSpace space = MemSpace::kHbm;
+  int core = -1;            // -1 for HBM (shared by the chip)
+  int partition_start = 0;  // SBUF/PSUM only
+  int partitions = 0;       // SBUF/PSUM only
+  int64_t offset = 0;       // HBM: byte address; SBUF/PSUM: byte offset within each partition
+  int64_t bytes = 0;        // HBM: bytes; SBUF/PSUM: bytes per partition
+  bool live = true;
+};
+
+enum class Opcode : uint8_t {
+  // TensorE (nc_matmul = LoadStationary + MultiplyMoving; nc_matmul_mx with an MX dtype).
+  kLoadStationary,  // src0 = stationary [K, M] (+ src1 = MX scales)
+  kMultiplyMoving,  // src0 = moving [K, N] (+ src1 = MX scales) -> dst PSUM [M, N] FP32
+  kTranspose,       // src0 [P, F] -> dst PSUM [F, P]
+  // VectorE (kTensorCopy / kTensorScalar also on ScalarE and GpSimdE).
+  kTensorCopy,    // dst = src0 (with dtype cast): PSUM evacuation
+  kTensorScalar,  // dst = src0 op scalar
+  kTensorTensor,  // dst = src0 op src1
+  kTensorReduce,  // dst[p] = reduce(src0[p, :])
+  kMemset,        // dst = constant
+  kReciprocal,    // dst = 1 / src0
+  kQuantizeMx,    // dst = MXFP8(src0), dst2 (src1) = E8M0 scales (v4)
+  // ScalarE.
+  kActivation,  // dst = f(src0 * scale + bias)
+  // GpSimdE.
+  kIota,  // dst = affine index pattern
+  // DMA queue.
+  kDmaCopy,  // dst = src0, `bytes` bytes
+};
+std::string_view OpcodeName(Opcode op);
+
+struct SemWait {
+  SemId sem = -1;
+  int64_t value = 0;  // proceed when the semaphore's count >= value
+};
+struct SemSignal {
+  SemId sem = -1;
+  int64_t increment = 1;  // added when the instruction completes
+};
+
+struct Instruction {
+  Opcode op = Opcode::kTensorCopy;
+  MatmulDtype dtype = MatmulDtype::kBf16;  // TensorE
+  ElemType in_type = ElemType::kFp32;      // Vector/Scalar/GpSimd
+  ElemType out_type = ElemType::kFp32;
+  BufferId dst = -1, src0 = -1, src1 = -1;
+  int partitions = 0;  // partitions touched (Vector/Scalar/GpSimd/Transpose; SBUF side of DMA)
+  int64_t k = 0;       // TensorE contraction size
+  int64_t m = 0;       // TensorE stationary free size (output partitions)
+  int64_t n = 0;       // moving free size; elements per partition for Vector/Scalar/GpSimd
+  bool accumulate = false;  // MultiplyMoving: add to PSUM (true) or start a new group
+  int64_t bytes = 0;        // DMA: bytes moved
+  int64_t src_offset = 0;   // DMA: byte offset in src (HBM) or within each partition
+  int64_t dst_offset = 0;
+  std::vector<SemWait> waits;
+  std::vector<SemSignal> signals;
+
+  static Instruction LoadStationary(BufferId stationary, MatmulDtype dtype, int64_t k, int64_t m,
+                                    BufferId scales = -1);
+  static Instruction MultiplyMoving(BufferId moving, BufferId psum, MatmulDtype dtype, int64_t k,
+                                    int64_t m, int64_t n, bool accumulate, BufferId scales = -1);
+  static Instruction Transpose(BufferId src, BufferId psum, int partitions, int64_t free_elems);
+  static Instruction Elementwise(Opcode op, BufferId dst, BufferId src0, int partitions,
+                                 int64_t elems, ElemType in_type, ElemType out_type,
+                                 BufferId src1 = -1);
+  static Instruction DmaCopy(BufferId src, BufferId dst, int64_t bytes, int partitions,
+                             int64_t src_offset = 0, int64_t dst_offset = 0);
+};
+
+struct Stream {
+  std::string name;  // "core0.tensor", "core0.dma.load_b"
+  int core = 0;
+  EngineKind engine = EngineKind::kTensor;
+  std::vector<Instruction> instructions;
+};
+
+struct Semaphore {
+  std::string name;
+  int core = 0;
+};
+
+class Program {
+ public:
+  // A program for `cores` NeuronCores of `machine` (1 <= cores <= machine cores).
+  static StatusOr<Program> Create(const Machine& machine, int cores);
+
+  const Machine& machine() const { return machine_; }
+  int cores() const { return cores_; }
+
+  StatusOr<BufferId> AllocHbm(std::string name, int64_t bytes);
+  // bytes per partition over `partitions` partitions from `partition_start`.
+  StatusOr<BufferId> AllocSbuf(int core, std::string name, int64_t bytes_per_partition,
+                               int partitions = 128, int partition_start = 0);
+  StatusOr<BufferId> AllocPsum(int core, std::string name, int64_t bytes_per_partition,
+                               int partitions = 128, int partition_start = 0);
+  Status Free(BufferId buffer);
+
+  StatusOr<SemId> AddSemaphore(int core, std::string name);
+  StatusOr<StreamId> AddDmaQueue(int core, std::string name);
+  StreamId EngineStream(int core, EngineKind engine) const;
+
+  // Validates and appends; the error names the stream, the instruction index
+  // and the buffer at fault.
+  Status Append(StreamId stream, Instruction instruction);
+
+  const std::vector<Stream>& streams() const { return streams_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
+  const std::vector<Semaphore>& semaphores() const { return semaphores_; }
+  int64_t instruction_count() const;
+
+  // Largest byte extent per partition ever allocated at once.
+  int64_t sbuf_high_water(int core) const { return sbuf_[core].high_water; }
+  int64_t psum_high_water(int core) const { return psum_[core].high_water; }
+  int64_t hbm_allocated() const { return hbm_.high_water; }
+
+  // Readable text: buffers, semaphores, then each stream's instructions.
+  std::string Dump() const;
+  // One instruction, e.g. "MultiplyMoving mxfp8 k=512 m=128 n=512 b[0] -> acc[3] (start)".
+  std::string Describe(const Instruction& in) const;
+
+ private:
+  struct Range {
+    int64_t begin, end;
+    BufferId owner;
+  };
+  struct Arena {
+    int64_t capacity = 0;
+    int64_t high_water = 0;
+    std::vector<Range> live;  // sorted by begin
+  };
+
+  Program(const Machine& machine, int cores);
+  StatusOr<BufferId> AllocOnChip(MemSpace space, int core, std::string name,
+                                 int64_t bytes_per_partition, int partitions,
+                                 int partition_start);
+  Status CheckCore(int core, std::string_view what) const;
+  Status CheckBuffer(BufferId id, int core, std::initializer_list<MemSpace> spaces,
+                     std::string_view role, const std::string& where) const;
+  Status Validate(const Stream& stream, const Instruction& in, const std::string& where) const;
+
+  Machine machine_;
+  int cores_ = 1;
+  std::vector<Stream> streams_;
+  std::vector<Buffer> buffers_;
+  std::vector<Semaphore> semaphores_;
+  std::vector<int> semaphores_per_core_;
+  std::vector<int> dma_queues_per_core_;
+  std::vector<Arena> sbuf_, psum_;
+  Arena hbm_;
+};
+
+// Bytes per partition that a TensorE operand [k, free] of `dtype` occupies
+// in SBUF (K folded onto the partitions: 1 element per partition row for
+// BF16/FP32, 2 for FP8 double-row, 4 packed for MX).
+int64_t TensorOperandBytesPerPartition(const Machine& m, MatmulDtype dtype, int64_t free_elems);
+// Bytes per partition of the MX scale tile of an operand with `free_elems`
+// columns: the [P, F/4] uint8 allocation of trainium.md section 9.
+int64_t MxScaleBytesPerPartition(int64_t free_elems);
+// Partitions a TensorE operand with contraction size k occupies.
+int TensorOperandPartitions(const Machine& m, MatmulDtype dtype, int64_t k);
+
+}  // namespace trnmx::emu
+
+#endif  // TRNMX_EMU_PROGRAM_H_

@@ -1,0 +1,205 @@
+// Program IR: allocation rules (capacity, alignment, PSUM banks, partition
+// quadrants), instruction validation with errors that name the buffer, and
+// the text dump.
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "trnmx/emu/program.h"
+
+namespace trnmx::emu {
+namespace {
+
+// Built with a stream: GCC 12 -O3 gives a false -Wrestrict on "lit" + to_string.
+std::string Indexed(const char* prefix, int i) {
+  std::ostringstream os;
+  os << prefix << i;
+  return os.str();
+}
+
+Program MakeProgram(const char* machine = "trn3", int cores = 1) {
+  return Program::Create(LoadPresetMachine(machine).value(), cores).value();
+}
+
+void ExpectError(const Status& s, StatusCode code, const std::string& fragment) {
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), code) << s.ToString();
+  EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+}
+
+TEST(ProgramAlloc, SbufFirstFitAlignmentAndHighWater) {
+  Program p = MakeProgram();
+  BufferId a = p.AllocSbuf(0, "a", 100).value();  // next start rounds to 128 (64 B alignment)
+  BufferId b = p.AllocSbuf(0, "b", 1000).value();
+  EXPECT_EQ(p.buffers()[a].offset, 0);
+  EXPECT_EQ(p.buffers()[b].offset, 128);
+  EXPECT_EQ(p.sbuf_high_water(0), 128 + 1000);
+  ASSERT_TRUE(p.Free(a).ok());
+  BufferId c = p.AllocSbuf(0, "c", 64).value();  // reuses the hole left by a
+  EXPECT_EQ(p.buffers()[c].offset, 0);
+  EXPECT_EQ(p.sbuf_high_water(0), 128 + 1000);
+  ExpectError(p.Free(a), StatusCode::kFailedPrecondition, "'a' was already freed");
+}
+
+TEST(ProgramAlloc, SbufOverflowNamesBufferAndSizes) {
+  Program p = MakeProgram();
+  ASSERT_TRUE(p.AllocSbuf(0, "weights", 200 * 1024).ok());
+  StatusOr<BufferId> big = p.AllocSbuf(0, "activations", 64 * 1024);
+  ASSERT_FALSE(big.ok());
+  ExpectError(big.status(), StatusCode::kResourceExhausted,
+              "SBUF buffer 'activations' needs 65536 B per partition; 40960 B of 245760 B");
+}
+
+TEST(ProgramAlloc, Trn2UsableSbufIsSmaller) {
+  Program p = MakeProgram("trn2");
+  EXPECT_TRUE(p.AllocSbuf(0, "fits", 212728).ok());
+  Program q = MakeProgram("trn2");
+  ExpectError(q.AllocSbuf(0, "too_big", 212729).status(), StatusCode::kResourceExhausted,
+              "'too_big'");
+}
+
+TEST(ProgramAlloc, PsumBufferDoesNotCrossBanks) {
+  Program p = MakeProgram();
+  BufferId a = p.AllocPsum(0, "a", 1536).value();
+  BufferId b = p.AllocPsum(0, "b", 1024).value();  // would cross bank 0/1 at 1536: moves to 2048
+  EXPECT_EQ(p.buffers()[a].offset, 0);
+  EXPECT_EQ(p.buffers()[b].offset, 2048);
+  BufferId c = p.AllocPsum(0, "c", 512).value();  // fits in bank 0's tail
+  EXPECT_EQ(p.buffers()[c].offset, 1536);
+  BufferId wide = p.AllocPsum(0, "wide", 4096).value();  // two banks, bank-aligned
+  EXPECT_EQ(p.buffers()[wide].offset, 4096);
+  EXPECT_EQ(p.psum_high_water(0), 8192);
+}
+
+TEST(ProgramAlloc, PsumOverflowNamesBuffer) {
+  Program p = MakeProgram();
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(p.AllocPsum(0, Indexed("bank", i), 2048).ok());
+  ExpectError(p.AllocPsum(0, "ninth", 4).status(), StatusCode::kResourceExhausted,
+              "PSUM buffer 'ninth' needs 4 B per partition; 0 B of 16384 B");
+}
+
+TEST(ProgramAlloc, PartitionQuadrantRules) {
+  Program p = MakeProgram();
+  EXPECT_TRUE(p.AllocSbuf(0, "q1", 64, 32, 32).ok());
+  EXPECT_TRUE(p.AllocSbuf(0, "h1", 64, 64, 64).ok());
+  ExpectError(p.AllocSbuf(0, "bad32", 64, 32, 16).status(), StatusCode::kInvalidArgument,
+              "'bad32': 32 partitions cannot start at partition 16");
+  ExpectError(p.AllocSbuf(0, "bad64", 64, 48, 32).status(), StatusCode::kInvalidArgument,
+              "'bad64': 48 partitions cannot start at partition 32");
+  ExpectError(p.AllocSbuf(0, "bad128", 64, 96, 32).status(), StatusCode::kInvalidArgument,
+              "'bad128'");
+  ExpectError(p.AllocSbuf(0, "over", 64, 128, 64).status(), StatusCode::kInvalidArgument,
+              "outside [0, 128)");
+  ExpectError(p.AllocSbuf(3, "nocore", 64).status(), StatusCode::kInvalidArgument, "core 3");
+}
+
+TEST(ProgramValidate, MatmulLimitsPerDtype) {
+  Program p = MakeProgram();
+  BufferId st = p.AllocSbuf(0, "st", 512).value();
+  BufferId st_scale = p.AllocSbuf(0, "st_scale", 32).value();
+  BufferId mv = p.AllocSbuf(0, "mv", 2048).value();
+  BufferId mv_scale = p.AllocSbuf(0, "mv_scale", 128).value();
+  BufferId acc = p.AllocPsum(0, "acc", 2048).value();
+  const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
+  EXPECT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kMxfp8, 512, 128, st_scale)).ok());
+  EXPECT_TRUE(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kMxfp8, 512, 128, 512,
+                                                       false, mv_scale)).ok());
+  ExpectError(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 256, 128)),
+              StatusCode::kInvalidArgument, "K = 256 outside [1, 128] for bf16");
+  ExpectError(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kMxfp8, 512, 128)),
+              StatusCode::kInvalidArgument, "MX scales is not a buffer");
+  ExpectError(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kFp8, 256, 129)),
+              StatusCode::kInvalidArgument, "M = 129");
+  // The output tile needs 4 x 1024 B per partition; 'acc' has 2048.
+  ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 128)).ok());
+  ExpectError(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 1024,
+                                                      false)),
+              StatusCode::kInvalidArgument, "output 'acc' holds 2048 B per partition, needs 4096 B");
+  // Moving operand too small: bf16 n=512 needs 1024 B per partition.
+  BufferId tiny = p.AllocSbuf(0, "tiny", 512).value();
+  ExpectError(p.Append(pe, Instruction::MultiplyMoving(tiny, acc, MatmulDtype::kBf16, 128, 128, 512,
+                                                      false)),
+              StatusCode::kInvalidArgument, "moving 'tiny' holds 512 B per partition, needs 1024 B");
+  // MX does not exist on Trainium2.
+  Program q = MakeProgram("trn2");
+  BufferId s2 = q.AllocSbuf(0, "s", 512).value();
+  ExpectError(q.Append(q.EngineStream(0, EngineKind::kTensor),
+                       Instruction::LoadStationary(s2, MatmulDtype::kMxfp8, 512, 128, s2)),
+              StatusCode::kInvalidArgument, "has no mxfp8 matmul");
+}
+
+TEST(ProgramValidate, MovingFreeLimitDiffersByGeneration) {
+  for (const char* name : {"trn2", "trn3"}) {
+    Program p = MakeProgram(name);
+    BufferId st = p.AllocSbuf(0, "st", 256).value();
+    BufferId mv = p.AllocSbuf(0, "mv", 4096).value();
+    BufferId acc = p.AllocPsum(0, "acc", 8192).value();
+    const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
+    ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 128)).ok());
+    Status s = p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 2048,
+                                                        false));
+    if (std::string(name) == "trn3") {
+      EXPECT_TRUE(s.ok()) << s.ToString();  // v4: one matmul spans 4 banks
+    } else {
+      ExpectError(s, StatusCode::kInvalidArgument, "N = 2048 outside [1, 512] on NeuronCore-v3");
+    }
+  }
+}
+
+TEST(ProgramValidate, EngineRulesAndSemaphores) {
+  Program p = MakeProgram();
+  BufferId acc = p.AllocPsum(0, "acc", 2048).value();
+  BufferId out = p.AllocSbuf(0, "out", 1024).value();
+  SemId s0 = p.AddSemaphore(0, "done").value();
+  Instruction evac = Instruction::Elementwise(Opcode::kTensorCopy, out, acc, 128, 512,
+                                              ElemType::kFp32, ElemType::kBf16);
+  evac.signals = {{s0, 1}};
+  EXPECT_TRUE(p.Append(p.EngineStream(0, EngineKind::kVector), evac).ok());
+  EXPECT_TRUE(p.Append(p.EngineStream(0, EngineKind::kScalar), evac).ok());
+  ExpectError(p.Append(p.EngineStream(0, EngineKind::kGpSimd), evac), StatusCode::kInvalidArgument,
+              "input 'acc' is in psum");  // GpSimd cannot reach PSUM
+  ExpectError(p.Append(p.EngineStream(0, EngineKind::kTensor), evac), StatusCode::kInvalidArgument,
+              "TensorCopy cannot run on the tensor engine");
+  Instruction bad = evac;
+  bad.signals = {{s0 + 5, 1}};
+  ExpectError(p.Append(p.EngineStream(0, EngineKind::kVector), bad), StatusCode::kInvalidArgument,
+              "signals semaphore");
+  BufferId hbm = p.AllocHbm("C", 1 << 20).value();
+  const StreamId q = p.AddDmaQueue(0, "store").value();
+  EXPECT_TRUE(p.Append(q, Instruction::DmaCopy(out, hbm, 128 * 1024, 128)).ok());
+  ExpectError(p.Append(q, Instruction::DmaCopy(out, hbm, 256 * 1024, 128)),
+              StatusCode::kInvalidArgument, "source 'out' holds 1024 B per partition, DMA writes 2048 B");
+  ExpectError(p.Append(q, Instruction::DmaCopy(out, hbm, 1024, 128, 0, (1 << 20) - 512)),
+              StatusCode::kInvalidArgument, "destination 'C'");
+}
+
+TEST(ProgramValidate, SemaphoreAndQueueLimits) {
+  Program p = MakeProgram();
+  for (int i = 0; i < 256; ++i) ASSERT_TRUE(p.AddSemaphore(0, Indexed("s", i)).ok());
+  ExpectError(p.AddSemaphore(0, "one_more").status(), StatusCode::kResourceExhausted,
+              "already has all 256 semaphores");
+  for (int i = 0; i < 256; ++i) ASSERT_TRUE(p.AddDmaQueue(0, Indexed("q", i)).ok());
+  ExpectError(p.AddDmaQueue(0, "q256").status(), StatusCode::kResourceExhausted, "256 queues");
+}
+
+TEST(ProgramDump, IsReadable) {
+  Program p = MakeProgram();
+  BufferId a = p.AllocHbm("A", 4096).value();
+  BufferId t = p.AllocSbuf(0, "a_tile", 32).value();
+  SemId s = p.AddSemaphore(0, "a_ready").value();
+  const StreamId q = p.AddDmaQueue(0, "load").value();
+  Instruction dma = Instruction::DmaCopy(a, t, 4096, 128);
+  dma.signals = {{s, 1}};
+  ASSERT_TRUE(p.Append(q, dma).ok());
+  const std::string dump = p.Dump();
+  EXPECT_NE(dump.find("hbm   A"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("sbuf  a_tile"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("core0.dma.load: 1 instructions"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("0  DmaCopy 4096 B A -> a_tile over 128 partitions  signal a_ready+=1"),
+            std::string::npos)
+      << dump;
+}
+
+}  // namespace
+}  // namespace trnmx::emu
