@@ -9,6 +9,7 @@ namespace trnmx::emu::cli {
 
 void AddMachinesCommand(CLI::App& app, int& exit_code);
 void AddPeakCommand(CLI::App& app, int& exit_code);
+void AddGemmCommand(CLI::App& app, int& exit_code);
 
 }  // namespace trnmx::emu::cli
 

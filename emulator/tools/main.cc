@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   trnmx::emu::cli::AddMachinesCommand(app, exit_code);
   trnmx::emu::cli::AddPeakCommand(app, exit_code);
+  trnmx::emu::cli::AddGemmCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -163,7 +163,8 @@ class Sim {
       int64_t start = 0, end = 0;
       Execute(stream, in, now, start, end);
       StreamStats& stats = res_.streams[s];
-      stats.busy_ps += end - start;
+      // LoadStationary runs in the background of the MM unit (section 5).
+      (in.op == Opcode::kLoadStationary ? stats.background_ps : stats.busy_ps) += end - start;
       ++stats.instructions;
       if (opt_.record_trace) {
         res_.trace.push_back(TraceRecord{s, static_cast<int32_t>(ss.pc), start, end});
@@ -275,7 +276,8 @@ class Sim {
     }
     for (int e = c.first_engine; e < c.first_engine + c.engines; ++e) {
       free[e] = end;
-      res_.dma_engine_busy_ps[static_cast<size_t>(core) * engines_ + e] += end - start;
+      // Engine time proper; waiting on a backlogged HBM stack counts as HBM time.
+      res_.dma_engine_busy_ps[static_cast<size_t>(core) * engines_ + e] += c.engine_ps;
     }
     res_.dma_bytes += in.bytes;
   }

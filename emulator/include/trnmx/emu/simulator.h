@@ -51,7 +51,8 @@ struct TraceRecord {
 };
 
 struct StreamStats {
-  int64_t busy_ps = 0;  // sum of instruction durations
+  int64_t busy_ps = 0;        // sum of instruction durations (TensorE: MM and transposes)
+  int64_t background_ps = 0;  // TensorE LoadStationary time (overlaps the MM unit)
   int64_t instructions = 0;
   int64_t bytes = 0;  // DMA queues
 };

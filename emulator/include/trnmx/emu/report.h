@@ -1,0 +1,55 @@
+// Reports and traces of a simulated program.
+//
+//   Report r = MakeReport(program, result, flops, MatmulDtype::kMxfp8);
+//   std::cout << FormatReport(r);
+//   std::string json = ChromeTraceJson(program, result);  // chrome://tracing, Perfetto
+#ifndef TRNMX_EMU_REPORT_H_
+#define TRNMX_EMU_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trnmx/emu/machine.h"
+#include "trnmx/emu/program.h"
+#include "trnmx/emu/simulator.h"
+
+namespace trnmx::emu {
+
+struct ResourceUse {
+  std::string name;    // "TensorE", "VectorE", "ScalarE", "GpSimdE", "DMA engines", "HBM"
+  double busy = 0;     // fraction of the run time, averaged over the units in use
+};
+
+struct Report {
+  std::string machine;
+  int cores = 0;
+  int64_t time_ps = 0;
+  double flops = 0;
+  double achieved_flops_per_s = 0;
+  double peak_flops_per_s = 0;  // modelled TensorE peak of the cores in use
+  double fraction_of_peak = 0;
+  std::vector<ResourceUse> resources;
+  std::string limiting;  // name of the busiest resource
+  std::string bound;     // "compute (TensorE)", "memory (HBM bandwidth)", ...
+  int64_t dma_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
+  double hbm_bytes_per_s = 0;        // achieved
+  double hbm_peak_bytes_per_s = 0;   // published peak of the stacks in use
+  int64_t sbuf_high_water = 0, sbuf_capacity = 0;  // bytes per partition, worst core
+  int64_t psum_high_water = 0, psum_capacity = 0;
+  int64_t instructions = 0, events = 0;
+  double throttle_extra_fraction = 0;  // share of TensorE time added by the throttle
+};
+
+// `flops` and `dtype` give achieved vs peak; pass flops = 0 for non-matmul programs.
+Report MakeReport(const Program& program, const SimResult& result, double flops,
+                  MatmulDtype dtype);
+std::string FormatReport(const Report& report);
+
+// Chrome trace-event JSON: one process per core, one track per engine and DMA
+// queue, one complete event per instruction (needs SimOptions::record_trace).
+std::string ChromeTraceJson(const Program& program, const SimResult& result);
+
+}  // namespace trnmx::emu
+
+#endif  // TRNMX_EMU_REPORT_H_

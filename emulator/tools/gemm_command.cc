@@ -1,0 +1,111 @@
+// trnmx-emu gemm: lower a GEMM, simulate it, print the report.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "trnmx/emu/gemm.h"
+#include "trnmx/emu/report.h"
+#include "trnmx/emu/simulator.h"
+
+namespace trnmx::emu::cli {
+namespace {
+
+struct GemmArgs {
+  std::string machine = "trn3";
+  std::string dtype = "mxfp8";
+  GemmConfig config;
+  std::string trace;
+  bool dump = false;
+  bool no_throttle = false;
+};
+
+int RunGemm(const GemmArgs& args) {
+  StatusOr<Machine> machine = LoadMachine(args.machine);
+  if (!machine.ok()) {
+    std::cerr << machine.status().ToString() << "\n";
+    return 1;
+  }
+  StatusOr<MatmulDtype> dtype = ParseMatmulDtype(args.dtype);
+  if (!dtype.ok()) {
+    std::cerr << dtype.status().ToString() << "\n";
+    return 1;
+  }
+  GemmConfig config = args.config;
+  config.dtype = *dtype;
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<LoweredGemm> gemm = LowerGemm(*machine, config);
+  if (!gemm.ok()) {
+    std::cerr << gemm.status().ToString() << "\n";
+    return 1;
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  SimOptions options;
+  options.record_trace = !args.trace.empty();
+  options.throttle = !args.no_throttle;
+  StatusOr<SimResult> result = Simulate(gemm->program, options);
+  if (!result.ok()) {
+    std::cerr << result.status().ToString() << "\n";
+    return 1;
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  if (args.dump) std::cout << gemm->program.Dump() << "\n";
+  const GemmPlan& plan = gemm->plan;
+  std::printf("gemm              M=%lld N=%lld K=%lld %s, C in BF16\n",
+              static_cast<long long>(config.m), static_cast<long long>(config.n),
+              static_cast<long long>(config.k), args.dtype.c_str());
+  std::printf("tiling            %d x %d core grid (M x N), %zu with work, block_m %lld, n_tile %lld, k_tile %lld, "
+              "%d B buffers, %lld matmuls\n",
+              plan.grid_m, plan.grid_n, plan.cores.size(),
+              static_cast<long long>(plan.config.block_m),
+              static_cast<long long>(plan.config.n_tile), static_cast<long long>(plan.k_tile),
+              plan.config.b_buffers, static_cast<long long>(plan.matmuls));
+  Report report = MakeReport(gemm->program, *result, plan.flops, config.dtype);
+  std::cout << FormatReport(report);
+  const double lower_s = std::chrono::duration<double>(t1 - t0).count();
+  const double sim_s = std::chrono::duration<double>(t2 - t1).count();
+  std::printf("wall              lowering %.3f s, simulation %.3f s (%.2f M events/s, %.2f M "
+              "instructions/s)\n",
+              lower_s, sim_s, result->events / sim_s / 1e6,
+              gemm->program.instruction_count() / sim_s / 1e6);
+  if (!args.trace.empty()) {
+    std::ofstream out(args.trace, std::ios::binary);
+    out << ChromeTraceJson(gemm->program, *result);
+    if (!out) {
+      std::cerr << "cannot write trace '" << args.trace << "'\n";
+      return 1;
+    }
+    std::printf("trace             %s (%zu events; open in chrome://tracing or ui.perfetto.dev)\n",
+                args.trace.c_str(), result->trace.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddGemmCommand(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("gemm", "Lower C = A x B onto the machine and simulate it");
+  auto args = std::make_shared<GemmArgs>();
+  args->config.m = args->config.n = args->config.k = 0;
+  cmd->add_option("--machine", args->machine, "preset name or JSON file")->capture_default_str();
+  cmd->add_option("--m", args->config.m, "rows of A and C")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--n", args->config.n, "columns of B and C")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--k", args->config.k, "contraction size")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", args->dtype, "bf16, fp8 (double-row), mxfp8, mxfp4, fp32")
+      ->capture_default_str();
+  cmd->add_option("--cores", args->config.cores, "NeuronCores to use")->capture_default_str();
+  cmd->add_option("--block-m", args->config.block_m,
+                  "resident A rows per core, multiple of 128 (0 = largest that fits)");
+  cmd->add_option("--n-tile", args->config.n_tile, "moving free size per matmul (0 = 512)");
+  cmd->add_option("--b-buffers", args->config.b_buffers, "B panel buffers (2 = double buffering)")
+      ->capture_default_str();
+  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
+  cmd->add_flag("--dump-program", args->dump, "print the lowered program");
+  cmd->add_flag("--no-throttle", args->no_throttle, "disable the TensorE dI/dt throttle");
+  cmd->callback([args, &exit_code]() { exit_code = RunGemm(*args); });
+}
+
+}  // namespace trnmx::emu::cli

@@ -1,0 +1,162 @@
+// GEMM lowering and reports: the bars (8192^3 MXFP8 on one trn3 chip
+// >= 85 % of the modelled TensorE peak in < 2 s of wall time; M = 1 is
+// memory-bound), tile accounting, rejection of tilings that do not fit, trace.
+#include <chrono>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "trnmx/emu/gemm.h"
+#include "trnmx/emu/report.h"
+#include "trnmx/emu/simulator.h"
+
+namespace trnmx::emu {
+namespace {
+
+Machine Trn(const char* name) { return LoadPresetMachine(name).value(); }
+
+GemmConfig Config(int64_t m, int64_t n, int64_t k, MatmulDtype d, int cores) {
+  GemmConfig c;
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.dtype = d;
+  c.cores = cores;
+  return c;
+}
+
+TEST(Gemm, Chip8192CubedMxfp8ReachesPeakBar) {
+  const auto t0 = std::chrono::steady_clock::now();
+  LoweredGemm g = LowerGemm(Trn("trn3"), Config(8192, 8192, 8192, MatmulDtype::kMxfp8, 8)).value();
+  SimResult r = Simulate(g.program).value();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Report rep = MakeReport(g.program, r, g.plan.flops, MatmulDtype::kMxfp8);
+  EXPECT_EQ(g.plan.matmuls, 64 * 16 * 16);  // 128-row x 512-col tiles x K/512
+  EXPECT_NEAR(rep.peak_flops_per_s, 8 * 314.5728e12, 1e6);
+  EXPECT_GE(rep.fraction_of_peak, 0.85) << FormatReport(rep);
+  EXPECT_LE(rep.fraction_of_peak, 1.0);
+  // The ideal time is 2048 matmuls x 512 cycles / 2.4 GHz per core.
+  EXPECT_GE(r.end_ps, 2048 * 213333);
+  EXPECT_EQ(rep.limiting, "TensorE");
+  EXPECT_EQ(rep.bound, "compute (TensorE)");
+  EXPECT_LT(wall, 2.0);
+  // Every element of A and B is read once (one resident A block per core);
+  // C is written once in BF16.
+  EXPECT_EQ(rep.hbm_write_bytes, int64_t{8192} * 8192 * 2);
+  EXPECT_LE(rep.sbuf_high_water, rep.sbuf_capacity);
+  EXPECT_EQ(rep.psum_high_water, 16384);
+}
+
+TEST(Gemm, MatrixVectorIsMemoryBound) {
+  for (MatmulDtype d : {MatmulDtype::kBf16, MatmulDtype::kMxfp8}) {
+    LoweredGemm g = LowerGemm(Trn("trn3"), Config(1, 8192, 8192, d, 8)).value();
+    SimResult r = Simulate(g.program).value();
+    Report rep = MakeReport(g.program, r, g.plan.flops, d);
+    EXPECT_EQ(rep.bound.rfind("memory (HBM traffic", 0), 0u) << FormatReport(rep);
+    EXPECT_TRUE(rep.limiting == "HBM" || rep.limiting == "DMA engines");
+    EXPECT_LT(rep.fraction_of_peak, 0.01);
+    // B (K x N) dominates the traffic.
+    EXPECT_GE(rep.hbm_read_bytes, static_cast<int64_t>(8192 * 8192 * GemmElementBytes(d)));
+  }
+  // BF16 on all cores: the HBM stacks are the busiest resource.
+  LoweredGemm g = LowerGemm(Trn("trn3"), Config(1, 8192, 8192, MatmulDtype::kBf16, 8)).value();
+  SimResult r = Simulate(g.program).value();
+  EXPECT_EQ(MakeReport(g.program, r, g.plan.flops, MatmulDtype::kBf16).limiting, "HBM");
+}
+
+TEST(Gemm, ExactTrafficAndTileCountsForOddShapes) {
+  // One core, one resident A block: A and B are read exactly once.
+  LoweredGemm g = LowerGemm(Trn("trn3"), Config(256, 1024, 512, MatmulDtype::kBf16, 1)).value();
+  SimResult r = Simulate(g.program).value();
+  EXPECT_EQ(r.hbm_read_bytes, 256 * 512 * 2 + 512 * 1024 * 2);
+  EXPECT_EQ(r.hbm_write_bytes, 256 * 1024 * 2);
+  EXPECT_EQ(g.plan.matmuls, 2 * 2 * 4);
+  // Tails in every dimension: 300 rows = 128 + 128 + 44, 777 cols = 512 + 265,
+  // K 1000 = 7 x 128 + 104 for BF16.
+  LoweredGemm odd = LowerGemm(Trn("trn3"), Config(300, 777, 1000, MatmulDtype::kBf16, 1)).value();
+  EXPECT_EQ(odd.plan.matmuls, 3 * 2 * 8);
+  SimResult ro = Simulate(odd.program).value();
+  EXPECT_EQ(ro.hbm_write_bytes, 300 * 777 * 2);
+  EXPECT_EQ(ro.hbm_read_bytes, 300 * 1000 * 2 + 1000 * 777 * 2);
+  // FP8 double-row: K tiles of 256; MXFP4 on 8 cores.
+  EXPECT_EQ(LowerGemm(Trn("trn2"), Config(128, 512, 1024, MatmulDtype::kFp8, 1)).value().plan.matmuls, 4);
+  LoweredGemm mx4 = LowerGemm(Trn("trn3"), Config(1000, 3000, 2016, MatmulDtype::kMxfp4, 8)).value();
+  EXPECT_EQ(mx4.plan.grid_m, 8);
+  EXPECT_TRUE(Simulate(mx4.program).ok());
+}
+
+TEST(Gemm, MultiCoreIsFasterAndDeterministic) {
+  const GemmConfig one = Config(4096, 4096, 4096, MatmulDtype::kMxfp8, 1);
+  GemmConfig eight = one;
+  eight.cores = 8;
+  LoweredGemm g1 = LowerGemm(Trn("trn3"), one).value();
+  LoweredGemm g8 = LowerGemm(Trn("trn3"), eight).value();
+  const int64_t t1 = Simulate(g1.program).value().end_ps;
+  const int64_t t8 = Simulate(g8.program).value().end_ps;
+  // 8 cores: > 6x (start-up loads and the throttle ramp are not divided).
+  EXPECT_LT(t8 * 6, t1);
+  EXPECT_GT(t8 * 8, t1);
+  EXPECT_EQ(Simulate(g8.program).value().end_ps, t8);
+}
+
+TEST(Gemm, RejectsTilingsThatDoNotFit) {
+  // A resident block of 8192 rows x K = 8192 MXFP8 needs 64 x 8 KiB per partition.
+  GemmConfig c = Config(8192, 8192, 8192, MatmulDtype::kMxfp8, 1);
+  c.block_m = 8192;
+  StatusOr<LoweredGemm> g = LowerGemm(Trn("trn3"), c);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(g.status().message().find("SBUF buffer 'a_t["), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("needs 8192 B per partition"), std::string::npos)
+      << g.status().message();
+  EXPECT_NE(g.status().message().find("block_m 8192"), std::string::npos);
+  // K so large that even one 128-row A tile does not fit (BF16: 2 B x K / 128 per partition... x 128).
+  StatusOr<LoweredGemm> k = LowerGemm(Trn("trn3"), Config(128, 512, 1 << 17, MatmulDtype::kBf16, 1));
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(k.status().message().find("SBUF buffer 'a_t[0]' needs 262144 B per partition"),
+            std::string::npos)
+      << k.status().message();
+  // An output tile wider than one PSUM bank.
+  GemmConfig wide = Config(128, 4096, 512, MatmulDtype::kBf16, 1);
+  wide.n_tile = 1024;
+  StatusOr<LoweredGemm> w = LowerGemm(Trn("trn3"), wide);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("one PSUM bank"), std::string::npos);
+}
+
+TEST(Gemm, RejectsBadRequests) {
+  EXPECT_FALSE(LowerGemm(Trn("trn2"), Config(128, 128, 512, MatmulDtype::kMxfp8, 1)).ok());
+  EXPECT_FALSE(LowerGemm(Trn("trn3"), Config(128, 128, 500, MatmulDtype::kMxfp8, 1)).ok());
+  EXPECT_FALSE(LowerGemm(Trn("trn3"), Config(0, 128, 128, MatmulDtype::kBf16, 1)).ok());
+  EXPECT_FALSE(LowerGemm(Trn("trn3"), Config(128, 128, 128, MatmulDtype::kBf16, 9)).ok());
+}
+
+TEST(Report, TraceHasOneTrackPerEngineAndQueue) {
+  LoweredGemm g = LowerGemm(Trn("trn3"), Config(256, 1024, 1024, MatmulDtype::kMxfp8, 2)).value();
+  SimOptions o;
+  o.record_trace = true;
+  SimResult r = Simulate(g.program, o).value();
+  EXPECT_EQ(static_cast<int64_t>(r.trace.size()), g.program.instruction_count());
+  const std::string text = ChromeTraceJson(g.program, r);
+  EXPECT_EQ(text, ChromeTraceJson(g.program, Simulate(g.program, o).value()));  // deterministic
+  nlohmann::json doc = nlohmann::json::parse(text);
+  int complete = 0, tracks = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      EXPECT_GE(e["dur"].get<double>(), 0);
+    }
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++tracks;
+  }
+  EXPECT_EQ(complete, g.program.instruction_count());
+  // 2 cores x (4 engines + 3 DMA queues).
+  EXPECT_EQ(tracks, 14);
+  EXPECT_NE(text.find("core0.dma.load_b"), std::string::npos);
+  const std::string dump = g.program.Dump();
+  EXPECT_NE(dump.find("MultiplyMoving mxfp8 k=512 m=128 n=512"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trnmx::emu
