@@ -12,8 +12,7 @@ function(trnmx_set_compile_options target)
   endif()
 endfunction()
 
-if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+# Only when top-level: a parent project's build type is its own business.
+if(PROJECT_IS_TOP_LEVEL AND NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()
-# Users get -ffp-contract=off in their own compile of our headers too (the
-# header-only codecs are constexpr integer code, but the kernels are not).

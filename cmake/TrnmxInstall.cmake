@@ -23,6 +23,23 @@ install(FILES "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfig.cmake"
               "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfigVersion.cmake"
         DESTINATION ${TRNMX_CMAKE_DIR})
 
+# The .pc file is relocatable: its prefix is found from ${pcfiledir}, so that
+# `cmake --install BUILD --prefix P` (and Conan, and packagers' DESTDIR) give a
+# file that points into P, not into the CMAKE_INSTALL_PREFIX of configure time.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(TRNMX_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _trnmx_pc_up "/_/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/_")
+  string(REGEX REPLACE "/$" "" _trnmx_pc_up "${_trnmx_pc_up}")
+  set(TRNMX_PC_PREFIX "\${pcfiledir}/${_trnmx_pc_up}")
+endif()
+foreach(_dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_dir}}")
+    set(TRNMX_PC_${_dir} "${CMAKE_INSTALL_${_dir}}")
+  else()
+    set(TRNMX_PC_${_dir} "\${prefix}/${CMAKE_INSTALL_${_dir}}")
+  endif()
+endforeach()
 configure_file(cmake/trnmx.pc.in "${CMAKE_CURRENT_BINARY_DIR}/trnmx.pc" @ONLY)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/trnmx.pc"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,36 @@
+// Conan test_package: the packaged headers and library work together.
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "trnmx/formats.h"
+
+int main() {
+  using namespace trnmx;
+  int failures = 0;
+  auto check = [&failures](bool ok, const char* what) {
+    if (!ok) {
+      std::fprintf(stderr, "test_package: FAILED: %s\n", what);
+      ++failures;
+    }
+  };
+
+  // Header-only codec.
+  check(Encode<Fp8E4M3>(3.14159f).bits == 0x45, "Encode<Fp8E4M3>(3.14159) == 0x45");
+  check(Decode(Fp8E4M3::FromBits(0x7E)) == 448.0f, "Decode(Fp8E4M3 0x7E) == 448");
+
+  // Compiled registry.
+  const StatusOr<Format> e5m2 = ParseFormatName("e5m2");
+  check(e5m2.ok() && *e5m2 == Format::kFp8E5M2, "ParseFormatName(\"e5m2\")");
+  if (e5m2.ok()) {
+    const std::vector<float> xs = {1.0f, -61440.0f};
+    std::vector<std::uint32_t> codes(xs.size());
+    check(EncodeScalars(*e5m2, xs, codes, {}).ok(), "EncodeScalars(e5m2) is ok");
+    check(codes[0] == 0x3C && codes[1] == 0xFB, "EncodeScalars(e5m2) == {0x3C, 0xFB}");
+  }
+  check(!ParseFormatName("e9m9").ok(), "ParseFormatName(\"e9m9\") fails");
+
+  if (failures != 0) return 1;
+  std::printf("trnmx test_package OK: e4m3(3.14159) = 0x45, %zu formats\n", AllFormats().size());
+  return 0;
+}

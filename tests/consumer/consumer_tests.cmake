@@ -1,0 +1,81 @@
+# Consumer tests (ctest label `consumer`), included by tests/CMakeLists.txt.
+#
+#   consumer.install       installs the already-built trnmx into a prefix under
+#                          the build tree (a test, so it runs after the build)
+#   consumer.find_package  builds and runs tests/consumer with
+#                          find_package(trnmx 0.1 CONFIG REQUIRED)
+#   consumer.add_subdirectory  builds and runs tests/consumer with the source
+#                          tree embedded by add_subdirectory() (no install)
+#   consumer.pkg_config    builds and runs the same main.cc with
+#                          `pkg-config --cflags --libs trnmx`
+#   consumer.conan         `conan create conan/` offline with the Debian 12
+#                          profile (label `consumer;package`; skipped when
+#                          conan is not installed)
+#
+# Run them with: ctest --test-dir BUILD -L consumer --output-on-failure
+if(NOT TRNMX_INSTALL)
+  message(STATUS "trnmx: consumer tests need TRNMX_INSTALL=ON; not registered")
+  return()
+endif()
+
+set(_trnmx_consumer_src "${CMAKE_CURRENT_LIST_DIR}")
+set(_trnmx_consumer_driver "${_trnmx_consumer_src}/run_consumer_test.sh")
+set(_trnmx_consumer_work "${PROJECT_BINARY_DIR}/consumer")
+set(_trnmx_consumer_prefix "${_trnmx_consumer_work}/prefix")
+# A sanitized libtrnmx.a needs the sanitizer runtime in the consumer's link.
+set(_trnmx_consumer_flags "")
+if(TRNMX_SANITIZE)
+  set(_trnmx_consumer_flags "-fsanitize=address,undefined")
+endif()
+
+add_test(NAME consumer.install
+  COMMAND "${_trnmx_consumer_driver}" install
+          "${PROJECT_BINARY_DIR}" "${_trnmx_consumer_prefix}" "$<CONFIG>")
+set_tests_properties(consumer.install PROPERTIES
+  FIXTURES_SETUP trnmx_consumer_prefix)
+
+add_test(NAME consumer.find_package
+  COMMAND "${_trnmx_consumer_driver}" find_package
+          "${_trnmx_consumer_src}" "${_trnmx_consumer_work}/find_package"
+          "${_trnmx_consumer_prefix}" "${PROJECT_VERSION}" "${CMAKE_GENERATOR}"
+          "${CMAKE_CXX_COMPILER}" "$<CONFIG>" "${_trnmx_consumer_flags}")
+
+add_test(NAME consumer.add_subdirectory
+  COMMAND "${_trnmx_consumer_driver}" add_subdirectory
+          "${_trnmx_consumer_src}" "${_trnmx_consumer_work}/add_subdirectory"
+          "${PROJECT_SOURCE_DIR}" "${PROJECT_VERSION}" "${CMAKE_GENERATOR}"
+          "${CMAKE_CXX_COMPILER}" "$<CONFIG>" "${_trnmx_consumer_flags}")
+
+add_test(NAME consumer.pkg_config
+  COMMAND "${_trnmx_consumer_driver}" pkg_config
+          "${_trnmx_consumer_src}" "${_trnmx_consumer_work}/pkg_config"
+          "${_trnmx_consumer_prefix}" "${CMAKE_INSTALL_LIBDIR}" "${PROJECT_VERSION}"
+          "${CMAKE_CXX_COMPILER}" "${_trnmx_consumer_flags}")
+
+set_tests_properties(consumer.install consumer.find_package consumer.add_subdirectory
+                     consumer.pkg_config PROPERTIES
+  LABELS consumer
+  TIMEOUT 300
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "CMAKE_COMMAND=${CMAKE_COMMAND}")
+set_tests_properties(consumer.find_package consumer.pkg_config PROPERTIES
+  FIXTURES_REQUIRED trnmx_consumer_prefix)
+
+# conan create: builds the package from the sources in this checkout in
+# Conan's cache (~/.conan2), then builds and runs conan/test_package. Offline:
+# -nr, and CLI11 comes from Debian through [platform_requires].
+if(EXISTS "${PROJECT_SOURCE_DIR}/conan/conanfile.py")
+  find_program(TRNMX_CONAN_EXECUTABLE conan DOC "Conan 2 client for the consumer.conan test")
+  set(_trnmx_conan "${TRNMX_CONAN_EXECUTABLE}")
+  if(NOT _trnmx_conan)
+    set(_trnmx_conan conan)  # Looked up again when the test runs; skipped if absent.
+  endif()
+  add_test(NAME consumer.conan
+    COMMAND "${_trnmx_consumer_driver}" conan "${_trnmx_conan}"
+            "${PROJECT_SOURCE_DIR}/conan" "${PROJECT_SOURCE_DIR}/conan/profiles/debian12")
+  set_tests_properties(consumer.conan PROPERTIES
+    LABELS "consumer;package"
+    TIMEOUT 1800
+    SKIP_RETURN_CODE 77
+    RESOURCE_LOCK conan_cache)
+endif()
