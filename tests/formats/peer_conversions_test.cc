@@ -1,0 +1,96 @@
+// All 2^32 FP32 inputs through trnmx's BF16/FP16 codecs against independent
+// implementations on this machine (label exhaustive):
+// - Eigen 3.4 Eigen::bfloat16 (RNE, NaN -> 7FC0/FFC0): NanPolicy::kCanonical.
+// - The CPU's AVX512_BF16 VCVTNEPS2BF16 (RNE, DAZ, NaN quieted with payload):
+//   Subnormals::kFlush (formats.md section 4).
+// - The CPU's AVX-512 VCVTPS2PH with round-to-nearest-even (IEEE binary16,
+//   NaN quieted with its top payload bits): the FP16 defaults.
+// Hardware checks need the instructions; on a CPU without them they report
+// "skipped" with the reason.
+#include <gtest/gtest.h>
+#include <immintrin.h>
+
+#include <Eigen/Core>
+#include <bit>
+#include <cstdio>
+
+#include "trnmx/formats/codec.h"
+
+namespace trnmx {
+namespace {
+
+constexpr std::uint64_t kAllInputs = std::uint64_t{1} << 32;
+
+template <class Check>
+void SweepAll(const char* name, Check&& mismatch_at_block) {
+  std::uint64_t mismatches = 0;
+  for (std::uint64_t base = 0; base < kAllInputs; base += 16) {
+    mismatches += mismatch_at_block(static_cast<std::uint32_t>(base));
+    if (mismatches > 10) break;
+  }
+  std::printf("%s: %llu mismatching inputs over 2^32\n", name, static_cast<unsigned long long>(mismatches));
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(PeerConversions, EigenBfloat16) {
+  SweepAll("Eigen::bfloat16", [](std::uint32_t base) {
+    int bad = 0;
+    for (std::uint32_t i = 0; i < 16; ++i) {
+      const float x = std::bit_cast<float>(base + i);
+      const std::uint16_t eigen = Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(x));
+      const std::uint16_t ours = Encode<Bf16>(x, {.nan = NanPolicy::kCanonical}).bits;
+      if (eigen != ours && bad++ < 3) {
+        ADD_FAILURE() << "x=0x" << std::hex << (base + i) << " eigen 0x" << eigen << " trnmx 0x" << ours;
+      }
+    }
+    return bad;
+  });
+}
+
+__attribute__((target("avx512f,avx512bf16"))) int HardwareBf16Block(std::uint32_t base) {
+  alignas(64) std::uint32_t in[16];
+  alignas(32) std::uint16_t out[16];
+  for (std::uint32_t i = 0; i < 16; ++i) in[i] = base + i;
+  const __m256bh r = _mm512_cvtneps_pbh(_mm512_load_ps(reinterpret_cast<const float*>(in)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), reinterpret_cast<const __m256i&>(r));
+  int bad = 0;
+  for (std::uint32_t i = 0; i < 16; ++i) {
+    const std::uint16_t ours = Encode<Bf16>(std::bit_cast<float>(in[i]), {.subnormals = Subnormals::kFlush}).bits;
+    if (out[i] != ours && bad++ < 3) {
+      ADD_FAILURE() << "x=0x" << std::hex << in[i] << " vcvtneps2bf16 0x" << out[i] << " trnmx 0x" << ours;
+    }
+  }
+  return bad;
+}
+
+TEST(PeerConversions, Avx512Bf16Instruction) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "CPU has no AVX512_BF16";
+  SweepAll("vcvtneps2bf16", HardwareBf16Block);
+}
+
+__attribute__((target("avx512f"))) int HardwareFp16Block(std::uint32_t base) {
+  alignas(64) std::uint32_t in[16];
+  alignas(32) std::uint16_t out[16];
+  for (std::uint32_t i = 0; i < 16; ++i) in[i] = base + i;
+  // The masked form: GCC 12's unmasked _mm512_cvtps_ph trips -Wuninitialized.
+  const __m256i r = _mm512_mask_cvtps_ph(_mm256_setzero_si256(), 0xFFFF,
+                                         _mm512_load_ps(reinterpret_cast<const float*>(in)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), r);
+  int bad = 0;
+  for (std::uint32_t i = 0; i < 16; ++i) {
+    const std::uint16_t ours = Encode<Fp16>(std::bit_cast<float>(in[i])).bits;
+    if (out[i] != ours && bad++ < 3) {
+      ADD_FAILURE() << "x=0x" << std::hex << in[i] << " vcvtps2ph 0x" << out[i] << " trnmx 0x" << ours;
+    }
+  }
+  return bad;
+}
+
+TEST(PeerConversions, Avx512Fp16ConvertInstruction) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "CPU has no AVX-512F";
+  SweepAll("vcvtps2ph", HardwareFp16Block);
+}
+
+}  // namespace
+}  // namespace trnmx
