@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# trnmx's one entry point for people and CI. Each mode installs what it needs
+# (Debian packages, PyPI packages) only if missing, configures, builds, runs.
+#
+#   tools/run.sh demo                 main job: quantization error table (trnmx demo)
+#   tools/run.sh test [ctest args]    build everything, run every test (all labels)
+#   tools/run.sh sanitize             unit tests under ASan + UBSan
+#   tools/run.sh bench [bench args]   build and run the benchmarks
+#
+# Build trees: build/demo, build/test, build/asan, build/bench.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+log() { printf '[run.sh] %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# apt_need PKG...: installs the Debian packages that are not installed yet.
+apt_need() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# pip_need PKG...: installs PyPI packages missing from the python3 on PATH.
+pip_need() {
+  local missing=()
+  for p in "$@"; do
+    python3 -m pip show -q "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing PyPI packages: ${missing[*]}"
+    python3 -m pip install -q "${missing[@]}"
+  fi
+}
+
+base_packages=(g++ cmake ninja-build pkgconf libcli11-dev)
+test_packages=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev
+               libeigen3-dev libssl-dev)
+
+configure() {  # configure DIR CMAKE_ARGS...
+  local dir=$1; shift
+  cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
+}
+
+mode=${1:-}
+[ $# -gt 0 ] && shift
+case "$mode" in
+  demo)
+    apt_need "${base_packages[@]}"
+    configure build/demo -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF \
+      -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_BUILD_EMULATOR=OFF -DTRNMX_INSTALL=OFF
+    cmake --build build/demo -j "$jobs" --target trnmx_cli
+    exec build/demo/tools/trnmx/trnmx demo "$@"
+    ;;
+  test)
+    apt_need "${base_packages[@]}" "${test_packages[@]}"
+    pip_need conan
+    command -v conan >/dev/null || { log "conan is not on PATH after pip install"; exit 1; }
+    configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON -DTRNMX_BUILD_BENCHMARKS=ON
+    cmake --build build/test -j "$jobs"
+    log "running all tests (labels: unit golden cli consumer emulator exhaustive)"
+    ctest --test-dir build/test -j "$jobs" --output-on-failure "$@"
+    ;;
+  sanitize)
+    apt_need "${base_packages[@]}" "${test_packages[@]}"
+    configure build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRNMX_SANITIZE=ON -DTRNMX_WERROR=ON \
+      -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_INSTALL=OFF
+    cmake --build build/asan -j "$jobs"
+    log "running unit, cli and emulator tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
+    ;;
+  bench)
+    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev
+    configure build/bench -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF -DTRNMX_BUILD_BENCHMARKS=ON \
+      -DTRNMX_INSTALL=OFF
+    cmake --build build/bench -j "$jobs"
+    for b in build/bench/bench/*_bench; do
+      log "running $b"
+      "$b" "$@"
+    done
+    ;;
+  *)
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
