@@ -385,37 +385,36 @@ int64_t Program::instruction_count() const {
 }
 
 Status Program::CheckBuffer(BufferId id, int core, std::initializer_list<MemSpace> spaces,
-                            std::string_view role, const std::string& where) const {
+                            std::string_view role, const Site& where) const {
   if (id < 0 || id >= static_cast<BufferId>(buffers_.size())) {
-    return InvalidArgumentError(where + ": " + std::string(role) + " is not a buffer");
+    return InvalidArgumentError(where() + ": " + std::string(role) + " is not a buffer");
   }
   const Buffer& b = buffers_[id];
   if (!b.live) {
-    return FailedPreconditionError(where + ": " + std::string(role) + " '" + b.name +
+    return FailedPreconditionError(where() + ": " + std::string(role) + " '" + b.name +
                                    "' was freed");
   }
   if (std::find(spaces.begin(), spaces.end(), b.space) == spaces.end()) {
-    return InvalidArgumentError(where + ": " + std::string(role) + " '" + b.name + "' is in " +
+    return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name + "' is in " +
                                 std::string(MemSpaceName(b.space)) + ", not allowed here");
   }
   if (b.space != MemSpace::kHbm && b.core != core) {
-    return InvalidArgumentError(where + ": " + std::string(role) + " '" + b.name +
+    return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name +
                                 "' belongs to core " + std::to_string(b.core));
   }
   return OkStatus();
 }
 
-Status Program::Validate(const Stream& stream, const Instruction& in,
-                         const std::string& where) const {
+Status Program::Validate(const Stream& stream, const Instruction& in, const Site& where) const {
   const int c = stream.core;
   auto need = [&](BufferId id, std::string_view role, int64_t bytes_pp, int partitions) -> Status {
     const Buffer& b = buffers_[id];
     if (bytes_pp > b.bytes) {
-      return InvalidArgumentError(where + ": " + std::string(role) + " '" + b.name + "' holds " +
+      return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name + "' holds " +
                                   Bytes(b.bytes) + " per partition, needs " + Bytes(bytes_pp));
     }
     if (partitions > b.partitions) {
-      return InvalidArgumentError(where + ": " + std::string(role) + " '" + b.name + "' spans " +
+      return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name + "' spans " +
                                   std::to_string(b.partitions) + " partitions, needs " +
                                   std::to_string(partitions));
     }
@@ -423,7 +422,7 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
   };
   const bool tensor = stream.engine == EngineKind::kTensor;
   if (IsTensorOp(in.op) != tensor) {
-    return InvalidArgumentError(where + ": " + std::string(OpcodeName(in.op)) +
+    return InvalidArgumentError(where() + ": " + std::string(OpcodeName(in.op)) +
                                 " cannot run on the " + std::string(EngineKindName(stream.engine)) +
                                 " engine");
   }
@@ -432,27 +431,27 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
     case Opcode::kMultiplyMoving: {
       const bool ls = in.op == Opcode::kLoadStationary;
       if (MacsPerPeCycle(machine_, in.dtype) <= 0) {
-        return InvalidArgumentError(where + ": machine " + machine_.name + " has no " +
+        return InvalidArgumentError(where() + ": machine " + machine_.name + " has no " +
                                     std::string(MatmulDtypeName(in.dtype)) + " matmul");
       }
       const int64_t max_k = MatmulMaxK(machine_, in.dtype);
       const int64_t max_m = static_cast<int64_t>(machine_.tensor.pe_cols.value);
       if (in.k < 1 || in.k > max_k) {
-        return InvalidArgumentError(where + ": K = " + std::to_string(in.k) + " outside [1, " +
+        return InvalidArgumentError(where() + ": K = " + std::to_string(in.k) + " outside [1, " +
                                     std::to_string(max_k) + "] for " +
                                     std::string(MatmulDtypeName(in.dtype)));
       }
       if (in.m < 1 || in.m > max_m) {
-        return InvalidArgumentError(where + ": M = " + std::to_string(in.m) + " outside [1, " +
+        return InvalidArgumentError(where() + ": M = " + std::to_string(in.m) + " outside [1, " +
                                     std::to_string(max_m) + "]");
       }
       const bool mx = in.dtype == MatmulDtype::kMxfp8 || in.dtype == MatmulDtype::kMxfp4;
       if (mx && in.k % 128 != 0) {
-        return InvalidArgumentError(where + ": MX matmul K = " + std::to_string(in.k) +
+        return InvalidArgumentError(where() + ": MX matmul K = " + std::to_string(in.k) +
                                     " must be a multiple of 128 (partition dim a multiple of 32)");
       }
       if (mx && in.m % 2 != 0) {
-        return InvalidArgumentError(where + ": MX stationary free size M = " +
+        return InvalidArgumentError(where() + ": MX stationary free size M = " +
                                     std::to_string(in.m) + " must be even");
       }
       const int parts = TensorOperandPartitions(machine_, in.dtype, in.k);
@@ -478,7 +477,7 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
       if (!ls) {
         const int64_t max_n = static_cast<int64_t>(machine_.tensor.max_moving_free.value);
         if (in.n < 1 || in.n > max_n) {
-          return InvalidArgumentError(where + ": N = " + std::to_string(in.n) + " outside [1, " +
+          return InvalidArgumentError(where() + ": N = " + std::to_string(in.n) + " outside [1, " +
                                       std::to_string(max_n) + "] on " + machine_.core_name);
         }
         if (Status s = CheckBuffer(in.dst, c, {MemSpace::kPsum}, "output", where); !s.ok()) return s;
@@ -492,10 +491,10 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
           }
         }
         if (last_ls == nullptr) {
-          return FailedPreconditionError(where + ": MultiplyMoving without a LoadStationary");
+          return FailedPreconditionError(where() + ": MultiplyMoving without a LoadStationary");
         }
         if (last_ls->k != in.k || last_ls->m != in.m || last_ls->dtype != in.dtype) {
-          return InvalidArgumentError(where + ": MultiplyMoving k/m/dtype differ from the last " +
+          return InvalidArgumentError(where() + ": MultiplyMoving k/m/dtype differ from the last " +
                                       "LoadStationary");
         }
       }
@@ -504,7 +503,7 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
     case Opcode::kTranspose: {
       if (in.partitions < 1 || in.partitions > machine_.partitions() || in.n < 1 ||
           in.n > machine_.partitions()) {
-        return InvalidArgumentError(where + ": transpose of [" + std::to_string(in.partitions) +
+        return InvalidArgumentError(where() + ": transpose of [" + std::to_string(in.partitions) +
                                     ", " + std::to_string(in.n) + "] outside [128, 128]");
       }
       if (Status s = CheckBuffer(in.src0, c, {MemSpace::kSbuf}, "input", where); !s.ok()) return s;
@@ -514,9 +513,9 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
     }
     case Opcode::kDmaCopy: {
       if (stream.engine != EngineKind::kDma) {
-        return InvalidArgumentError(where + ": DmaCopy must go on a DMA queue");
+        return InvalidArgumentError(where() + ": DmaCopy must go on a DMA queue");
       }
-      if (in.bytes <= 0) return InvalidArgumentError(where + ": DMA of " + Bytes(in.bytes));
+      if (in.bytes <= 0) return InvalidArgumentError(where() + ": DMA of " + Bytes(in.bytes));
       const std::initializer_list<MemSpace> any = {MemSpace::kHbm, MemSpace::kSbuf, MemSpace::kPsum};
       if (Status s = CheckBuffer(in.src0, c, any, "source", where); !s.ok()) return s;
       if (Status s = CheckBuffer(in.dst, c, any, "destination", where); !s.ok()) return s;
@@ -525,19 +524,19 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
         const Buffer& b = buffers_[id];
         if (b.space == MemSpace::kHbm) {
           if (off < 0 || off + in.bytes > b.bytes) {
-            return InvalidArgumentError(where + ": " + role + " '" + b.name + "' [" +
+            return InvalidArgumentError(where() + ": " + role + " '" + b.name + "' [" +
                                         std::to_string(off) + ", +" + Bytes(in.bytes) +
                                         ") outside its " + Bytes(b.bytes));
           }
         } else {
           if (in.partitions < 1 || in.partitions > b.partitions) {
-            return InvalidArgumentError(where + ": " + role + " '" + b.name + "' spans " +
+            return InvalidArgumentError(where() + ": " + role + " '" + b.name + "' spans " +
                                         std::to_string(b.partitions) + " partitions, DMA uses " +
                                         std::to_string(in.partitions));
           }
           const int64_t per_partition = (in.bytes + in.partitions - 1) / in.partitions;
           if (off < 0 || off + per_partition > b.bytes) {
-            return InvalidArgumentError(where + ": " + role + " '" + b.name + "' holds " +
+            return InvalidArgumentError(where() + ": " + role + " '" + b.name + "' holds " +
                                         Bytes(b.bytes) + " per partition, DMA writes " +
                                         Bytes(per_partition) + " at offset " + std::to_string(off));
           }
@@ -566,12 +565,12 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
     default: break;
   }
   if (!allowed) {
-    return InvalidArgumentError(where + ": " + std::string(OpcodeName(in.op)) +
+    return InvalidArgumentError(where() + ": " + std::string(OpcodeName(in.op)) +
                                 " cannot run on the " + std::string(EngineKindName(e)) +
                                 " engine of " + machine_.core_name);
   }
   if (in.partitions < 1 || in.partitions > machine_.partitions() || in.n < 1) {
-    return InvalidArgumentError(where + ": shape [" + std::to_string(in.partitions) + ", " +
+    return InvalidArgumentError(where() + ": shape [" + std::to_string(in.partitions) + ", " +
                                 std::to_string(in.n) + "] is empty or exceeds the partitions");
   }
   // GpSimd cannot access PSUM (S10 tensor_copy).
@@ -599,25 +598,29 @@ Status Program::Validate(const Stream& stream, const Instruction& in,
   return OkStatus();
 }
 
+std::string Program::Site::operator()() const {
+  return stream.name + "[" + std::to_string(stream.instructions.size()) + "] " +
+         std::string(OpcodeName(op));
+}
+
 Status Program::Append(StreamId stream, Instruction instruction) {
   if (stream < 0 || stream >= static_cast<StreamId>(streams_.size())) {
     return InvalidArgumentError("Append: no stream " + std::to_string(stream));
   }
   Stream& s = streams_[stream];
-  const std::string where = s.name + "[" + std::to_string(s.instructions.size()) + "] " +
-                            std::string(OpcodeName(instruction.op));
+  const Site where{s, instruction.op};
   if (Status st = Validate(s, instruction, where); !st.ok()) return st;
   for (const SemWait& w : instruction.waits) {
     if (w.sem < 0 || w.sem >= static_cast<SemId>(semaphores_.size()) ||
         semaphores_[w.sem].core != s.core) {
-      return InvalidArgumentError(where + ": waits on semaphore " + std::to_string(w.sem) +
+      return InvalidArgumentError(where() + ": waits on semaphore " + std::to_string(w.sem) +
                                   ", which is not a semaphore of core " + std::to_string(s.core));
     }
   }
   for (const SemSignal& g : instruction.signals) {
     if (g.sem < 0 || g.sem >= static_cast<SemId>(semaphores_.size()) ||
         semaphores_[g.sem].core != s.core || g.increment <= 0) {
-      return InvalidArgumentError(where + ": signals semaphore " + std::to_string(g.sem) +
+      return InvalidArgumentError(where() + ": signals semaphore " + std::to_string(g.sem) +
                                   " with +" + std::to_string(g.increment) +
                                   "; needs a semaphore of core " + std::to_string(s.core) +
                                   " and a positive increment");

@@ -184,10 +184,17 @@ class Program {
   StatusOr<BufferId> AllocOnChip(MemSpace space, int core, std::string name,
                                  int64_t bytes_per_partition, int partitions,
                                  int partition_start);
+  // The instruction being appended, for error messages ("core0.tensor[12]
+  // MultiplyMoving"); the text is built only when there is an error.
+  struct Site {
+    const Stream& stream;
+    Opcode op;
+    std::string operator()() const;
+  };
   Status CheckCore(int core, std::string_view what) const;
   Status CheckBuffer(BufferId id, int core, std::initializer_list<MemSpace> spaces,
-                     std::string_view role, const std::string& where) const;
-  Status Validate(const Stream& stream, const Instruction& in, const std::string& where) const;
+                     std::string_view role, const Site& where) const;
+  Status Validate(const Stream& stream, const Instruction& in, const Site& where) const;
 
   Machine machine_;
   int cores_ = 1;
