@@ -91,6 +91,13 @@ void BM_SimulateGemvBf16Chip(benchmark::State& state) {
 }
 BENCHMARK(BM_SimulateGemvBf16Chip)->Unit(benchmark::kMillisecond);
 
+// Long K: 2048 x 2048 x 65536 BF16 on the chip, lowered with K blocks
+// accumulating in PSUM.
+void BM_SimulateLongKBf16Chip(benchmark::State& state) {
+  SimulateGemm(state, Gemm(2048, 2048, 65536, MatmulDtype::kBf16, 8));
+}
+BENCHMARK(BM_SimulateLongKBf16Chip)->Unit(benchmark::kMillisecond);
+
 // Lowering + simulation of the 8192^3 chip GEMM (the "< 2 s" bar).
 void BM_LowerAndSimulate8192Mxfp8Chip(benchmark::State& state) {
   LowerAndSimulateGemm(state, Gemm(8192, 8192, 8192, MatmulDtype::kMxfp8, 8));

@@ -57,11 +57,14 @@ int RunGemm(const GemmArgs& args) {
   std::printf("gemm              M=%lld N=%lld K=%lld %s, C in BF16\n",
               static_cast<long long>(config.m), static_cast<long long>(config.n),
               static_cast<long long>(config.k), args.dtype.c_str());
-  std::printf("tiling            %d x %d core grid (M x N), %zu with work, block_m %lld, n_tile %lld, k_tile %lld, "
-              "%d B buffers, %lld matmuls\n",
+  std::printf("tiling            %d x %d core grid (M x N), %zu with work; stationary block %lld "
+              "rows, n_tile %lld, k_tile %lld, K in %lld block(s) of %lld%s, %d moving buffers; "
+              "%lld matmuls\n",
               plan.grid_m, plan.grid_n, plan.cores.size(),
-              static_cast<long long>(plan.config.block_m),
+              static_cast<long long>(plan.config.stationary_block),
               static_cast<long long>(plan.config.n_tile), static_cast<long long>(plan.k_tile),
+              static_cast<long long>(plan.k_blocks), static_cast<long long>(plan.config.k_block),
+              plan.k_blocks > 1 ? (", " + std::to_string(plan.group_n) + " panel(s) per PSUM group").c_str() : "",
               plan.config.b_buffers, static_cast<long long>(plan.matmuls));
   Report report = MakeReport(gemm->program, *result, plan.flops, config.dtype);
   std::cout << FormatReport(report);
@@ -97,10 +100,13 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--dtype", args->dtype, "bf16, fp8 (double-row), mxfp8, mxfp4, fp32")
       ->capture_default_str();
   cmd->add_option("--cores", args->config.cores, "NeuronCores to use")->capture_default_str();
-  cmd->add_option("--block-m", args->config.block_m,
-                  "resident A rows per core, multiple of 128 (0 = largest that fits)");
+  cmd->add_option("--stationary-block", args->config.stationary_block,
+                  "stationary rows kept in SBUF per block, multiple of 128 (0 = chosen)");
+  cmd->add_option("--k-block", args->config.k_block,
+                  "K elements per SBUF block, multiple of the matmul K tile (0 = all of K when "
+                  "it fits and reads no more HBM)");
   cmd->add_option("--n-tile", args->config.n_tile, "moving free size per matmul (0 = 512)");
-  cmd->add_option("--b-buffers", args->config.b_buffers, "B panel buffers (2 = double buffering)")
+  cmd->add_option("--b-buffers", args->config.b_buffers, "moving panel buffers (2 = double buffering)")
       ->capture_default_str();
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
   cmd->add_flag("--dump-program", args->dump, "print the lowered program");

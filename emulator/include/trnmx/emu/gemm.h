@@ -1,20 +1,33 @@
 // Lowering of C[M, N] (BF16) = A[M, K] x B[K, N] onto one or more NeuronCores.
 //
-// Per core (a block of C's rows or columns; cores share nothing but HBM):
-//   * A^T is kept resident in SBUF for a block of `block_m` rows (all of K),
-//     one buffer per 128-row m-tile ("stationary");
-//   * B streams through SBUF as panels of K x n_tile columns ("moving"),
-//     `b_buffers` deep (2 = double buffering);
-//   * each 128 x n_tile output tile accumulates over K in one PSUM bank
-//     (LoadStationary + MultiplyMoving per K tile: 128 BF16/FP32, 256 FP8
-//     double-row, 512 MX); the banks rotate, so evacuation overlaps compute;
+// TensorE computes psum[M', N'] = stationary[K, M']^T x moving[K, N'] with
+// M' <= 128 and N' <= one PSUM bank (trainium.md section 5). A^T is the
+// stationary operand and B the moving one; cores split C into a grid and
+// share nothing but HBM. Per core:
+//   * stationary tiles of 128 rows are kept in SBUF for a block of
+//     `stationary_block` rows; moving panels of `n_tile` columns stream
+//     through `b_buffers` SBUF buffers (2 = double buffering), each loaded in
+//     up to 4 pieces along K so the matmuls start before it has fully landed;
+//   * K is split into blocks of `k_block` elements. When all of K fits
+//     (one block), the stationary block stays resident while every moving
+//     panel streams past it, and each 128 x n_tile output tile accumulates
+//     over K in one PSUM bank. When it does not, the output tiles of a group
+//     (`stationary_block` rows x `group_n` panels, at most half the PSUM
+//     banks) stay in their PSUM accumulation groups while the K blocks of
+//     both operands stream through SBUF (the stationary block double
+//     buffered), so any K fits; the group is evacuated after the last block;
+//   * one LoadStationary + MultiplyMoving per K tile (128 BF16/FP32, 256 FP8
+//     double-row, 512 MX); PSUM banks rotate over the output tiles so
+//     evacuation overlaps compute;
 //   * VectorE and ScalarE take turns evacuating PSUM (FP32 -> BF16) into
 //     `out_buffers` staging tiles, and a DMA queue writes them to C.
 // DMA queues: load_a, load_b, store. Semaphores: a_ready, a_free, b_ready,
 // b_free, mm_done, evac_vector, evac_scalar, stored.
 //
-// A tiling that does not fit is rejected with RESOURCE_EXHAUSTED naming the
-// SBUF/PSUM buffer and the sizes.
+// Unless fixed by the config, the block sizes are chosen so that the plan
+// fits SBUF and reads the least HBM (all of K resident when that is no
+// worse). A tiling that does not fit is rejected with RESOURCE_EXHAUSTED
+// naming the SBUF/PSUM buffer and the sizes.
 #ifndef TRNMX_EMU_GEMM_H_
 #define TRNMX_EMU_GEMM_H_
 
@@ -32,9 +45,14 @@ struct GemmConfig {
   int64_t m = 0, n = 0, k = 0;
   MatmulDtype dtype = MatmulDtype::kBf16;
   int cores = 1;
-  int64_t block_m = 0;  // resident A rows per core; 0 = the largest that fits
+  // Rows of the stationary operand kept in SBUF per block, a multiple of
+  // 128; 0 = chosen (the largest that fits when all of K is resident).
+  int64_t stationary_block = 0;
+  // Contraction elements per SBUF block, a multiple of the matmul K tile;
+  // 0 = chosen (all of K when it fits and reads no more HBM).
+  int64_t k_block = 0;
   int64_t n_tile = 0;   // moving free size per matmul; 0 = one PSUM bank (512 FP32)
-  int b_buffers = 3;    // B panel buffers (>= 2)
+  int b_buffers = 3;    // moving panel buffers (>= 2)
   int out_buffers = 4;  // output staging tiles (>= 1)
 };
 
@@ -44,9 +62,12 @@ struct CoreGemmTile {
 };
 
 struct GemmPlan {
-  GemmConfig config;           // with the defaults resolved
+  GemmConfig config;           // with stationary_block, k_block and n_tile resolved
   int64_t k_tile = 0;          // contraction per matmul
-  int64_t k_tiles = 0;
+  int64_t k_tiles = 0;         // ceil(K / k_tile)
+  int64_t k_block_tiles = 0;   // K tiles per SBUF block
+  int64_t k_blocks = 0;        // ceil(k_tiles / k_block_tiles); 1 = all of K resident
+  int group_n = 1;             // moving panels per PSUM-resident group (K blocking)
   int grid_m = 1, grid_n = 1;  // cores along M and N
   std::vector<CoreGemmTile> cores;
   int64_t matmuls = 0;  // MultiplyMoving instructions, all cores
