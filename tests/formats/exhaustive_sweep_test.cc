@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "formats/oracle.h"
 #include "trnmx/formats/codec.h"
+#include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/int8.h"
 
 namespace trnmx::test {
 namespace {
@@ -115,6 +118,104 @@ TEST(ExhaustiveSweep, Fp6E3M2) { SweepAllInputs<Fp6E3M2Traits>(kSpecE3M2); }
 TEST(ExhaustiveSweep, Fp4E2M1) { SweepAllInputs<Fp4E2M1Traits>(kSpecE2M1); }
 TEST(ExhaustiveSweep, Fp16) { SweepAllInputs<Fp16Traits>(kSpecFp16); }
 TEST(ExhaustiveSweep, Bf16) { SweepAllInputs<Bf16Traits>(kSpecBf16); }
+
+// MXINT8 elements against exact double arithmetic: x * 64 is exact in
+// double; RNE is (v + 1.5 * 2^52) - 1.5 * 2^52 for |v| < 2^51, ties away is
+// floor(|v| + 0.5) (exact: |v| < 2^14 has few bits), toward zero truncates.
+// Inputs with |x| >= 2^12 only clamp; they are checked under every rounding
+// too, the arithmetic just saturates earlier.
+TEST(ExhaustiveSweep, MxInt8) {
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t mismatches = 0;
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); ++b) {
+    const auto bits = static_cast<std::uint32_t>(b);
+    const float x = std::bit_cast<float>(bits);
+    const bool nan = x != x;
+    const double v = nan ? 0.0 : std::clamp(static_cast<double>(x), -4096.0, 4096.0) * 64.0;
+    const double magnitude = v < 0 ? -v : v;
+    const double sign = v < 0 ? -1.0 : 1.0;
+    for (Rounding r : kRoundings) {
+      double rounded;
+      if (r == Rounding::kNearestEven) {
+        volatile double t = v + 0x1.8p52;  // volatile: keep the rounding add
+        rounded = t - 0x1.8p52;
+      } else if (r == Rounding::kTiesAway) {
+        rounded = sign * static_cast<double>(static_cast<std::int64_t>(magnitude + 0.5));
+      } else {
+        rounded = sign * static_cast<double>(static_cast<std::int64_t>(magnitude));
+      }
+      for (Int8Range range : {Int8Range::kSymmetric, Int8Range::kAllowMinus128}) {
+        const double lo = range == Int8Range::kAllowMinus128 ? -128.0 : -127.0;
+        const auto want = static_cast<std::uint32_t>(
+                              static_cast<std::int32_t>(std::clamp(rounded, lo, 127.0))) & 0xFFu;
+        const std::uint32_t got = EncodeMxInt8(x, {.rounding = r, .int8_range = range}).bits;
+        if (got != want && ++mismatches <= 10) {
+          ADD_FAILURE() << "x=0x" << std::hex << bits << " rounding " << static_cast<int>(r)
+                        << " got 0x" << got << " want 0x" << want;
+        }
+      }
+    }
+  }
+  std::printf("int8: all 2^32 inputs x 3 roundings x 2 ranges, %llu mismatches, %.1f s\n",
+              static_cast<unsigned long long>(mismatches),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  EXPECT_EQ(mismatches, 0u);
+}
+
+// float -> E8M0 against comparisons with exact powers of two. Positive FP32
+// patterns increase with value, so a cursor holds the binade [2^k, 2^(k+1))
+// of the current input: floor(log2 x) = k, up iff x > 2^k, nearest-ties-up
+// iff x >= 1.5 * 2^k. Below 2^-126 the codes are 00 (2^-127) and 01 (2^-126).
+TEST(ExhaustiveSweep, ScaleE8M0) {
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t mismatches = 0;
+  int k = -150;  // 2^-150 is below the smallest positive FP32.
+  double p = std::ldexp(1.0, k);
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); ++b) {
+    const auto bits = static_cast<std::uint32_t>(b);
+    const float x = std::bit_cast<float>(bits);
+    const double a = x;
+    if (bits == 0x80000000u) {  // Restart the cursor for the negative half.
+      k = -150;
+      p = std::ldexp(1.0, k);
+    }
+    if (a > 0 && a < INFINITY) {
+      while (a >= 2 * p) {
+        ++k;
+        p *= 2;
+      }
+    }
+    for (E8M0Rounding r : {E8M0Rounding::kDown, E8M0Rounding::kUp, E8M0Rounding::kNearestTiesUp}) {
+      for (E8M0Saturation sat : {E8M0Saturation::kSaturate, E8M0Saturation::kNaN}) {
+        const std::uint32_t overflow = sat == E8M0Saturation::kSaturate ? 0xFE : 0xFF;
+        std::uint32_t want;
+        if (!(a >= 0)) {
+          want = 0xFF;  // NaN or negative
+        } else if (a == 0) {
+          want = 0x00;
+        } else if (a == INFINITY) {
+          want = overflow;
+        } else if (a < 0x1p-126) {
+          want = (r != E8M0Rounding::kDown && a > 0x1p-127) ? 0x01 : 0x00;
+        } else {
+          int e = k;
+          if (r == E8M0Rounding::kUp && a > p) ++e;
+          if (r == E8M0Rounding::kNearestTiesUp && a >= 1.5 * p) ++e;
+          want = e + 127 > 0xFE ? overflow : static_cast<std::uint32_t>(e + 127);
+        }
+        const std::uint32_t got = ToE8M0(x, r, sat).code;
+        if (got != want && ++mismatches <= 10) {
+          ADD_FAILURE() << "x=0x" << std::hex << bits << " rounding " << static_cast<int>(r)
+                        << " got 0x" << got << " want 0x" << want;
+        }
+      }
+    }
+  }
+  std::printf("e8m0: all 2^32 inputs x 3 roundings x 2 saturations, %llu mismatches, %.1f s\n",
+              static_cast<unsigned long long>(mismatches),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  EXPECT_EQ(mismatches, 0u);
+}
 
 }  // namespace
 }  // namespace trnmx::test
