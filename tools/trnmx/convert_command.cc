@@ -93,9 +93,10 @@ int RunConvert(const ConvertArgs& args) {
   if (options.element.rounding == Rounding::kStochastic && !e8m0) {
     std::fprintf(stderr, "trnmx: stochastic rounding seed %llu\n",
                  static_cast<unsigned long long>(args.seed));
-    std::mt19937 generator(static_cast<std::mt19937::result_type>(args.seed));
+    // All 64 seed bits matter; each random word is the top half of a draw.
+    std::mt19937_64 generator(args.seed);
     random_bits.resize(values.size());
-    for (std::uint32_t& r : random_bits) r = static_cast<std::uint32_t>(generator());
+    for (std::uint32_t& r : random_bits) r = static_cast<std::uint32_t>(generator() >> 32);
   }
   std::vector<std::uint32_t> codes(values.size());
   if (Status s = EncodeScalars(*format, values, codes, options, random_bits); !s.ok()) {
@@ -111,9 +112,10 @@ int RunConvert(const ConvertArgs& args) {
 int RunDecode(const DecodeArgs& args) {
   const StatusOr<Format> format = ParseFormatName(args.from);
   if (!format.ok()) return Fail(format.status().message());
+  const FormatInfo& info = GetFormatInfo(*format);
   std::vector<std::uint32_t> codes;
   for (const Token& token : ReadTokens(std::cin)) {
-    StatusOr<std::uint32_t> code = ParseHex32(token);
+    StatusOr<std::uint32_t> code = ParseHexCode(token, info.total_bits, info.name);
     if (!code.ok()) return Fail(code.status().message());
     codes.push_back(*code);
   }
@@ -166,7 +168,7 @@ void AddConvertCommands(CLI::App& app) {
   convert->add_flag("--e8m0-nan-on-overflow", convert_args->e8m0_nan_on_overflow,
                     "e8m0: results above 2^127 give FF instead of FE");
   convert->add_flag("--from-decimal", convert_args->from_decimal, "Read decimal numbers instead of hex");
-  convert->add_option("--seed", convert_args->seed, "Seed of the stochastic-rounding bits (mt19937)");
+  convert->add_option("--seed", convert_args->seed, "Seed of the stochastic-rounding bits (mt19937_64)");
   convert->callback([convert_args] { ExitCode() = RunConvert(*convert_args); });
 
   auto decode_args = std::make_shared<DecodeArgs>();

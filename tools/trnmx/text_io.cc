@@ -31,7 +31,7 @@ std::vector<Token> ReadTokens(std::istream& in) {
 
 StatusOr<std::uint32_t> ParseHex32(const Token& token) {
   std::string_view s = token.text;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
   if (s.empty() || s.size() > 8) {
     return InvalidArgumentError(Where(token) + ": expected 1 to 8 hex digits, as in 0x3f800000");
   }
@@ -45,6 +45,16 @@ StatusOr<std::uint32_t> ParseHex32(const Token& token) {
     value = value << 4 | static_cast<std::uint32_t>(digit);
   }
   return value;
+}
+
+StatusOr<std::uint32_t> ParseHexCode(const Token& token, int total_bits,
+                                     std::string_view format_name) {
+  StatusOr<std::uint32_t> code = ParseHex32(token);
+  if (!code.ok() || total_bits >= 32 || *code < (1u << total_bits)) return code;
+  return OutOfRangeError(Where(token) + ": code does not fit the " + std::to_string(total_bits) +
+                         "-bit format " + std::string(format_name) + " (codes " +
+                         FormatCode(0, total_bits) + " to " +
+                         FormatCode((1u << total_bits) - 1, total_bits) + ")");
 }
 
 StatusOr<float> ParseDecimalFloat(const Token& token) {

@@ -23,6 +23,10 @@ std::vector<Token> ReadTokens(std::istream& in);
 
 // "0x3f800000" or "3f800000" (1..8 hex digits). The error names the token.
 StatusOr<std::uint32_t> ParseHex32(const Token& token);
+// A code of a `total_bits`-wide format as hex; a code with bits above the
+// width is an error naming the token.
+StatusOr<std::uint32_t> ParseHexCode(const Token& token, int total_bits,
+                                     std::string_view format_name);
 // A decimal number as strtof reads it (correctly rounded to FP32), or
 // nan/inf/-inf. Trailing characters are an error.
 StatusOr<float> ParseDecimalFloat(const Token& token);
