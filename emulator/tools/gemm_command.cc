@@ -18,6 +18,7 @@ struct GemmArgs {
   std::string machine = "trn3";
   std::string dtype = "mxfp8";
   GemmConfig config;
+  std::string placement = "auto";
   std::string trace;
   bool dump = false;
   bool no_throttle = false;
@@ -36,6 +37,11 @@ int RunGemm(const GemmArgs& args) {
   }
   GemmConfig config = args.config;
   config.dtype = *dtype;
+  if (args.placement == "a") {
+    config.placement = OperandPlacement::kAStationary;
+  } else if (args.placement == "b") {
+    config.placement = OperandPlacement::kBStationary;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   StatusOr<LoweredGemm> gemm = LowerGemm(*machine, config);
   if (!gemm.ok()) {
@@ -57,6 +63,11 @@ int RunGemm(const GemmArgs& args) {
   std::printf("gemm              M=%lld N=%lld K=%lld %s, C in BF16\n",
               static_cast<long long>(config.m), static_cast<long long>(config.n),
               static_cast<long long>(config.k), args.dtype.c_str());
+  std::printf("placement         %s stationary (TensorE cycles on the busiest core: A stationary "
+              "%lld, B stationary %lld)\n",
+              plan.b_stationary ? "B" : "A",
+              static_cast<long long>(plan.tensor_cycles_a_stationary),
+              static_cast<long long>(plan.tensor_cycles_b_stationary));
   std::printf("tiling            %d x %d core grid (M x N), %zu with work; stationary block %lld "
               "rows, n_tile %lld, k_tile %lld, K in %lld block(s) of %lld%s, %d moving buffers; "
               "%lld matmuls\n",
@@ -65,7 +76,7 @@ int RunGemm(const GemmArgs& args) {
               static_cast<long long>(plan.config.n_tile), static_cast<long long>(plan.k_tile),
               static_cast<long long>(plan.k_blocks), static_cast<long long>(plan.config.k_block),
               plan.k_blocks > 1 ? (", " + std::to_string(plan.group_n) + " panel(s) per PSUM group").c_str() : "",
-              plan.config.b_buffers, static_cast<long long>(plan.matmuls));
+              plan.config.moving_buffers, static_cast<long long>(plan.matmuls));
   Report report = MakeReport(gemm->program, *result, plan.flops, config.dtype);
   std::cout << FormatReport(report);
   const double lower_s = std::chrono::duration<double>(t1 - t0).count();
@@ -106,7 +117,11 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
                   "K elements per SBUF block, multiple of the matmul K tile (0 = all of K when "
                   "it fits and reads no more HBM)");
   cmd->add_option("--n-tile", args->config.n_tile, "moving free size per matmul (0 = 512)");
-  cmd->add_option("--b-buffers", args->config.b_buffers, "moving panel buffers (2 = double buffering)")
+  cmd->add_option("--moving-buffers", args->config.moving_buffers, "moving panel buffers (2 = double buffering)")
+      ->capture_default_str();
+  cmd->add_option("--stationary", args->placement,
+                  "operand TensorE holds stationary: a, b, or auto (least TensorE time)")
+      ->check(CLI::IsMember({"auto", "a", "b"}))
       ->capture_default_str();
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
   cmd->add_flag("--dump-program", args->dump, "print the lowered program");

@@ -1,6 +1,7 @@
 // GEMM lowering and reports: the bars (8192^3 MXFP8 on one trn3 chip
 // >= 85 % of the modelled TensorE peak in < 2 s of wall time; M = 1 is
 // memory-bound), tile accounting, rejection of tilings that do not fit, trace.
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -61,8 +62,14 @@ TEST(Gemm, MatrixVectorIsMemoryBound) {
     // B (K x N) dominates the traffic.
     EXPECT_GE(rep.hbm_read_bytes, static_cast<int64_t>(8192 * 8192 * GemmElementBytes(d)));
   }
-  // BF16 on all cores: the HBM stacks are the busiest resource.
-  LoweredGemm g = LowerGemm(Trn("trn3"), Config(1, 8192, 8192, MatmulDtype::kBf16, 8)).value();
+  // BF16 on all cores with A stationary (one 1 x K stationary row, B
+  // streaming in 8 MiB panels): the HBM stacks are the busiest resource. The
+  // default places B stationary (half the TensorE time, see
+  // OperandPlacement below): the same bytes in 128-row tiles, so the DMA
+  // engines' fixed costs put them just ahead of the stacks.
+  GemmConfig a_stat = Config(1, 8192, 8192, MatmulDtype::kBf16, 8);
+  a_stat.placement = OperandPlacement::kAStationary;
+  LoweredGemm g = LowerGemm(Trn("trn3"), a_stat).value();
   SimResult r = Simulate(g.program).value();
   EXPECT_EQ(MakeReport(g.program, r, g.plan.flops, MatmulDtype::kBf16).limiting, "HBM");
 }
@@ -74,10 +81,15 @@ TEST(Gemm, ExactTrafficAndTileCountsForOddShapes) {
   EXPECT_EQ(r.hbm_read_bytes, 256 * 512 * 2 + 512 * 1024 * 2);
   EXPECT_EQ(r.hbm_write_bytes, 256 * 1024 * 2);
   EXPECT_EQ(g.plan.matmuls, 2 * 2 * 4);
-  // Tails in every dimension: 300 rows = 128 + 128 + 44, 777 cols = 512 + 265,
-  // K 1000 = 7 x 128 + 104 for BF16.
+  // Tails in every dimension, K 1000 = 7 x 128 + 104 for BF16. A stationary:
+  // 300 rows = 128 + 128 + 44 by 777 columns = 512 + 265, 3 x (512 + 265)
+  // cycles per K tile; B stationary: 777 = 6 x 128 + 9 rows by one panel of
+  // 300, 7 x 300 cycles: B goes stationary.
   LoweredGemm odd = LowerGemm(Trn("trn3"), Config(300, 777, 1000, MatmulDtype::kBf16, 1)).value();
-  EXPECT_EQ(odd.plan.matmuls, 3 * 2 * 8);
+  EXPECT_EQ(odd.plan.tensor_cycles_a_stationary, 8 * 3 * (512 + 265));
+  EXPECT_EQ(odd.plan.tensor_cycles_b_stationary, 8 * 7 * 300);
+  EXPECT_TRUE(odd.plan.b_stationary);
+  EXPECT_EQ(odd.plan.matmuls, 7 * 1 * 8);
   SimResult ro = Simulate(odd.program).value();
   EXPECT_EQ(ro.hbm_write_bytes, 300 * 777 * 2);
   EXPECT_EQ(ro.hbm_read_bytes, 300 * 1000 * 2 + 1000 * 777 * 2);
@@ -196,7 +208,10 @@ TEST(GemmKBlocking, AnyKLowersOnEveryDtypeAndCoreCount) {
     StatusOr<LoweredGemm> g = LowerGemm(Trn("trn3"), Config(t.m, t.n, t.k, t.d, t.cores));
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     EXPECT_GT(g->plan.k_blocks, 1);
-    EXPECT_EQ(g->plan.matmuls, CeilTiles(t.m, 128) * CeilTiles(t.n, 512) * g->plan.k_tiles);
+    const int64_t stationary = g->plan.b_stationary ? t.n : t.m;
+    const int64_t moving = g->plan.b_stationary ? t.m : t.n;
+    EXPECT_EQ(g->plan.matmuls,
+              CeilTiles(stationary, 128) * CeilTiles(moving, 512) * g->plan.k_tiles);
     StatusOr<SimResult> r = Simulate(g->program);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->hbm_write_bytes, t.m * t.n * 2);
@@ -209,6 +224,97 @@ TEST(GemmKBlocking, AnyKLowersOnEveryDtypeAndCoreCount) {
   EXPECT_TRUE(Simulate(fp8->program).ok());
 }
 
+// TensorE busy time (MultiplyMoving + transposes) of the busiest core.
+int64_t BusiestTensorPs(const Program& p, const SimResult& r) {
+  int64_t worst = 0;
+  for (size_t s = 0; s < p.streams().size(); ++s) {
+    if (p.streams()[s].engine == EngineKind::kTensor) worst = std::max(worst, r.streams[s].busy_ps);
+  }
+  return worst;
+}
+
+TEST(GemmPlacement, MatrixVectorPutsTheVectorInTheMovingSlot) {
+  // M = 1: A stationary runs 16 panels x 64 K tiles of max(min(64, 1), 512)
+  // = 512 cycles; B stationary runs 64 tiles x 64 K tiles of max(min(64,
+  // 128), 1) = 64 cycles: half the TensorE time (trainium.md section 11:
+  // the operand with the short free dim goes moving).
+  const Machine m = Trn("trn3");
+  SimOptions o;
+  o.throttle = false;
+  GemmConfig c = Config(1, 8192, 8192, MatmulDtype::kBf16, 1);
+  LoweredGemm g = LowerGemm(m, c).value();
+  EXPECT_EQ(g.plan.tensor_cycles_a_stationary, 16 * 64 * 512);
+  EXPECT_EQ(g.plan.tensor_cycles_b_stationary, 64 * 64 * 64);
+  EXPECT_TRUE(g.plan.b_stationary);
+  EXPECT_EQ(g.plan.matmuls, 64 * 64);
+  EXPECT_NE(g.program.Dump().find("MultiplyMoving bf16 k=128 m=128 n=1 a_panel[0]"),
+            std::string::npos);
+  SimResult r = Simulate(g.program, o).value();
+  EXPECT_EQ(BusiestTensorPs(g.program, r), 64 * 64 * CyclesToPs(64, 2.4e9));
+
+  c.placement = OperandPlacement::kAStationary;
+  LoweredGemm ga = LowerGemm(m, c).value();
+  EXPECT_FALSE(ga.plan.b_stationary);
+  EXPECT_EQ(ga.plan.matmuls, 16 * 64);
+  SimResult ra = Simulate(ga.program, o).value();
+  EXPECT_EQ(BusiestTensorPs(ga.program, ra), 16 * 64 * CyclesToPs(512, 2.4e9));
+  // Same C, same operand bytes (A, 16 KiB, is re-read once per resident block of B).
+  EXPECT_EQ(r.hbm_write_bytes, ra.hbm_write_bytes);
+  EXPECT_EQ(r.hbm_write_bytes, 8192 * 2);
+  EXPECT_GE(r.hbm_read_bytes, ra.hbm_read_bytes);
+  EXPECT_LE(r.hbm_read_bytes, ra.hbm_read_bytes + 8 * 8192 * 2);
+}
+
+TEST(GemmPlacement, AutoPicksTheLeastTensorTime) {
+  const Machine m = Trn("trn3");
+  SimOptions o;
+  o.throttle = false;
+  struct Case {
+    int64_t m, n, k;
+    MatmulDtype d;
+    int cores;
+    bool b_stationary;
+  };
+  for (const Case& t : {Case{64, 8192, 2048, MatmulDtype::kBf16, 1, true},   // 64 vs 512 cycles
+                        Case{8192, 64, 2048, MatmulDtype::kBf16, 1, false},  // the reverse
+                        Case{96, 4096, 1024, MatmulDtype::kMxfp8, 2, true},  // 4 x 96 vs 512
+                        Case{1024, 1024, 1024, MatmulDtype::kBf16, 1, false},  // a tie keeps A
+                        Case{300, 777, 1000, MatmulDtype::kFp32, 1, true}}) {
+    SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k));
+    GemmConfig c = Config(t.m, t.n, t.k, t.d, t.cores);
+    LoweredGemm g = LowerGemm(m, c).value();
+    EXPECT_EQ(g.plan.b_stationary, t.b_stationary);
+    // The estimate agrees with the simulated TensorE time of both placements.
+    int64_t busy[2];
+    for (bool b : {false, true}) {
+      c.placement = b ? OperandPlacement::kBStationary : OperandPlacement::kAStationary;
+      LoweredGemm forced = LowerGemm(m, c).value();
+      busy[b] = BusiestTensorPs(forced.program, Simulate(forced.program, o).value());
+      const int64_t cycles =
+          b ? g.plan.tensor_cycles_b_stationary : g.plan.tensor_cycles_a_stationary;
+      EXPECT_NEAR(static_cast<double>(busy[b]), cycles / 2.4e9 * 1e12,
+                  static_cast<double>(forced.plan.matmuls));  // < 1 ps rounding per matmul
+      EXPECT_EQ(Simulate(forced.program, o).value().hbm_write_bytes, t.m * t.n * 2);
+    }
+    EXPECT_LE(busy[g.plan.b_stationary], busy[!g.plan.b_stationary]);
+  }
+}
+
+TEST(GemmPlacement, ComputeBoundSkinnyGemmRunsFaster) {
+  // FP32 (a quarter of the BF16 rate) with M = 64 is TensorE-bound with A
+  // stationary (64-row tiles still cost 512 cycles per panel). B stationary
+  // halves the matmul time; the run then becomes DMA-bound at about 0.65 of
+  // the time.
+  GemmConfig c = Config(64, 8192, 4096, MatmulDtype::kFp32, 1);
+  LoweredGemm b = LowerGemm(Trn("trn3"), c).value();
+  ASSERT_TRUE(b.plan.b_stationary);
+  c.placement = OperandPlacement::kAStationary;
+  LoweredGemm a = LowerGemm(Trn("trn3"), c).value();
+  const int64_t tb = Simulate(b.program).value().end_ps;
+  const int64_t ta = Simulate(a.program).value().end_ps;
+  EXPECT_LT(static_cast<double>(tb), 0.7 * static_cast<double>(ta));
+}
+
 TEST(Gemm, RejectsTilingsThatDoNotFit) {
   // A resident block of 8192 rows x K = 8192 MXFP8 needs 64 x 8 KiB per partition.
   GemmConfig c = Config(8192, 8192, 8192, MatmulDtype::kMxfp8, 1);
@@ -216,7 +322,7 @@ TEST(Gemm, RejectsTilingsThatDoNotFit) {
   StatusOr<LoweredGemm> g = LowerGemm(Trn("trn3"), c);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(g.status().message().find("SBUF buffer 'a_t["), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("SBUF buffer 'a_stat["), std::string::npos) << g.status().message();
   EXPECT_NE(g.status().message().find("needs 8192 B per partition"), std::string::npos)
       << g.status().message();
   EXPECT_NE(g.status().message().find("stationary_block 8192"), std::string::npos);

@@ -2,6 +2,8 @@
 // blocking, double buffering (see the header for the schedule).
 #include "trnmx/emu/gemm.h"
 
+#include "trnmx/emu/simulator.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -25,14 +27,29 @@ namespace {
   } while (0)
 
 constexpr int64_t kTileRows = 128;  // stationary rows per matmul (PE columns)
-
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+constexpr int64_t kMaxPieces = 4;    // DMA pieces per operand tile along K
+// Smallest DMA piece, in bytes per partition: 8 KiB keeps the fixed cost per
+// transfer to about a tenth of its time (trainium.md section 7).
+constexpr int64_t kMinPieceBytes = 8192;
+
+// K tiles per DMA piece of an operand tile of `k_tiles` K tiles with
+// `bytes_per_k_tile` bytes per partition each.
+int64_t PieceTiles(int64_t k_tiles, int64_t bytes_per_k_tile) {
+  const int64_t min_tiles = std::max<int64_t>(1, CeilDiv(kMinPieceBytes, bytes_per_k_tile));
+  return std::max(min_tiles, CeilDiv(k_tiles, std::min(k_tiles, kMaxPieces)));
+}
 
 bool IsMx(MatmulDtype d) { return d == MatmulDtype::kMxfp8 || d == MatmulDtype::kMxfp4; }
 
 std::string Indexed(const char* prefix, int64_t i) {
   return std::string(prefix) + "[" + std::to_string(i) + "]";
+}
+// "a_stat[3]": matrix letter, role, index.
+std::string Name(char letter, const char* role, size_t i) {
+  return std::string(1, letter) + role + "[" + std::to_string(i) + "]";
 }
 
 // Splits `total` into `parts` chunks that are multiples of `grain` (except the
@@ -51,10 +68,11 @@ std::vector<std::pair<int64_t, int64_t>> Split(int64_t total, int parts, int64_t
   return out;
 }
 
-// An operand matrix in HBM as the lowering sees it: `rows` x K, K contiguous
-// per row (A as stored; B as B^T). Offsets and sizes name the bytes a
+// An operand matrix in HBM as the lowering sees it: rows x K, K contiguous
+// per row (A as [M, K]; B as [N, K]). Offsets and sizes name the bytes a
 // transfer moves; the strides of the real layouts are not modelled.
 struct HbmOperand {
+  char letter = 'a';  // 'a' or 'b': names the SBUF buffers and the DMA queue
   BufferId data = -1;
   BufferId scales = -1;  // MX: E8M0, one byte per 32 elements of K
   double element_bytes = 0;
@@ -79,38 +97,46 @@ struct SbufLayout {
   const Machine& m;
   MatmulDtype dtype;
   int64_t n_tile;
-  int b_buffers, out_buffers;
+  int moving_buffers, out_buffers;
 
   int64_t Aligned(int64_t b) const {
     const int64_t align = static_cast<int64_t>(m.sbuf.alignment_bytes.value);
     return RoundUp(b, align);
   }
-  // One stationary tile holding `k_tiles` K tiles (+ its MX scales).
+  // One stationary tile holding `k_tiles` K tiles, with its share of the
+  // set's MX scale buffer (rounded up: an upper bound for sizing blocks).
   int64_t StationaryTile(int64_t k_tiles) const {
     return Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, kTileRows)) +
            (IsMx(dtype) ? Aligned(k_tiles * MxScaleBytesPerPartition(kTileRows)) : 0);
   }
+  // `sets` stationary sets of `tiles` tiles each, as allocated.
+  int64_t StationarySets(int64_t sets, int64_t tiles, int64_t k_tiles) const {
+    return sets * (tiles * Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, kTileRows)) +
+                   (IsMx(dtype) ? Aligned(tiles * k_tiles * MxScaleBytesPerPartition(kTileRows)) : 0));
+  }
   // The moving panels and output staging tiles.
   int64_t MovingAndOutput(int64_t k_tiles) const {
-    return b_buffers * (Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, n_tile)) +
+    return moving_buffers * (Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, n_tile)) +
                         (IsMx(dtype) ? Aligned(k_tiles * MxScaleBytesPerPartition(n_tile)) : 0)) +
            out_buffers * Aligned(2 * n_tile);
   }
-  int64_t Total(int64_t stationary_tiles, int64_t k_tiles) const {
-    return stationary_tiles * StationaryTile(k_tiles) + MovingAndOutput(k_tiles);
+  int64_t Total(int64_t sets, int64_t tiles, int64_t k_tiles) const {
+    return StationarySets(sets, tiles, k_tiles) + MovingAndOutput(k_tiles);
   }
 };
 
 struct Sems {
-  SemId a_ready, a_free, b_ready, b_free, mm_done, evac[2], stored;
+  SemId stat_ready, stat_free, mov_ready, mov_free, mm_done, evac[2], stored;
 };
 
 class CoreLowering {
  public:
+  // `tile`: rows of the stationary operand x columns of the moving one
+  // (C's rows x columns, or C's columns x rows when B is stationary).
   CoreLowering(Program& p, const GemmPlan& plan, int core, const CoreGemmTile& tile,
-               const HbmOperand& a, const HbmOperand& b, BufferId c_hbm)
-      : p_(p), plan_(plan), cfg_(plan.config), core_(core), tile_(tile), a_(a), b_(b),
-        c_hbm_(c_hbm) {}
+               const HbmOperand& stationary, const HbmOperand& moving, BufferId c_hbm)
+      : p_(p), plan_(plan), cfg_(plan.config), core_(core), tile_(tile), stat_(stationary),
+        mov_(moving), c_hbm_(c_hbm) {}
 
   Status Run() {
     const Machine& m = p_.machine();
@@ -120,7 +146,7 @@ class CoreLowering {
     const int64_t nk = plan_.k_tiles;
     const int64_t kb_tiles = plan_.k_block_tiles;
     const bool resident = plan_.k_blocks == 1;  // the stationary block keeps all of K
-    const int a_sets = resident ? 1 : 2;        // K blocks of the stationary are double-buffered
+    const int stat_sets = resident ? 1 : 2;        // K blocks of the stationary are double-buffered
     const int64_t n_tile = std::min(cfg_.n_tile, tile_.cols);
     const int64_t m_tiles_total = CeilDiv(tile_.rows, kTileRows);
     const int64_t block_tiles = std::min(CeilDiv(cfg_.stationary_block, kTileRows), m_tiles_total);
@@ -128,24 +154,28 @@ class CoreLowering {
     const int64_t group_n = resident ? 1 : std::min<int64_t>(plan_.group_n, n_tiles);
     const int banks = static_cast<int>(m.psum.banks.value);
     const int k_parts = TensorOperandPartitions(m, d, std::min(cfg_.k, kt));
-    const int64_t per_load = mx ? 2 : 1;  // data + scales each signal once
 
-    // Buffers: stationary tiles (a_sets x block_tiles), moving panels, output staging, PSUM banks.
-    const int64_t a_bytes = kb_tiles * TensorOperandBytesPerPartition(m, d, kTileRows);
-    const int64_t b_tile_bytes = TensorOperandBytesPerPartition(m, d, n_tile);
-    std::vector<BufferId> a(a_sets * block_tiles), a_s(a.size(), -1);
-    std::vector<BufferId> b(cfg_.b_buffers), b_s(cfg_.b_buffers, -1);
-    for (size_t i = 0; i < a.size(); ++i) {
-      TRY_ASSIGN(a[i], p_.AllocSbuf(core_, Indexed("a_t", static_cast<int64_t>(i)), a_bytes));
-      if (mx) {
-        TRY_ASSIGN(a_s[i], p_.AllocSbuf(core_, Indexed("a_scale", static_cast<int64_t>(i)),
-                                        kb_tiles * MxScaleBytesPerPartition(kTileRows)));
+    // Buffers: stationary tiles (stat_sets x block_tiles), moving panels, output staging, PSUM banks.
+    const int64_t stat_tile_bytes = TensorOperandBytesPerPartition(m, d, kTileRows);  // per K tile
+    const int64_t stat_bytes = kb_tiles * stat_tile_bytes;
+    const int64_t mov_tile_bytes = TensorOperandBytesPerPartition(m, d, n_tile);  // per K tile
+    // Stationary tiles (stat_sets x block_tiles); the MX scales of a set's
+    // tiles share one buffer and arrive in one transfer.
+    std::vector<BufferId> stat(stat_sets * block_tiles), stat_s(stat_sets, -1);
+    std::vector<BufferId> mov(cfg_.moving_buffers), mov_s(cfg_.moving_buffers, -1);
+    for (size_t i = 0; i < stat.size(); ++i) {
+      TRY_ASSIGN(stat[i], p_.AllocSbuf(core_, Name(stat_.letter, "_stat", i), stat_bytes));
+    }
+    if (mx) {
+      for (int i = 0; i < stat_sets; ++i) {
+        TRY_ASSIGN(stat_s[i], p_.AllocSbuf(core_, Name(stat_.letter, "_stat_scale", i),
+                                           block_tiles * kb_tiles * MxScaleBytesPerPartition(kTileRows)));
       }
     }
-    for (int i = 0; i < cfg_.b_buffers; ++i) {
-      TRY_ASSIGN(b[i], p_.AllocSbuf(core_, Indexed("b_panel", i), kb_tiles * b_tile_bytes));
+    for (int i = 0; i < cfg_.moving_buffers; ++i) {
+      TRY_ASSIGN(mov[i], p_.AllocSbuf(core_, Name(mov_.letter, "_panel", i), kb_tiles * mov_tile_bytes));
       if (mx) {
-        TRY_ASSIGN(b_s[i], p_.AllocSbuf(core_, Indexed("b_scale", i),
+        TRY_ASSIGN(mov_s[i], p_.AllocSbuf(core_, Name(mov_.letter, "_panel_scale", i),
                                         kb_tiles * MxScaleBytesPerPartition(n_tile)));
       }
     }
@@ -158,25 +188,25 @@ class CoreLowering {
     }
 
     Sems s{};
-    TRY_ASSIGN(s.a_ready, p_.AddSemaphore(core_, "a_ready"));
-    TRY_ASSIGN(s.a_free, p_.AddSemaphore(core_, "a_free"));
-    TRY_ASSIGN(s.b_ready, p_.AddSemaphore(core_, "b_ready"));
-    TRY_ASSIGN(s.b_free, p_.AddSemaphore(core_, "b_free"));
+    TRY_ASSIGN(s.stat_ready, p_.AddSemaphore(core_, "stationary_ready"));
+    TRY_ASSIGN(s.stat_free, p_.AddSemaphore(core_, "stationary_free"));
+    TRY_ASSIGN(s.mov_ready, p_.AddSemaphore(core_, "moving_ready"));
+    TRY_ASSIGN(s.mov_free, p_.AddSemaphore(core_, "moving_free"));
     TRY_ASSIGN(s.mm_done, p_.AddSemaphore(core_, "mm_done"));
     TRY_ASSIGN(s.evac[0], p_.AddSemaphore(core_, "evac_vector"));
     TRY_ASSIGN(s.evac[1], p_.AddSemaphore(core_, "evac_scalar"));
     TRY_ASSIGN(s.stored, p_.AddSemaphore(core_, "stored"));
-    TRY_ASSIGN(q_a_, p_.AddDmaQueue(core_, "load_a"));
-    TRY_ASSIGN(q_b_, p_.AddDmaQueue(core_, "load_b"));
-    TRY_ASSIGN(q_c_, p_.AddDmaQueue(core_, "store"));
+    TRY_ASSIGN(q_stat_, p_.AddDmaQueue(core_, "load_stat"));
+    TRY_ASSIGN(q_mov_, p_.AddDmaQueue(core_, std::string("load_") + mov_.letter));
+    TRY_ASSIGN(q_out_, p_.AddDmaQueue(core_, "store"));
     pe_ = p_.EngineStream(core_, EngineKind::kTensor);
     evac_stream_[0] = p_.EngineStream(core_, EngineKind::kVector);
     evac_stream_[1] = p_.EngineStream(core_, EngineKind::kScalar);
 
-    int64_t a_sets_loaded = 0;   // stationary block loads so far
-    int64_t a_signals = 0;       // a_ready increments so far
-    int64_t b_panels = 0;        // moving panel loads so far
-    int64_t b_signals = 0;       // b_ready increments so far
+    int64_t stat_sets_loaded = 0;   // stationary block loads so far
+    int64_t stat_signals = 0;       // stat_ready increments so far
+    int64_t panels_loaded = 0;        // moving panel loads so far
+    int64_t mov_signals = 0;       // mov_ready increments so far
     int64_t t = 0;               // output tiles so far (PSUM bank rotation)
     int64_t evac_count[2] = {0, 0};
     const int64_t blocks = CeilDiv(m_tiles_total, block_tiles);
@@ -199,72 +229,61 @@ class CoreLowering {
           const int64_t kc = std::min(kts * kt, cfg_.k - k0);      // K elements
           // Stationary block: loaded once per row block when all of K is
           // resident, else once per (group, K block) into alternating sets.
-          const bool load_a = !resident || g == 0;
-          const int set = static_cast<int>(a_sets_loaded % a_sets);
-          const int64_t a_signal_base = a_signals;
-          if (load_a) {
+          const bool load_stat = !resident || g == 0;
+          const int set = static_cast<int>(stat_sets_loaded % stat_sets);
+          const int64_t stat_signal_base = stat_signals;
+          // A panel arrives in up to 4 pieces along K, each signalling, so the
+          // first matmuls start before it has fully landed; a piece keeps at
+          // least kMinPieceBytes per partition, where the DMA fixed cost is
+          // small. Stationary tiles (128 rows) are split the same way.
+          const int64_t stat_piece = PieceTiles(kts, stat_tile_bytes);
+          const int64_t mov_piece = PieceTiles(kts, mov_tile_bytes);
+          const int64_t stat_tile_signals = CeilDiv(kts, stat_piece);
+          const int64_t panel_signals = (mx ? 1 : 0) + CeilDiv(kts, mov_piece);
+          if (load_stat) {
+            std::vector<SemWait> waits;
+            if (stat_sets_loaded >= stat_sets) {
+              waits.push_back({s.stat_free, stat_sets_loaded - stat_sets + 1});
+            }
+            if (mx) {
+              const int64_t set_rows = row_of(tiles_here - 1) + rows_of(tiles_here - 1) - row_of(0);
+              Instruction sc = Instruction::DmaCopy(
+                  stat_.scales, stat_s[set], HbmOperand::ScaleBytes(set_rows, kc), k_parts,
+                  stat_.ScaleOffset(row_of(0), set_rows, k0));
+              sc.waits = waits;
+              sc.signals = {{s.stat_ready, 1}};
+              TRY(p_.Append(q_stat_, std::move(sc)));
+            }
             for (int64_t i = 0; i < tiles_here; ++i) {
               const int64_t buf = set * block_tiles + i;
-              Instruction ld = Instruction::DmaCopy(a_.data, a[buf], a_.Bytes(rows_of(i), kc),
-                                                    k_parts, a_.Offset(row_of(i), rows_of(i), k0));
-              if (a_sets_loaded >= a_sets) ld.waits = {{s.a_free, a_sets_loaded - a_sets + 1}};
-              ld.signals = {{s.a_ready, 1}};
-              TRY(p_.Append(q_a_, std::move(ld)));
-              if (mx) {
-                Instruction sc = Instruction::DmaCopy(
-                    a_.scales, a_s[buf], HbmOperand::ScaleBytes(rows_of(i), kc), k_parts,
-                    a_.ScaleOffset(row_of(i), rows_of(i), k0));
-                if (a_sets_loaded >= a_sets) sc.waits = {{s.a_free, a_sets_loaded - a_sets + 1}};
-                sc.signals = {{s.a_ready, 1}};
-                TRY(p_.Append(q_a_, std::move(sc)));
-              }
+              TRY(LoadPieces(q_stat_, stat_, stat[buf], -1, row_of(i), rows_of(i), k0, kc,
+                             stat_piece, stat_tile_bytes, k_parts, waits, s.stat_ready));
             }
-            ++a_sets_loaded;
-            a_signals += tiles_here * per_load;
-            panels_since_a_ = 0;
+            ++stat_sets_loaded;
+            stat_signals += (mx ? 1 : 0) + tiles_here * stat_tile_signals;
+            panels_since_stat_ = 0;
           }
-          const int64_t a_set_signals = a_signals;  // a_ready once this set has landed
-          const int cur_set = static_cast<int>((a_sets_loaded - 1) % a_sets);
+          const int64_t stat_set_signals = stat_signals;  // stat_ready once this set has landed
+          const int cur_set = static_cast<int>((stat_sets_loaded - 1) % stat_sets);
           // The last use of the stationary set: its last group (resident) or this K block.
           const bool set_ends_here = !resident || g == groups - 1;
-          for (int64_t jj = 0; jj < panels_here; ++jj, ++b_panels) {
+          for (int64_t jj = 0; jj < panels_here; ++jj, ++panels_loaded) {
             const int64_t j = first_n + jj;
             const int64_t col = tile_.col0 + j * n_tile;
             const int64_t cols = std::min(n_tile, tile_.col0 + tile_.cols - col);
-            const int slot = static_cast<int>(b_panels % cfg_.b_buffers);
-            // The panel arrives in up to 4 pieces along K, each signalling
-            // b_ready, so the first matmuls start before it has fully landed.
-            const int64_t chunk_tiles = CeilDiv(kts, std::min<int64_t>(kts, 4));
-            const int64_t chunks = CeilDiv(kts, chunk_tiles);
+            const int slot = static_cast<int>(panels_loaded % cfg_.moving_buffers);
             std::vector<SemWait> panel_waits;
-            if (b_panels >= cfg_.b_buffers) {
-              panel_waits.push_back({s.b_free, b_panels - cfg_.b_buffers + 1});
+            if (panels_loaded >= cfg_.moving_buffers) {
+              panel_waits.push_back({s.mov_free, panels_loaded - cfg_.moving_buffers + 1});
             }
             // The second panel after a stationary load waits for that load, so
             // that the first panel's matmuls are not starved of stationary data.
-            if (panels_since_a_ == 1) panel_waits.push_back({s.a_ready, a_set_signals});
-            ++panels_since_a_;
-            const int64_t b_signal_base = b_signals;
-            if (mx) {  // the panel's scales first, in one transfer
-              Instruction sc = Instruction::DmaCopy(b_.scales, b_s[slot],
-                                                    HbmOperand::ScaleBytes(cols, kc), k_parts,
-                                                    b_.ScaleOffset(col, cols, k0));
-              sc.waits = panel_waits;
-              sc.signals = {{s.b_ready, 1}};
-              TRY(p_.Append(q_b_, std::move(sc)));
-              ++b_signals;
-            }
-            for (int64_t ch = 0; ch < chunks; ++ch) {
-              const int64_t ck0 = k0 + ch * chunk_tiles * kt;
-              const int64_t ckc = std::min(chunk_tiles * kt, k0 + kc - ck0);
-              Instruction ld = Instruction::DmaCopy(b_.data, b[slot], b_.Bytes(cols, ckc), k_parts,
-                                                    b_.Offset(col, cols, ck0),
-                                                    ch * chunk_tiles * b_tile_bytes);
-              ld.waits = panel_waits;
-              ld.signals = {{s.b_ready, 1}};
-              TRY(p_.Append(q_b_, std::move(ld)));
-              ++b_signals;
-            }
+            if (panels_since_stat_ == 1) panel_waits.push_back({s.stat_ready, stat_set_signals});
+            ++panels_since_stat_;
+            const int64_t mov_signal_base = mov_signals;
+            TRY(LoadPieces(q_mov_, mov_, mov[slot], mov_s[slot], col, cols, k0, kc, mov_piece,
+                           mov_tile_bytes, k_parts, panel_waits, s.mov_ready));
+            mov_signals += panel_signals;
             for (int64_t i = 0; i < tiles_here; ++i) {
               const int64_t tile_index = t_group + jj * tiles_here + i;
               const int bank = static_cast<int>(tile_index % banks);
@@ -274,27 +293,27 @@ class CoreLowering {
                 const int64_t kg = kt0 + kk;  // K tile of the whole contraction
                 int64_t kcm = std::min(kt, cfg_.k - kg * kt);
                 if (mx) kcm = RoundUp(kcm, 128);  // MX K tiles are multiples of 128 (zero-padded)
-                Instruction ls = Instruction::LoadStationary(a[buf], d, kcm, mm_m, a_s[buf]);
-                if (i == 0 && kk % chunk_tiles == 0) {  // this piece of the panel has landed
-                  // load_b completes in order: scales, then piece 0, 1, ...
-                  ls.waits.push_back(
-                      {s.b_ready, b_signal_base + (mx ? 1 : 0) + kk / chunk_tiles + 1});
+                Instruction ls = Instruction::LoadStationary(stat[buf], d, kcm, mm_m, stat_s[cur_set]);
+                // A queue completes in order: scales, then piece 0, 1, ...
+                if (i == 0 && kk % mov_piece == 0) {  // this piece of the panel has landed
+                  ls.waits.push_back({s.mov_ready, mov_signal_base + (mx ? 1 : 0) + kk / mov_piece + 1});
                 }
-                if (kk == 0 && load_a && jj == 0) {
-                  ls.waits.push_back({s.a_ready, a_signal_base + (i + 1) * per_load});
+                if (load_stat && jj == 0 && kk % stat_piece == 0) {  // ... and of the stationary tile
+                  ls.waits.push_back({s.stat_ready, stat_signal_base + (mx ? 1 : 0) +
+                                                        i * stat_tile_signals + kk / stat_piece + 1});
                 }
                 if (kg == 0 && tile_index >= banks) {  // the bank's previous tile was evacuated
                   const int64_t u = tile_index - banks;
                   ls.waits.push_back({s.evac[u % 2], u / 2 + 1});
                 }
                 TRY(p_.Append(pe_, std::move(ls)));
-                Instruction mm = Instruction::MultiplyMoving(b[slot], acc[bank], d, kcm, mm_m, cols,
-                                                             kg > 0, b_s[slot]);
+                Instruction mm = Instruction::MultiplyMoving(mov[slot], acc[bank], d, kcm, mm_m, cols,
+                                                             kg > 0, mov_s[slot]);
                 if (kk == kts - 1) {
                   if (kg == nk - 1) mm.signals.push_back({s.mm_done, 1});
-                  if (i == tiles_here - 1) mm.signals.push_back({s.b_free, 1});
+                  if (i == tiles_here - 1) mm.signals.push_back({s.mov_free, 1});
                   if (i == tiles_here - 1 && jj == panels_here - 1 && set_ends_here) {
-                    mm.signals.push_back({s.a_free, 1});
+                    mm.signals.push_back({s.stat_free, 1});
                   }
                 }
                 TRY(p_.Append(pe_, std::move(mm)));
@@ -318,6 +337,34 @@ class CoreLowering {
   }
 
  private:
+  // Appends to `queue` the loads of `rows` rows x K range [k0, k0 + kc) of
+  // `src` into `data` (and MX `scales`): the scales in one transfer first,
+  // then the data in pieces of `chunk_tiles` K tiles; each signals `ready`.
+  Status LoadPieces(StreamId queue, const HbmOperand& src, BufferId data, BufferId scales,
+                    int64_t row, int64_t rows, int64_t k0, int64_t kc, int64_t chunk_tiles,
+                    int64_t bytes_per_k_tile, int k_parts, const std::vector<SemWait>& waits,
+                    SemId ready) {
+    if (scales >= 0) {
+      Instruction sc = Instruction::DmaCopy(src.scales, scales, HbmOperand::ScaleBytes(rows, kc),
+                                            k_parts, src.ScaleOffset(row, rows, k0));
+      sc.waits = waits;
+      sc.signals = {{ready, 1}};
+      TRY(p_.Append(queue, std::move(sc)));
+    }
+    const int64_t kt = plan_.k_tile;
+    for (int64_t piece = 0; piece * chunk_tiles * kt < kc; ++piece) {
+      const int64_t pk0 = k0 + piece * chunk_tiles * kt;
+      const int64_t pkc = std::min(chunk_tiles * kt, k0 + kc - pk0);
+      Instruction ld = Instruction::DmaCopy(src.data, data, src.Bytes(rows, pkc), k_parts,
+                                            src.Offset(row, rows, pk0),
+                                            piece * chunk_tiles * bytes_per_k_tile);
+      ld.waits = waits;
+      ld.signals = {{ready, 1}};
+      TRY(p_.Append(queue, std::move(ld)));
+    }
+    return OkStatus();
+  }
+
   // Evacuates the `tiles` output tiles of one moving panel (PSUM -> SBUF,
   // FP32 -> BF16, alternating VectorE / ScalarE) and stores them to C.
   template <typename RowOf, typename RowsOf>
@@ -337,12 +384,14 @@ class CoreLowering {
       ev.signals = {{s.evac[e], 1}};
       TRY(p_.Append(evac_stream_[e], std::move(ev)));
       ++evac_count[e];
+      // The tile is C[row.., col..], or C^T when B is stationary.
+      const int64_t c_element = plan_.b_stationary ? col * cfg_.n + row_of(i)
+                                                   : row_of(i) * cfg_.n + col;
       Instruction st = Instruction::DmaCopy(out[o], c_hbm_, rows * cols * 2,
-                                            static_cast<int>(rows), 0,
-                                            (row_of(i) * cfg_.n + col) * 2);
+                                            static_cast<int>(rows), 0, c_element * 2);
       st.waits = {{s.evac[e], evac_count[e]}};
       st.signals = {{s.stored, 1}};
-      TRY(p_.Append(q_c_, std::move(st)));
+      TRY(p_.Append(q_out_, std::move(st)));
     }
     return OkStatus();
   }
@@ -352,11 +401,11 @@ class CoreLowering {
   const GemmConfig& cfg_;
   int core_;
   CoreGemmTile tile_;
-  HbmOperand a_, b_;
+  HbmOperand stat_, mov_;
   BufferId c_hbm_;
-  StreamId q_a_ = -1, q_b_ = -1, q_c_ = -1, pe_ = -1;
+  StreamId q_stat_ = -1, q_mov_ = -1, q_out_ = -1, pe_ = -1;
   StreamId evac_stream_[2] = {-1, -1};
-  int64_t panels_since_a_ = 0;  // moving panels loaded since the last stationary load
+  int64_t panels_since_stat_ = 0;  // moving panels loaded since the last stationary load
 };
 
 // HBM bytes one core reads for its operands (without MX scales) under a
@@ -367,6 +416,50 @@ double OperandTraffic(int64_t rows, int64_t cols, int64_t k, double element_byte
   return (static_cast<double>(rows) * static_cast<double>(stationary_reads) +
           static_cast<double>(cols) * static_cast<double>(moving_reads)) *
          static_cast<double>(k) * element_bytes;
+}
+
+// The core grid and per-core tiles of one operand placement, in its own
+// coordinates: rows of the stationary operand (M, or N when B is stationary)
+// x columns of the moving one.
+struct Orientation {
+  int grid_rows = 1, grid_cols = 1;
+  std::vector<CoreGemmTile> tiles;
+  int64_t tensor_cycles = 0;  // MultiplyMoving cycles of the busiest core
+};
+
+Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles, bool b_stationary) {
+  const int64_t rows = b_stationary ? c.n : c.m;
+  const int64_t cols = b_stationary ? c.m : c.n;
+  Orientation o;
+  // As many cores along the stationary rows as there are 128-row tiles, the rest along the columns.
+  const int64_t row_tiles = CeilDiv(rows, kTileRows);
+  for (int g = c.cores; g >= 1; --g) {
+    if (c.cores % g == 0 && g <= row_tiles) {
+      o.grid_rows = g;
+      break;
+    }
+  }
+  o.grid_cols = c.cores / o.grid_rows;
+  for (const auto& [r0, r] : Split(rows, o.grid_rows, kTileRows)) {
+    for (const auto& [c0, n] : Split(cols, o.grid_cols, std::min<int64_t>(c.n_tile, kTileRows))) {
+      o.tiles.push_back({r0, r, c0, n});
+    }
+  }
+  // TensorE cycles per core: every (128-row tile, n_tile panel) pair runs k_tiles matmuls.
+  for (const CoreGemmTile& t : o.tiles) {
+    int64_t cycles = 0;
+    for (int64_t r = 0; r < t.rows; r += kTileRows) {
+      int64_t m = std::min(kTileRows, t.rows - r);
+      if (IsMx(c.dtype)) m = RoundUp(m, 2);
+      for (int64_t n = 0; n < t.cols; n += c.n_tile) {
+        const Instruction mm = Instruction::MultiplyMoving(
+            -1, -1, c.dtype, 1, m, std::min(c.n_tile, t.cols - n), false);
+        cycles += k_tiles * TensorCycles(machine, mm);
+      }
+    }
+    o.tensor_cycles = std::max(o.tensor_cycles, cycles);
+  }
+  return o;
 }
 
 }  // namespace
@@ -401,7 +494,7 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   if (mx && c.k % 32 != 0) {
     return InvalidArgumentError(what + ": MX K must be a multiple of the 32-element block");
   }
-  if (c.b_buffers < 2) return InvalidArgumentError(what + ": b_buffers must be >= 2");
+  if (c.moving_buffers < 2) return InvalidArgumentError(what + ": moving_buffers must be >= 2");
   if (c.out_buffers < 1) return InvalidArgumentError(what + ": out_buffers must be >= 1");
   const int64_t bank_fp32 = static_cast<int64_t>(machine.psum.bank_bytes_per_partition.value) / 4;
   const int banks = static_cast<int>(machine.psum.banks.value);
@@ -424,33 +517,38 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   }
   plan.flops = 2.0 * static_cast<double>(c.m) * static_cast<double>(c.n) * static_cast<double>(c.k);
 
-  // Core grid: as many cores along M as there are 128-row tiles, the rest along N.
-  const int64_t m_tiles = CeilDiv(c.m, kTileRows);
-  for (int g = c.cores; g >= 1; --g) {
-    if (c.cores % g == 0 && g <= m_tiles) {
-      plan.grid_m = g;
-      break;
-    }
+  // Operand placement: A^T stationary (psum = C tiles) or B stationary (psum =
+  // C^T tiles), whichever gives the least TensorE time on the busiest core
+  // by the max(min(64, M'), N') cycle rule; ties keep A stationary.
+  const Orientation by_a = Orient(machine, c, plan.k_tiles, false);
+  const Orientation by_b = Orient(machine, c, plan.k_tiles, true);
+  plan.tensor_cycles_a_stationary = by_a.tensor_cycles;
+  plan.tensor_cycles_b_stationary = by_b.tensor_cycles;
+  switch (c.placement) {
+    case OperandPlacement::kAuto: plan.b_stationary = by_b.tensor_cycles < by_a.tensor_cycles; break;
+    case OperandPlacement::kAStationary: plan.b_stationary = false; break;
+    case OperandPlacement::kBStationary: plan.b_stationary = true; break;
   }
-  plan.grid_n = c.cores / plan.grid_m;
-  const auto row_split = Split(c.m, plan.grid_m, kTileRows);
-  const auto col_split = Split(c.n, plan.grid_n, std::min<int64_t>(c.n_tile, kTileRows));
-  for (const auto& [r0, rows] : row_split) {
-    for (const auto& [c0, cols] : col_split) plan.cores.push_back({r0, rows, c0, cols});
+  const Orientation& orient = plan.b_stationary ? by_b : by_a;
+  plan.grid_m = plan.b_stationary ? orient.grid_cols : orient.grid_rows;
+  plan.grid_n = plan.b_stationary ? orient.grid_rows : orient.grid_cols;
+  for (const CoreGemmTile& t : orient.tiles) {
+    plan.cores.push_back(plan.b_stationary ? CoreGemmTile{t.col0, t.cols, t.row0, t.rows} : t);
   }
 
   // Blocking, from the largest core tile (all cores use the same plan).
   const double eb = GemmElementBytes(c.dtype);
   int64_t max_rows = 0, max_cols = 0;
-  for (const CoreGemmTile& t : plan.cores) {
+  for (const CoreGemmTile& t : orient.tiles) {  // stationary rows x moving columns
     max_rows = std::max(max_rows, t.rows);
     max_cols = std::max(max_cols, t.cols);
   }
   const int64_t core_m_tiles = CeilDiv(max_rows, kTileRows);
-  const int64_t core_n_tiles = CeilDiv(max_cols, std::min(c.n_tile, max_cols));
+  const int64_t n_tile = std::min(c.n_tile, max_cols);  // narrower when the core has fewer columns
+  const int64_t core_n_tiles = CeilDiv(max_cols, n_tile);
   const int64_t nk = plan.k_tiles;
   const int64_t sbuf = machine.sbuf_usable_bytes_per_partition();
-  const SbufLayout layout{machine, c.dtype, c.n_tile, c.b_buffers, c.out_buffers};
+  const SbufLayout layout{machine, c.dtype, n_tile, c.moving_buffers, c.out_buffers};
   const int64_t user_tiles = c.stationary_block / kTileRows;  // 0 = choose
 
   // (a) All of K resident: the most stationary tiles that fit, balanced over the blocks.
@@ -464,7 +562,7 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
     }
   }
   const bool resident_fits =
-      resident_tiles > 0 && layout.Total(std::min(resident_tiles, core_m_tiles), nk) <= sbuf;
+      resident_tiles > 0 && layout.Total(1, std::min(resident_tiles, core_m_tiles), nk) <= sbuf;
   const double resident_traffic =
       OperandTraffic(max_rows, max_cols, c.k, eb, 1,
                      CeilDiv(core_m_tiles, std::max<int64_t>(1, resident_tiles)));
@@ -501,7 +599,7 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
       int64_t lo = 0, hi = nk;  // largest K tiles per block that fit
       while (lo < hi) {
         const int64_t mid = (lo + hi + 1) / 2;
-        if (layout.Total(2 * kb_group_m, mid) <= sbuf) {
+        if (layout.Total(2, kb_group_m, mid) <= sbuf) {
           lo = mid;
         } else {
           hi = mid - 1;
@@ -545,7 +643,7 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   StatusOr<Program> prog = Program::Create(machine, c.cores);
   if (!prog.ok()) return prog.status();
   Program& p = *prog;
-  HbmOperand a{-1, -1, eb, c.k}, b{-1, -1, eb, c.k};
+  HbmOperand a{'a', -1, -1, eb, c.k}, b{'b', -1, -1, eb, c.k};
   TRY_ASSIGN(a.data, p.AllocHbm("A", a.Bytes(c.m, c.k)));
   TRY_ASSIGN(b.data, p.AllocHbm("B", b.Bytes(c.n, c.k)));
   BufferId cc = -1;
@@ -555,12 +653,15 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
     TRY_ASSIGN(b.scales, p.AllocHbm("B_scale", HbmOperand::ScaleBytes(c.n, c.k)));
   }
   for (size_t i = 0; i < plan.cores.size(); ++i) {
-    CoreLowering lower(p, plan, static_cast<int>(i), plan.cores[i], a, b, cc);
+    CoreLowering lower(p, plan, static_cast<int>(i), orient.tiles[i], plan.b_stationary ? b : a,
+                       plan.b_stationary ? a : b, cc);
     if (Status s = lower.Run(); !s.ok()) {
       return Status(s.code(), what + " on " + machine.name + " core " + std::to_string(i) +
-                                  " (stationary_block " + std::to_string(c.stationary_block) +
+                                  " (" + (plan.b_stationary ? "B" : "A") +
+                                  " stationary, stationary_block " +
+                                  std::to_string(c.stationary_block) +
                                   ", k_block " + std::to_string(c.k_block) + ", n_tile " +
-                                  std::to_string(c.n_tile) + ", " + std::to_string(c.b_buffers) +
+                                  std::to_string(c.n_tile) + ", " + std::to_string(c.moving_buffers) +
                                   " moving buffers): " + s.message());
     }
   }

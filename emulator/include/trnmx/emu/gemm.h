@@ -1,13 +1,15 @@
 // Lowering of C[M, N] (BF16) = A[M, K] x B[K, N] onto one or more NeuronCores.
 //
 // TensorE computes psum[M', N'] = stationary[K, M']^T x moving[K, N'] with
-// M' <= 128 and N' <= one PSUM bank (trainium.md section 5). A^T is the
-// stationary operand and B the moving one; cores split C into a grid and
+// M' <= 128 and N' <= one PSUM bank (trainium.md section 5). Either A^T is
+// stationary and B moving (PSUM tiles of C), or B stationary and A^T moving
+// (PSUM tiles of C^T): `placement`, by default the one with the least TensorE
+// time by the max(min(64, M'), N') cycle rule. Cores split C into a grid and
 // share nothing but HBM. Per core:
 //   * stationary tiles of 128 rows are kept in SBUF for a block of
 //     `stationary_block` rows; moving panels of `n_tile` columns stream
-//     through `b_buffers` SBUF buffers (2 = double buffering), each loaded in
-//     up to 4 pieces along K so the matmuls start before it has fully landed;
+//     through `moving_buffers` SBUF buffers (2 = double buffering); both arrive in
+//     up to 4 pieces along K so the matmuls start before they have landed;
 //   * K is split into blocks of `k_block` elements. When all of K fits
 //     (one block), the stationary block stays resident while every moving
 //     panel streams past it, and each 128 x n_tile output tile accumulates
@@ -21,8 +23,9 @@
 //     evacuation overlaps compute;
 //   * VectorE and ScalarE take turns evacuating PSUM (FP32 -> BF16) into
 //     `out_buffers` staging tiles, and a DMA queue writes them to C.
-// DMA queues: load_a, load_b, store. Semaphores: a_ready, a_free, b_ready,
-// b_free, mm_done, evac_vector, evac_scalar, stored.
+// DMA queues: load_a, load_b, store. Semaphores: stationary_ready,
+// stationary_free, moving_ready, moving_free, mm_done, evac_vector,
+// evac_scalar, stored.
 //
 // Unless fixed by the config, the block sizes are chosen so that the plan
 // fits SBUF and reads the least HBM (all of K resident when that is no
@@ -41,6 +44,10 @@
 
 namespace trnmx::emu {
 
+// Which operand TensorE holds stationary. kAuto picks the one with the
+// least TensorE time by the max(min(64, M'), N') cycle rule.
+enum class OperandPlacement { kAuto, kAStationary, kBStationary };
+
 struct GemmConfig {
   int64_t m = 0, n = 0, k = 0;
   MatmulDtype dtype = MatmulDtype::kBf16;
@@ -52,8 +59,9 @@ struct GemmConfig {
   // 0 = chosen (all of K when it fits and reads no more HBM).
   int64_t k_block = 0;
   int64_t n_tile = 0;   // moving free size per matmul; 0 = one PSUM bank (512 FP32)
-  int b_buffers = 3;    // moving panel buffers (>= 2)
+  int moving_buffers = 3;  // moving panel buffers (>= 2)
   int out_buffers = 4;  // output staging tiles (>= 1)
+  OperandPlacement placement = OperandPlacement::kAuto;
 };
 
 struct CoreGemmTile {
@@ -63,6 +71,11 @@ struct CoreGemmTile {
 
 struct GemmPlan {
   GemmConfig config;           // with stationary_block, k_block and n_tile resolved
+  // B stationary: TensorE computes C^T tiles (stationary B[K, 128 columns],
+  // moving A^T[K, n_tile rows]); the stationary/moving roles below swap.
+  bool b_stationary = false;
+  // MultiplyMoving cycles of the busiest core for each placement (no throttle).
+  int64_t tensor_cycles_a_stationary = 0, tensor_cycles_b_stationary = 0;
   int64_t k_tile = 0;          // contraction per matmul
   int64_t k_tiles = 0;         // ceil(K / k_tile)
   int64_t k_block_tiles = 0;   // K tiles per SBUF block
