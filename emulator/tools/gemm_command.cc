@@ -68,6 +68,8 @@ int RunGemm(const GemmArgs& args) {
               plan.b_stationary ? "B" : "A",
               static_cast<long long>(plan.tensor_cycles_a_stationary),
               static_cast<long long>(plan.tensor_cycles_b_stationary));
+  const std::string groups =
+      plan.k_blocks > 1 ? ", " + std::to_string(plan.group_n) + " panel(s) per PSUM group" : "";
   std::printf("tiling            %d x %d core grid (M x N), %zu with work; stationary block %lld "
               "rows, n_tile %lld, k_tile %lld, K in %lld block(s) of %lld%s, %d moving buffers; "
               "%lld matmuls\n",
@@ -75,16 +77,17 @@ int RunGemm(const GemmArgs& args) {
               static_cast<long long>(plan.config.stationary_block),
               static_cast<long long>(plan.config.n_tile), static_cast<long long>(plan.k_tile),
               static_cast<long long>(plan.k_blocks), static_cast<long long>(plan.config.k_block),
-              plan.k_blocks > 1 ? (", " + std::to_string(plan.group_n) + " panel(s) per PSUM group").c_str() : "",
-              plan.config.moving_buffers, static_cast<long long>(plan.matmuls));
+              groups.c_str(), plan.config.moving_buffers, static_cast<long long>(plan.matmuls));
   Report report = MakeReport(gemm->program, *result, plan.flops, config.dtype);
   std::cout << FormatReport(report);
   const double lower_s = std::chrono::duration<double>(t1 - t0).count();
   const double sim_s = std::chrono::duration<double>(t2 - t1).count();
-  std::printf("wall              lowering %.3f s, simulation %.3f s (%.2f M events/s, %.2f M "
-              "instructions/s)\n",
-              lower_s, sim_s, result->events / sim_s / 1e6,
-              gemm->program.instruction_count() / sim_s / 1e6);
+  std::printf("wall              lowering %.3f s, simulation %.3f s", lower_s, sim_s);
+  if (sim_s > 0) {
+    std::printf(" (%.2f M events/s, %.2f M instructions/s)", result->events / sim_s / 1e6,
+                gemm->program.instruction_count() / sim_s / 1e6);
+  }
+  std::printf("\n");
   if (!args.trace.empty()) {
     std::ofstream out(args.trace, std::ios::binary);
     out << ChromeTraceJson(gemm->program, *result);

@@ -356,6 +356,13 @@ TEST(Gemm, RejectsTilingsThatDoNotFit) {
 }
 
 TEST(Gemm, RejectsBadRequests) {
+  // Operands beyond HBM are rejected before any size overflows 64 bits.
+  StatusOr<LoweredGemm> huge =
+      LowerGemm(Trn("trn3"), Config(int64_t{1} << 40, int64_t{1} << 40, 1024, MatmulDtype::kBf16, 8));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(huge.status().message().find("GB of HBM; trn3 has"), std::string::npos)
+      << huge.status().message();
   GemmConfig odd_k_block = Config(128, 512, 4096, MatmulDtype::kBf16, 1);
   odd_k_block.k_block = 200;  // not a multiple of the 128-element K tile
   StatusOr<LoweredGemm> kb = LowerGemm(Trn("trn3"), odd_k_block);

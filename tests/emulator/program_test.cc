@@ -174,6 +174,46 @@ TEST(ProgramValidate, EngineRulesAndSemaphores) {
               StatusCode::kInvalidArgument, "destination 'C'");
 }
 
+TEST(ProgramValidate, WaitsNeedAReachableValue) {
+  // A wait for >= 0 always holds (and had no reach time to compute): rejected.
+  Program p = MakeProgram();
+  BufferId a = p.AllocSbuf(0, "a", 1024).value();
+  BufferId b = p.AllocSbuf(0, "b", 1024).value();
+  SemId s0 = p.AddSemaphore(0, "ready").value();
+  Instruction copy = Instruction::Elementwise(Opcode::kTensorCopy, b, a, 128, 256, ElemType::kBf16,
+                                              ElemType::kBf16);
+  copy.waits = {{s0, 0}};
+  ExpectError(p.Append(p.EngineStream(0, EngineKind::kVector), copy),
+              StatusCode::kInvalidArgument,
+              "waits for ready >= 0, which always holds; a wait needs a value >= 1");
+  copy.waits = {{s0, 1}};
+  EXPECT_TRUE(p.Append(p.EngineStream(0, EngineKind::kVector), copy).ok());
+}
+
+TEST(ProgramValidate, MultiplyMovingUsesTheLastLoadStationary) {
+  // Many matmuls against one stationary (weights reused): each is checked
+  // against the last LoadStationary of its stream, however far back.
+  Program p = MakeProgram();
+  BufferId st = p.AllocSbuf(0, "st", 512).value();
+  BufferId mv = p.AllocSbuf(0, "mv", 1024).value();
+  BufferId acc = p.AllocPsum(0, "acc", 2048).value();
+  const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
+  ExpectError(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 64, 512,
+                                                      false)),
+              StatusCode::kFailedPrecondition, "MultiplyMoving without a LoadStationary");
+  ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 64)).ok());
+  for (int i = 0; i < 20000; ++i) {
+    ASSERT_TRUE(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 64, 512,
+                                                         i > 0)).ok());
+  }
+  ExpectError(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 512,
+                                                      true)),
+              StatusCode::kInvalidArgument, "k/m/dtype differ from the last LoadStationary");
+  ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 128)).ok());
+  EXPECT_TRUE(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 512,
+                                                       true)).ok());
+}
+
 TEST(ProgramValidate, SemaphoreAndQueueLimits) {
   Program p = MakeProgram();
   for (int i = 0; i < 256; ++i) ASSERT_TRUE(p.AddSemaphore(0, Indexed("s", i)).ok());

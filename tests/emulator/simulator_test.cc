@@ -230,6 +230,11 @@ TEST(SimExact, DependencyChainAcrossEngines) {
   EXPECT_EQ(r.hbm_write_bytes, 1 << 17);
 }
 
+TEST(SimCost, CorePairsShareAnHbmStack) {
+  const Machine m = LoadPresetMachine("trn3").value();
+  for (int core = 0; core < 8; ++core) EXPECT_EQ(HbmStackOfCore(m, core), core / 2);
+}
+
 TEST(SimExact, HbmStackIsSharedByTheCorePair) {
   // Cores 0 and 1 share HBM stack 0; core 2 uses stack 1. Each moves 4 MiB.
   Program p = MakeProgram("trn3", 3);

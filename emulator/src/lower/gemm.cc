@@ -445,16 +445,21 @@ Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
       o.tiles.push_back({r0, r, c0, n});
     }
   }
-  // TensorE cycles per core: every (128-row tile, n_tile panel) pair runs k_tiles matmuls.
+  // TensorE cycles per core: every (128-row tile, n_tile panel) pair runs
+  // k_tiles matmuls; the tiles are full ones and at most one tail each way.
+  auto mm_cycles = [&](int64_t m, int64_t n) {
+    if (IsMx(c.dtype)) m = RoundUp(m, 2);  // MX stationary free size is even
+    return TensorCycles(machine, Instruction::MultiplyMoving(-1, -1, c.dtype, 1, m, n, false));
+  };
   for (const CoreGemmTile& t : o.tiles) {
+    const std::pair<int64_t, int64_t> stationary_tiles[] = {{kTileRows, t.rows / kTileRows},
+                                                            {t.rows % kTileRows, 1}};
+    const std::pair<int64_t, int64_t> panels[] = {{c.n_tile, t.cols / c.n_tile},
+                                                   {t.cols % c.n_tile, 1}};
     int64_t cycles = 0;
-    for (int64_t r = 0; r < t.rows; r += kTileRows) {
-      int64_t m = std::min(kTileRows, t.rows - r);
-      if (IsMx(c.dtype)) m = RoundUp(m, 2);
-      for (int64_t n = 0; n < t.cols; n += c.n_tile) {
-        const Instruction mm = Instruction::MultiplyMoving(
-            -1, -1, c.dtype, 1, m, std::min(c.n_tile, t.cols - n), false);
-        cycles += k_tiles * TensorCycles(machine, mm);
+    for (const auto& [m, m_count] : stationary_tiles) {
+      for (const auto& [n, n_count] : panels) {
+        if (m > 0 && n > 0) cycles += m_count * n_count * k_tiles * mm_cycles(m, n);
       }
     }
     o.tensor_cycles = std::max(o.tensor_cycles, cycles);
@@ -482,6 +487,17 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   const std::string what = "gemm " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                            std::to_string(c.k) + " " + std::string(MatmulDtypeName(c.dtype));
   if (c.m < 1 || c.n < 1 || c.k < 1) return InvalidArgumentError(what + ": M, N, K must be >= 1");
+  // Operands and C must fit HBM; checked in floating point before any size
+  // is formed in 64-bit integers.
+  const double eb = GemmElementBytes(c.dtype);
+  const double hbm_need = (static_cast<double>(c.m) + static_cast<double>(c.n)) *
+                              static_cast<double>(c.k) * eb +
+                          2.0 * static_cast<double>(c.m) * static_cast<double>(c.n);
+  if (hbm_need > machine.hbm.capacity_bytes.value) {
+    return ResourceExhaustedError(what + ": A, B and C need " + std::to_string(hbm_need / 1e9) +
+                                  " GB of HBM; " + machine.name + " has " +
+                                  std::to_string(machine.hbm.capacity_bytes.value / 1e9) + " GB");
+  }
   if (c.cores < 1 || c.cores > machine.core_count()) {
     return InvalidArgumentError(what + ": cores = " + std::to_string(c.cores) + ", machine " +
                                 machine.name + " has " + std::to_string(machine.core_count()));
@@ -537,7 +553,6 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   }
 
   // Blocking, from the largest core tile (all cores use the same plan).
-  const double eb = GemmElementBytes(c.dtype);
   int64_t max_rows = 0, max_cols = 0;
   for (const CoreGemmTile& t : orient.tiles) {  // stationary rows x moving columns
     max_rows = std::max(max_rows, t.rows);
@@ -670,5 +685,8 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   }
   return LoweredGemm{std::move(p), std::move(plan)};
 }
+
+#undef TRY
+#undef TRY_ASSIGN
 
 }  // namespace trnmx::emu

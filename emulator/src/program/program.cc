@@ -214,6 +214,7 @@ Program::Program(const Machine& machine, int cores) : machine_(machine), cores_(
       streams_.push_back(std::move(s));
     }
   }
+  last_load_stationary_.assign(streams_.size(), -1);
 }
 
 StatusOr<Program> Program::Create(const Machine& machine, int cores) {
@@ -375,6 +376,7 @@ StatusOr<StreamId> Program::AddDmaQueue(int core, std::string name) {
   s.core = core;
   s.engine = EngineKind::kDma;
   streams_.push_back(std::move(s));
+  last_load_stationary_.push_back(-1);
   return static_cast<StreamId>(streams_.size() - 1);
 }
 
@@ -483,13 +485,8 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
         if (Status s = CheckBuffer(in.dst, c, {MemSpace::kPsum}, "output", where); !s.ok()) return s;
         if (Status s = need(in.dst, "output", 4 * in.n, static_cast<int>(in.m)); !s.ok()) return s;
         // The stationary of this MM is the last LoadStationary of the stream.
-        const Instruction* last_ls = nullptr;
-        for (auto it = stream.instructions.rbegin(); it != stream.instructions.rend(); ++it) {
-          if (it->op == Opcode::kLoadStationary) {
-            last_ls = &*it;
-            break;
-          }
-        }
+        const int64_t ls_index = last_load_stationary_[&stream - streams_.data()];
+        const Instruction* last_ls = ls_index < 0 ? nullptr : &stream.instructions[ls_index];
         if (last_ls == nullptr) {
           return FailedPreconditionError(where() + ": MultiplyMoving without a LoadStationary");
         }
@@ -616,6 +613,11 @@ Status Program::Append(StreamId stream, Instruction instruction) {
       return InvalidArgumentError(where() + ": waits on semaphore " + std::to_string(w.sem) +
                                   ", which is not a semaphore of core " + std::to_string(s.core));
     }
+    if (w.value < 1) {
+      return InvalidArgumentError(where() + ": waits for " + semaphores_[w.sem].name +
+                                  " >= " + std::to_string(w.value) +
+                                  ", which always holds; a wait needs a value >= 1");
+    }
   }
   for (const SemSignal& g : instruction.signals) {
     if (g.sem < 0 || g.sem >= static_cast<SemId>(semaphores_.size()) ||
@@ -625,6 +627,9 @@ Status Program::Append(StreamId stream, Instruction instruction) {
                                   "; needs a semaphore of core " + std::to_string(s.core) +
                                   " and a positive increment");
     }
+  }
+  if (instruction.op == Opcode::kLoadStationary) {
+    last_load_stationary_[stream] = static_cast<int64_t>(s.instructions.size());
   }
   s.instructions.push_back(std::move(instruction));
   return OkStatus();

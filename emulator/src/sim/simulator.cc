@@ -179,7 +179,6 @@ constexpr int32_t kIssue = -1;
 class EventQueue {
  public:
   bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
 
   void Push(const Event& e) {
     size_t i = heap_.size();
@@ -276,7 +275,6 @@ class Sim {
     const int stacks = static_cast<int>(m_.hbm.stacks.value);
     stack_free_.assign(stacks, 0);
     res_.hbm_stack_busy_ps.assign(stacks, 0);
-    cores_per_stack_ = m_.core_count() / stacks;
     window_ps_ = static_cast<int64_t>(m_.tensor.throttle_window_ns.value) * kPsPerNs;
     ramp_ps_ = static_cast<int64_t>(m_.tensor.throttle_ramp_ns.value) * kPsPerNs;
     start_ppm_ = static_cast<int64_t>(std::llround(m_.tensor.throttle_start_fraction.value * kPpm));
@@ -377,6 +375,7 @@ class Sim {
       // LoadStationary runs in the background of the MM unit (section 5).
       (in.op == Opcode::kLoadStationary ? stats.background_ps : stats.busy_ps) += end - start;
       ++stats.instructions;
+      stats.bytes += in.bytes;  // DMA queues (0 elsewhere)
       if (opt_.record_trace) {
         res_.trace.push_back(TraceRecord{s, static_cast<int32_t>(ss.pc), start, end});
       }
@@ -491,7 +490,7 @@ class Sim {
     for (int e = c.first_engine; e < c.first_engine + c.engines; ++e) start = std::max(start, free[e]);
     end = start + c.engine_ps;
     if (c.hbm_bytes > 0) {
-      const int stack = core / cores_per_stack_;
+      const int stack = HbmStackOfCore(m_, core);
       const int64_t hbm_start = std::max(start, stack_free_[stack]);
       stack_free_[stack] = hbm_start + c.hbm_ps;
       res_.hbm_stack_busy_ps[stack] += c.hbm_ps;
@@ -520,10 +519,9 @@ class Sim {
   std::vector<int64_t> stack_free_;
   std::vector<StreamId> wake_;
   int engines_ = 16;
-  int cores_per_stack_ = 2;
   int64_t window_ps_ = 0, ramp_ps_ = 0, start_ppm_ = kPpm;
   uint64_t clock_hz_[kComputeEngines] = {};
-  int64_t sem_lat_[5] = {};
+  int64_t sem_lat_[kComputeEngines + 1] = {};  // per EngineKind, DMA last
   EventQueue queue_;
   uint64_t seq_ = 0;
 };
@@ -546,6 +544,10 @@ double DmaEfficiency(const Machine& m, double bytes_per_partition) {
   return CostModel(m).DmaEfficiency(bytes_per_partition);
 }
 
+int HbmStackOfCore(const Machine& m, int core) {
+  return core / (m.core_count() / static_cast<int>(m.hbm.stacks.value));
+}
+
 double HbmStackBandwidth(const Machine& m) {
   return m.hbm.bandwidth_bytes_per_s.value * m.hbm.sustained_fraction.value / m.hbm.stacks.value;
 }
@@ -553,17 +555,7 @@ double HbmStackBandwidth(const Machine& m) {
 DmaCost DmaCostOf(const Program& p, const Instruction& in) { return CostModel(p.machine()).Dma(p, in); }
 
 StatusOr<SimResult> Simulate(const Program& program, const SimOptions& options) {
-  Sim sim(program, options);
-  StatusOr<SimResult> r = sim.Run();
-  if (!r.ok()) return r;
-  // Per-queue bytes.
-  SimResult& res = r.value();
-  for (size_t s = 0; s < program.streams().size(); ++s) {
-    const Stream& st = program.streams()[s];
-    if (st.engine != EngineKind::kDma) continue;
-    for (const Instruction& in : st.instructions) res.streams[s].bytes += in.bytes;
-  }
-  return r;
+  return Sim(program, options).Run();
 }
 
 }  // namespace trnmx::emu

@@ -39,16 +39,16 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
   }
   double dma_busy = 0;
   for (int64_t b : r.dma_engine_busy_ps) dma_busy += static_cast<double>(b);
-  rep.resources.push_back(
-      {"DMA engines", dma_busy / (t * static_cast<double>(r.dma_engine_busy_ps.size()))});
+  const double dma_use = dma_busy / (t * static_cast<double>(r.dma_engine_busy_ps.size()));
+  rep.resources.push_back({"DMA engines", dma_use});
   // HBM: the stacks of the cores in use (cores 2i and 2i+1 share stack i).
   const int stacks = static_cast<int>(m.hbm.stacks.value);
-  const int cores_per_stack = m.core_count() / stacks;
   std::set<int> used;
-  for (int c = 0; c < p.cores(); ++c) used.insert(c / cores_per_stack);
+  for (int c = 0; c < p.cores(); ++c) used.insert(HbmStackOfCore(m, c));
   double hbm_busy = 0;
   for (int s : used) hbm_busy += static_cast<double>(r.hbm_stack_busy_ps[s]);
-  rep.resources.push_back({"HBM", hbm_busy / (t * static_cast<double>(used.size()))});
+  const double hbm_use = hbm_busy / (t * static_cast<double>(used.size()));
+  rep.resources.push_back({"HBM", hbm_use});
   rep.hbm_peak_bytes_per_s = m.hbm.bandwidth_bytes_per_s.value * used.size() / stacks;
   rep.dma_bytes = r.dma_bytes;
   rep.hbm_read_bytes = r.hbm_read_bytes;
@@ -65,7 +65,7 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
     char text[160];
     std::snprintf(text, sizeof text,
                   "memory (HBM traffic: HBM stacks %.1f %% busy, DMA engines %.1f %% busy)",
-                  100 * rep.resources[5].busy, 100 * rep.resources[4].busy);
+                  100 * hbm_use, 100 * dma_use);
     rep.bound = text;
   } else {
     rep.bound = "elementwise (" + rep.limiting + ")";

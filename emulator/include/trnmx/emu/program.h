@@ -151,7 +151,8 @@ class Program {
   StreamId EngineStream(int core, EngineKind engine) const;
 
   // Validates and appends; the error names the stream, the instruction index
-  // and the buffer at fault.
+  // and the buffer at fault. Semaphore waits need a value >= 1 and signals a
+  // positive increment, on semaphores of the stream's core.
   Status Append(StreamId stream, Instruction instruction);
 
   const std::vector<Stream>& streams() const { return streams_; }
@@ -201,6 +202,9 @@ class Program {
   std::vector<Stream> streams_;
   std::vector<Buffer> buffers_;
   std::vector<Semaphore> semaphores_;
+  // Per stream: index of its last LoadStationary (-1: none), the stationary
+  // a MultiplyMoving appended next will use.
+  std::vector<int64_t> last_load_stationary_;
   std::vector<int> semaphores_per_core_;
   std::vector<int> dma_queues_per_core_;
   std::vector<Arena> sbuf_, psum_;

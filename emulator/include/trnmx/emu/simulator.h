@@ -95,6 +95,9 @@ DmaCost DmaCostOf(const Program& p, const Instruction& in);
 
 // Sustained bandwidth of one HBM stack: chip bandwidth x sustained fraction / stacks.
 double HbmStackBandwidth(const Machine& m);
+// The HBM stack a core's transfers use: consecutive cores share a stack
+// (cores 2i and 2i+1 on 8 cores and 4 stacks; trainium.md section 2).
+int HbmStackOfCore(const Machine& m, int core);
 
 }  // namespace trnmx::emu
 
