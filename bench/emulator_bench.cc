@@ -120,12 +120,12 @@ void BM_SemaphorePingPong(benchmark::State& state) {
     SemId dma = p.AddSemaphore(core, "dma").value();
     const StreamId q = p.AddDmaQueue(core, "q").value();
     for (int i = 0; i < steps; ++i) {
-      Instruction v = Instruction::Elementwise(Opcode::kTensorCopy, b, a, 128, 256,
-                                               ElemType::kBf16, ElemType::kBf16);
+      Instruction v = Instruction::Elementwise(Opcode::kTensorCopy, b, a, 128, 256, ElemType::kBf16,
+                                               ElemType::kBf16);
       if (i > 0) v.waits = {{pong, i}};
       v.signals = {{ping, 1}};
-      Instruction s = Instruction::Elementwise(Opcode::kActivation, a, b, 128, 256,
-                                               ElemType::kBf16, ElemType::kBf16);
+      Instruction s = Instruction::Elementwise(Opcode::kActivation, a, b, 128, 256, ElemType::kBf16,
+                                               ElemType::kBf16);
       s.waits = {{ping, i + 1}};
       s.signals = {{pong, 1}};
       Instruction d = Instruction::DmaCopy(hbm, a, 16384, 128);

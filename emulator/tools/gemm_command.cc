@@ -63,21 +63,22 @@ int RunGemm(const GemmArgs& args) {
   std::printf("gemm              M=%lld N=%lld K=%lld %s, C in BF16\n",
               static_cast<long long>(config.m), static_cast<long long>(config.n),
               static_cast<long long>(config.k), args.dtype.c_str());
-  std::printf("placement         %s stationary (TensorE cycles on the busiest core: A stationary "
-              "%lld, B stationary %lld)\n",
-              plan.b_stationary ? "B" : "A",
-              static_cast<long long>(plan.tensor_cycles_a_stationary),
-              static_cast<long long>(plan.tensor_cycles_b_stationary));
+  std::printf(
+      "placement         %s stationary (TensorE cycles on the busiest core: A stationary "
+      "%lld, B stationary %lld)\n",
+      plan.b_stationary ? "B" : "A", static_cast<long long>(plan.tensor_cycles_a_stationary),
+      static_cast<long long>(plan.tensor_cycles_b_stationary));
   const std::string groups =
       plan.k_blocks > 1 ? ", " + std::to_string(plan.group_n) + " panel(s) per PSUM group" : "";
-  std::printf("tiling            %d x %d core grid (M x N), %zu with work; stationary block %lld "
-              "rows, n_tile %lld, k_tile %lld, K in %lld block(s) of %lld%s, %d moving buffers; "
-              "%lld matmuls\n",
-              plan.grid_m, plan.grid_n, plan.cores.size(),
-              static_cast<long long>(plan.config.stationary_block),
-              static_cast<long long>(plan.config.n_tile), static_cast<long long>(plan.k_tile),
-              static_cast<long long>(plan.k_blocks), static_cast<long long>(plan.config.k_block),
-              groups.c_str(), plan.config.moving_buffers, static_cast<long long>(plan.matmuls));
+  std::printf(
+      "tiling            %d x %d core grid (M x N), %zu with work; stationary block %lld "
+      "rows, n_tile %lld, k_tile %lld, K in %lld block(s) of %lld%s, %d moving buffers; "
+      "%lld matmuls\n",
+      plan.grid_m, plan.grid_n, plan.cores.size(),
+      static_cast<long long>(plan.config.stationary_block),
+      static_cast<long long>(plan.config.n_tile), static_cast<long long>(plan.k_tile),
+      static_cast<long long>(plan.k_blocks), static_cast<long long>(plan.config.k_block),
+      groups.c_str(), plan.config.moving_buffers, static_cast<long long>(plan.matmuls));
   Report report = MakeReport(gemm->program, *result, plan.flops, config.dtype);
   std::cout << FormatReport(report);
   const double lower_s = std::chrono::duration<double>(t1 - t0).count();
@@ -109,8 +110,12 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
   args->config.m = args->config.n = args->config.k = 0;
   cmd->add_option("--machine", args->machine, "preset name or JSON file")->capture_default_str();
   cmd->add_option("--m", args->config.m, "rows of A and C")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--n", args->config.n, "columns of B and C")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--k", args->config.k, "contraction size")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--n", args->config.n, "columns of B and C")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--k", args->config.k, "contraction size")
+      ->required()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", args->dtype, "bf16, fp8 (double-row), mxfp8, mxfp4, fp32")
       ->capture_default_str();
   cmd->add_option("--cores", args->config.cores, "NeuronCores to use")->capture_default_str();
@@ -120,7 +125,8 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
                   "K elements per SBUF block, multiple of the matmul K tile (0 = all of K when "
                   "it fits and reads no more HBM)");
   cmd->add_option("--n-tile", args->config.n_tile, "moving free size per matmul (0 = 512)");
-  cmd->add_option("--moving-buffers", args->config.moving_buffers, "moving panel buffers (2 = double buffering)")
+  cmd->add_option("--moving-buffers", args->config.moving_buffers,
+                  "moving panel buffers (2 = double buffering)")
       ->capture_default_str();
   cmd->add_option("--stationary", args->placement,
                   "operand TensorE holds stationary: a, b, or auto (least TensorE time)")

@@ -1,14 +1,15 @@
 // GEMM lowering and reports: the bars (8192^3 MXFP8 on one trn3 chip
 // >= 85 % of the modelled TensorE peak in < 2 s of wall time; M = 1 is
 // memory-bound), tile accounting, rejection of tilings that do not fit, trace.
-#include <algorithm>
-#include <chrono>
-#include <string>
+#include "trnmx/emu/gemm.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
-#include "trnmx/emu/gemm.h"
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/simulator.h"
 
@@ -94,8 +95,10 @@ TEST(Gemm, ExactTrafficAndTileCountsForOddShapes) {
   EXPECT_EQ(ro.hbm_write_bytes, 300 * 777 * 2);
   EXPECT_EQ(ro.hbm_read_bytes, 300 * 1000 * 2 + 1000 * 777 * 2);
   // FP8 double-row: K tiles of 256; MXFP4 on 8 cores.
-  EXPECT_EQ(LowerGemm(Trn("trn2"), Config(128, 512, 1024, MatmulDtype::kFp8, 1)).value().plan.matmuls, 4);
-  LoweredGemm mx4 = LowerGemm(Trn("trn3"), Config(1000, 3000, 2016, MatmulDtype::kMxfp4, 8)).value();
+  EXPECT_EQ(
+      LowerGemm(Trn("trn2"), Config(128, 512, 1024, MatmulDtype::kFp8, 1)).value().plan.matmuls, 4);
+  LoweredGemm mx4 =
+      LowerGemm(Trn("trn3"), Config(1000, 3000, 2016, MatmulDtype::kMxfp4, 8)).value();
   EXPECT_EQ(mx4.plan.grid_m, 8);
   EXPECT_TRUE(Simulate(mx4.program).ok());
 }
@@ -185,7 +188,8 @@ TEST(GemmKBlocking, ForcedKBlocksKeepTilesInPsumAcrossBlocks) {
   EXPECT_EQ(r.hbm_read_bytes, (256 + 1024) * 2048 * 2);
   EXPECT_EQ(r.hbm_write_bytes, 256 * 1024 * 2);
   // The same GEMM with all of K resident does the same work in about the same time.
-  LoweredGemm whole = LowerGemm(Trn("trn3"), Config(256, 1024, 2048, MatmulDtype::kBf16, 1)).value();
+  LoweredGemm whole =
+      LowerGemm(Trn("trn3"), Config(256, 1024, 2048, MatmulDtype::kBf16, 1)).value();
   EXPECT_EQ(whole.plan.k_blocks, 1);
   EXPECT_EQ(whole.plan.matmuls, g.plan.matmuls);
   SimResult rw = Simulate(whole.program).value();
@@ -199,11 +203,11 @@ TEST(GemmKBlocking, AnyKLowersOnEveryDtypeAndCoreCount) {
     MatmulDtype d;
     int cores;
   };
-  for (const Case& t : {Case{300, 777, 40000, MatmulDtype::kBf16, 1},
-                        Case{1, 4096, 100000, MatmulDtype::kBf16, 8},
-                        Case{512, 2048, 65536, MatmulDtype::kMxfp8, 8},
-                        Case{256, 640, 131072, MatmulDtype::kMxfp4, 2},
-                        Case{200, 300, 30000, MatmulDtype::kFp32, 1}}) {
+  for (const Case& t :
+       {Case{300, 777, 40000, MatmulDtype::kBf16, 1}, Case{1, 4096, 100000, MatmulDtype::kBf16, 8},
+        Case{512, 2048, 65536, MatmulDtype::kMxfp8, 8},
+        Case{256, 640, 131072, MatmulDtype::kMxfp4, 2},
+        Case{200, 300, 30000, MatmulDtype::kFp32, 1}}) {
     SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k));
     StatusOr<LoweredGemm> g = LowerGemm(Trn("trn3"), Config(t.m, t.n, t.k, t.d, t.cores));
     ASSERT_TRUE(g.ok()) << g.status().ToString();
@@ -219,7 +223,8 @@ TEST(GemmKBlocking, AnyKLowersOnEveryDtypeAndCoreCount) {
               Trn("trn3").sbuf_usable_bytes_per_partition());
   }
   // FP8 double-row on Trainium2 (212,728 B of SBUF per partition).
-  StatusOr<LoweredGemm> fp8 = LowerGemm(Trn("trn2"), Config(1024, 1024, 200000, MatmulDtype::kFp8, 4));
+  StatusOr<LoweredGemm> fp8 =
+      LowerGemm(Trn("trn2"), Config(1024, 1024, 200000, MatmulDtype::kFp8, 4));
   ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
   EXPECT_TRUE(Simulate(fp8->program).ok());
 }
@@ -275,9 +280,9 @@ TEST(GemmPlacement, AutoPicksTheLeastTensorTime) {
     int cores;
     bool b_stationary;
   };
-  for (const Case& t : {Case{64, 8192, 2048, MatmulDtype::kBf16, 1, true},   // 64 vs 512 cycles
-                        Case{8192, 64, 2048, MatmulDtype::kBf16, 1, false},  // the reverse
-                        Case{96, 4096, 1024, MatmulDtype::kMxfp8, 2, true},  // 4 x 96 vs 512
+  for (const Case& t : {Case{64, 8192, 2048, MatmulDtype::kBf16, 1, true},     // 64 vs 512 cycles
+                        Case{8192, 64, 2048, MatmulDtype::kBf16, 1, false},    // the reverse
+                        Case{96, 4096, 1024, MatmulDtype::kMxfp8, 2, true},    // 4 x 96 vs 512
                         Case{1024, 1024, 1024, MatmulDtype::kBf16, 1, false},  // a tie keeps A
                         Case{300, 777, 1000, MatmulDtype::kFp32, 1, true}}) {
     SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k));
@@ -322,7 +327,8 @@ TEST(Gemm, RejectsTilingsThatDoNotFit) {
   StatusOr<LoweredGemm> g = LowerGemm(Trn("trn3"), c);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(g.status().message().find("SBUF buffer 'a_stat["), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("SBUF buffer 'a_stat["), std::string::npos)
+      << g.status().message();
   EXPECT_NE(g.status().message().find("needs 8192 B per partition"), std::string::npos)
       << g.status().message();
   EXPECT_NE(g.status().message().find("stationary_block 8192"), std::string::npos);
@@ -357,8 +363,8 @@ TEST(Gemm, RejectsTilingsThatDoNotFit) {
 
 TEST(Gemm, RejectsBadRequests) {
   // Operands beyond HBM are rejected before any size overflows 64 bits.
-  StatusOr<LoweredGemm> huge =
-      LowerGemm(Trn("trn3"), Config(int64_t{1} << 40, int64_t{1} << 40, 1024, MatmulDtype::kBf16, 8));
+  StatusOr<LoweredGemm> huge = LowerGemm(
+      Trn("trn3"), Config(int64_t{1} << 40, int64_t{1} << 40, 1024, MatmulDtype::kBf16, 8));
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(huge.status().message().find("GB of HBM; trn3 has"), std::string::npos)
@@ -396,6 +402,7 @@ TEST(Report, TraceHasOneTrackPerEngineAndQueue) {
   EXPECT_EQ(complete, g.program.instruction_count());
   // 2 cores x (4 engines + 3 DMA queues).
   EXPECT_EQ(tracks, 14);
+  EXPECT_NE(text.find("core0.dma.load_a"), std::string::npos);
   EXPECT_NE(text.find("core0.dma.load_b"), std::string::npos);
   const std::string dump = g.program.Dump();
   EXPECT_NE(dump.find("MultiplyMoving mxfp8 k=512 m=128 n=512"), std::string::npos);

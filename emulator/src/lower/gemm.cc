@@ -2,22 +2,21 @@
 // blocking, double buffering (see the header for the schedule).
 #include "trnmx/emu/gemm.h"
 
-#include "trnmx/emu/simulator.h"
-
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "trnmx/emu/simulator.h"
+
 namespace trnmx::emu {
 namespace {
 
 // Early-return helpers for Status / StatusOr inside this file.
-#define TRY(expr)                     \
-  do {                                \
-    if (Status s_ = (expr); !s_.ok()) \
-      return s_;                      \
+#define TRY(expr)                                \
+  do {                                           \
+    if (Status s_ = (expr); !s_.ok()) return s_; \
   } while (0)
 #define TRY_ASSIGN(lhs, expr)         \
   do {                                \
@@ -30,7 +29,7 @@ constexpr int64_t kTileRows = 128;  // stationary rows per matmul (PE columns)
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
-constexpr int64_t kMaxPieces = 4;    // DMA pieces per operand tile along K
+constexpr int64_t kMaxPieces = 4;  // DMA pieces per operand tile along K
 // Smallest DMA piece, in bytes per partition: 8 KiB keeps the fixed cost per
 // transfer to about a tenth of its time (trainium.md section 7).
 constexpr int64_t kMinPieceBytes = 8192;
@@ -111,13 +110,15 @@ struct SbufLayout {
   }
   // `sets` stationary sets of `tiles` tiles each, as allocated.
   int64_t StationarySets(int64_t sets, int64_t tiles, int64_t k_tiles) const {
-    return sets * (tiles * Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, kTileRows)) +
-                   (IsMx(dtype) ? Aligned(tiles * k_tiles * MxScaleBytesPerPartition(kTileRows)) : 0));
+    return sets *
+           (tiles * Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, kTileRows)) +
+            (IsMx(dtype) ? Aligned(tiles * k_tiles * MxScaleBytesPerPartition(kTileRows)) : 0));
   }
   // The moving panels and output staging tiles.
   int64_t MovingAndOutput(int64_t k_tiles) const {
-    return moving_buffers * (Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, n_tile)) +
-                        (IsMx(dtype) ? Aligned(k_tiles * MxScaleBytesPerPartition(n_tile)) : 0)) +
+    return moving_buffers *
+               (Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, n_tile)) +
+                (IsMx(dtype) ? Aligned(k_tiles * MxScaleBytesPerPartition(n_tile)) : 0)) +
            out_buffers * Aligned(2 * n_tile);
   }
   int64_t Total(int64_t sets, int64_t tiles, int64_t k_tiles) const {
@@ -135,8 +136,14 @@ class CoreLowering {
   // (C's rows x columns, or C's columns x rows when B is stationary).
   CoreLowering(Program& p, const GemmPlan& plan, int core, const CoreGemmTile& tile,
                const HbmOperand& stationary, const HbmOperand& moving, BufferId c_hbm)
-      : p_(p), plan_(plan), cfg_(plan.config), core_(core), tile_(tile), stat_(stationary),
-        mov_(moving), c_hbm_(c_hbm) {}
+      : p_(p),
+        plan_(plan),
+        cfg_(plan.config),
+        core_(core),
+        tile_(tile),
+        stat_(stationary),
+        mov_(moving),
+        c_hbm_(c_hbm) {}
 
   Status Run() {
     const Machine& m = p_.machine();
@@ -146,7 +153,7 @@ class CoreLowering {
     const int64_t nk = plan_.k_tiles;
     const int64_t kb_tiles = plan_.k_block_tiles;
     const bool resident = plan_.k_blocks == 1;  // the stationary block keeps all of K
-    const int stat_sets = resident ? 1 : 2;        // K blocks of the stationary are double-buffered
+    const int stat_sets = resident ? 1 : 2;     // K blocks of the stationary are double-buffered
     const int64_t n_tile = std::min(cfg_.n_tile, tile_.cols);
     const int64_t m_tiles_total = CeilDiv(tile_.rows, kTileRows);
     const int64_t block_tiles = std::min(CeilDiv(cfg_.stationary_block, kTileRows), m_tiles_total);
@@ -155,7 +162,8 @@ class CoreLowering {
     const int banks = static_cast<int>(m.psum.banks.value);
     const int k_parts = TensorOperandPartitions(m, d, std::min(cfg_.k, kt));
 
-    // Buffers: stationary tiles (stat_sets x block_tiles), moving panels, output staging, PSUM banks.
+    // Buffers: stationary tiles (stat_sets x block_tiles), moving panels, output staging, PSUM
+    // banks.
     const int64_t stat_tile_bytes = TensorOperandBytesPerPartition(m, d, kTileRows);  // per K tile
     const int64_t stat_bytes = kb_tiles * stat_tile_bytes;
     const int64_t mov_tile_bytes = TensorOperandBytesPerPartition(m, d, n_tile);  // per K tile
@@ -168,15 +176,17 @@ class CoreLowering {
     }
     if (mx) {
       for (int i = 0; i < stat_sets; ++i) {
-        TRY_ASSIGN(stat_s[i], p_.AllocSbuf(core_, Name(stat_.letter, "_stat_scale", i),
-                                           block_tiles * kb_tiles * MxScaleBytesPerPartition(kTileRows)));
+        TRY_ASSIGN(stat_s[i],
+                   p_.AllocSbuf(core_, Name(stat_.letter, "_stat_scale", i),
+                                block_tiles * kb_tiles * MxScaleBytesPerPartition(kTileRows)));
       }
     }
     for (int i = 0; i < cfg_.moving_buffers; ++i) {
-      TRY_ASSIGN(mov[i], p_.AllocSbuf(core_, Name(mov_.letter, "_panel", i), kb_tiles * mov_tile_bytes));
+      TRY_ASSIGN(mov[i],
+                 p_.AllocSbuf(core_, Name(mov_.letter, "_panel", i), kb_tiles * mov_tile_bytes));
       if (mx) {
         TRY_ASSIGN(mov_s[i], p_.AllocSbuf(core_, Name(mov_.letter, "_panel_scale", i),
-                                        kb_tiles * MxScaleBytesPerPartition(n_tile)));
+                                          kb_tiles * MxScaleBytesPerPartition(n_tile)));
       }
     }
     std::vector<BufferId> out(cfg_.out_buffers), acc(banks);
@@ -196,18 +206,18 @@ class CoreLowering {
     TRY_ASSIGN(s.evac[0], p_.AddSemaphore(core_, "evac_vector"));
     TRY_ASSIGN(s.evac[1], p_.AddSemaphore(core_, "evac_scalar"));
     TRY_ASSIGN(s.stored, p_.AddSemaphore(core_, "stored"));
-    TRY_ASSIGN(q_stat_, p_.AddDmaQueue(core_, "load_stat"));
+    TRY_ASSIGN(q_stat_, p_.AddDmaQueue(core_, std::string("load_") + stat_.letter));
     TRY_ASSIGN(q_mov_, p_.AddDmaQueue(core_, std::string("load_") + mov_.letter));
     TRY_ASSIGN(q_out_, p_.AddDmaQueue(core_, "store"));
     pe_ = p_.EngineStream(core_, EngineKind::kTensor);
     evac_stream_[0] = p_.EngineStream(core_, EngineKind::kVector);
     evac_stream_[1] = p_.EngineStream(core_, EngineKind::kScalar);
 
-    int64_t stat_sets_loaded = 0;   // stationary block loads so far
-    int64_t stat_signals = 0;       // stat_ready increments so far
-    int64_t panels_loaded = 0;        // moving panel loads so far
+    int64_t stat_sets_loaded = 0;  // stationary block loads so far
+    int64_t stat_signals = 0;      // stat_ready increments so far
+    int64_t panels_loaded = 0;     // moving panel loads so far
     int64_t mov_signals = 0;       // mov_ready increments so far
-    int64_t t = 0;               // output tiles so far (PSUM bank rotation)
+    int64_t t = 0;                 // output tiles so far (PSUM bank rotation)
     int64_t evac_count[2] = {0, 0};
     const int64_t blocks = CeilDiv(m_tiles_total, block_tiles);
     const int64_t groups = CeilDiv(n_tiles, group_n);
@@ -223,10 +233,10 @@ class CoreLowering {
         const int64_t panels_here = std::min(group_n, n_tiles - first_n);
         const int64_t t_group = t;  // first output tile of the group
         for (int64_t kb = 0; kb < plan_.k_blocks; ++kb) {
-          const int64_t kt0 = kb * kb_tiles;                       // first K tile of the block
-          const int64_t kts = std::min(kb_tiles, nk - kt0);        // K tiles in the block
-          const int64_t k0 = kt0 * kt;                             // first K element
-          const int64_t kc = std::min(kts * kt, cfg_.k - k0);      // K elements
+          const int64_t kt0 = kb * kb_tiles;                   // first K tile of the block
+          const int64_t kts = std::min(kb_tiles, nk - kt0);    // K tiles in the block
+          const int64_t k0 = kt0 * kt;                         // first K element
+          const int64_t kc = std::min(kts * kt, cfg_.k - k0);  // K elements
           // Stationary block: loaded once per row block when all of K is
           // resident, else once per (group, K block) into alternating sets.
           const bool load_stat = !resident || g == 0;
@@ -247,9 +257,9 @@ class CoreLowering {
             }
             if (mx) {
               const int64_t set_rows = row_of(tiles_here - 1) + rows_of(tiles_here - 1) - row_of(0);
-              Instruction sc = Instruction::DmaCopy(
-                  stat_.scales, stat_s[set], HbmOperand::ScaleBytes(set_rows, kc), k_parts,
-                  stat_.ScaleOffset(row_of(0), set_rows, k0));
+              Instruction sc = Instruction::DmaCopy(stat_.scales, stat_s[set],
+                                                    HbmOperand::ScaleBytes(set_rows, kc), k_parts,
+                                                    stat_.ScaleOffset(row_of(0), set_rows, k0));
               sc.waits = waits;
               sc.signals = {{s.stat_ready, 1}};
               TRY(p_.Append(q_stat_, std::move(sc)));
@@ -293,22 +303,26 @@ class CoreLowering {
                 const int64_t kg = kt0 + kk;  // K tile of the whole contraction
                 int64_t kcm = std::min(kt, cfg_.k - kg * kt);
                 if (mx) kcm = RoundUp(kcm, 128);  // MX K tiles are multiples of 128 (zero-padded)
-                Instruction ls = Instruction::LoadStationary(stat[buf], d, kcm, mm_m, stat_s[cur_set]);
+                Instruction ls =
+                    Instruction::LoadStationary(stat[buf], d, kcm, mm_m, stat_s[cur_set]);
                 // A queue completes in order: scales, then piece 0, 1, ...
                 if (i == 0 && kk % mov_piece == 0) {  // this piece of the panel has landed
-                  ls.waits.push_back({s.mov_ready, mov_signal_base + (mx ? 1 : 0) + kk / mov_piece + 1});
+                  ls.waits.push_back(
+                      {s.mov_ready, mov_signal_base + (mx ? 1 : 0) + kk / mov_piece + 1});
                 }
-                if (load_stat && jj == 0 && kk % stat_piece == 0) {  // ... and of the stationary tile
+                if (load_stat && jj == 0 &&
+                    kk % stat_piece == 0) {  // ... and of the stationary tile
                   ls.waits.push_back({s.stat_ready, stat_signal_base + (mx ? 1 : 0) +
-                                                        i * stat_tile_signals + kk / stat_piece + 1});
+                                                        i * stat_tile_signals + kk / stat_piece +
+                                                        1});
                 }
                 if (kg == 0 && tile_index >= banks) {  // the bank's previous tile was evacuated
                   const int64_t u = tile_index - banks;
                   ls.waits.push_back({s.evac[u % 2], u / 2 + 1});
                 }
                 TRY(p_.Append(pe_, std::move(ls)));
-                Instruction mm = Instruction::MultiplyMoving(mov[slot], acc[bank], d, kcm, mm_m, cols,
-                                                             kg > 0, mov_s[slot]);
+                Instruction mm = Instruction::MultiplyMoving(mov[slot], acc[bank], d, kcm, mm_m,
+                                                             cols, kg > 0, mov_s[slot]);
                 if (kk == kts - 1) {
                   if (kg == nk - 1) mm.signals.push_back({s.mm_done, 1});
                   if (i == tiles_here - 1) mm.signals.push_back({s.mov_free, 1});
@@ -355,9 +369,9 @@ class CoreLowering {
     for (int64_t piece = 0; piece * chunk_tiles * kt < kc; ++piece) {
       const int64_t pk0 = k0 + piece * chunk_tiles * kt;
       const int64_t pkc = std::min(chunk_tiles * kt, k0 + kc - pk0);
-      Instruction ld = Instruction::DmaCopy(src.data, data, src.Bytes(rows, pkc), k_parts,
-                                            src.Offset(row, rows, pk0),
-                                            piece * chunk_tiles * bytes_per_k_tile);
+      Instruction ld =
+          Instruction::DmaCopy(src.data, data, src.Bytes(rows, pkc), k_parts,
+                               src.Offset(row, rows, pk0), piece * chunk_tiles * bytes_per_k_tile);
       ld.waits = waits;
       ld.signals = {{ready, 1}};
       TRY(p_.Append(queue, std::move(ld)));
@@ -369,26 +383,27 @@ class CoreLowering {
   // FP32 -> BF16, alternating VectorE / ScalarE) and stores them to C.
   template <typename RowOf, typename RowsOf>
   Status Evacuate(const Sems& s, int64_t& t, int64_t tiles, const RowOf& row_of,
-                  const RowsOf& rows_of, int64_t col, int64_t cols, const std::vector<BufferId>& acc,
-                  const std::vector<BufferId>& out, int64_t (&evac_count)[2]) {
+                  const RowsOf& rows_of, int64_t col, int64_t cols,
+                  const std::vector<BufferId>& acc, const std::vector<BufferId>& out,
+                  int64_t (&evac_count)[2]) {
     for (int64_t i = 0; i < tiles; ++i, ++t) {
       const int e = static_cast<int>(t % 2);
       const int o = static_cast<int>(t % cfg_.out_buffers);
       const int bank = static_cast<int>(t % static_cast<int64_t>(acc.size()));
       const int64_t rows = rows_of(i);
-      Instruction ev = Instruction::Elementwise(Opcode::kTensorCopy, out[o], acc[bank],
-                                                static_cast<int>(rows), cols, ElemType::kFp32,
-                                                ElemType::kBf16);
+      Instruction ev =
+          Instruction::Elementwise(Opcode::kTensorCopy, out[o], acc[bank], static_cast<int>(rows),
+                                   cols, ElemType::kFp32, ElemType::kBf16);
       ev.waits = {{s.mm_done, t + 1}};
       if (t >= cfg_.out_buffers) ev.waits.push_back({s.stored, t - cfg_.out_buffers + 1});
       ev.signals = {{s.evac[e], 1}};
       TRY(p_.Append(evac_stream_[e], std::move(ev)));
       ++evac_count[e];
       // The tile is C[row.., col..], or C^T when B is stationary.
-      const int64_t c_element = plan_.b_stationary ? col * cfg_.n + row_of(i)
-                                                   : row_of(i) * cfg_.n + col;
-      Instruction st = Instruction::DmaCopy(out[o], c_hbm_, rows * cols * 2,
-                                            static_cast<int>(rows), 0, c_element * 2);
+      const int64_t c_element =
+          plan_.b_stationary ? col * cfg_.n + row_of(i) : row_of(i) * cfg_.n + col;
+      Instruction st = Instruction::DmaCopy(out[o], c_hbm_, rows * cols * 2, static_cast<int>(rows),
+                                            0, c_element * 2);
       st.waits = {{s.evac[e], evac_count[e]}};
       st.signals = {{s.stored, 1}};
       TRY(p_.Append(q_out_, std::move(st)));
@@ -427,7 +442,8 @@ struct Orientation {
   int64_t tensor_cycles = 0;  // MultiplyMoving cycles of the busiest core
 };
 
-Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles, bool b_stationary) {
+Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
+                   bool b_stationary) {
   const int64_t rows = b_stationary ? c.n : c.m;
   const int64_t cols = b_stationary ? c.m : c.n;
   Orientation o;
@@ -455,7 +471,7 @@ Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
     const std::pair<int64_t, int64_t> stationary_tiles[] = {{kTileRows, t.rows / kTileRows},
                                                             {t.rows % kTileRows, 1}};
     const std::pair<int64_t, int64_t> panels[] = {{c.n_tile, t.cols / c.n_tile},
-                                                   {t.cols % c.n_tile, 1}};
+                                                  {t.cols % c.n_tile, 1}};
     int64_t cycles = 0;
     for (const auto& [m, m_count] : stationary_tiles) {
       for (const auto& [n, n_count] : panels) {
@@ -471,11 +487,15 @@ Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
 
 double GemmElementBytes(MatmulDtype dtype) {
   switch (dtype) {
-    case MatmulDtype::kBf16: return 2;
+    case MatmulDtype::kBf16:
+      return 2;
     case MatmulDtype::kFp8:
-    case MatmulDtype::kMxfp8: return 1;
-    case MatmulDtype::kMxfp4: return 0.5;
-    case MatmulDtype::kFp32: return 4;
+    case MatmulDtype::kMxfp8:
+      return 1;
+    case MatmulDtype::kMxfp4:
+      return 0.5;
+    case MatmulDtype::kFp32:
+      return 4;
   }
   return 1;
 }
@@ -490,9 +510,9 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   // Operands and C must fit HBM; checked in floating point before any size
   // is formed in 64-bit integers.
   const double eb = GemmElementBytes(c.dtype);
-  const double hbm_need = (static_cast<double>(c.m) + static_cast<double>(c.n)) *
-                              static_cast<double>(c.k) * eb +
-                          2.0 * static_cast<double>(c.m) * static_cast<double>(c.n);
+  const double hbm_need =
+      (static_cast<double>(c.m) + static_cast<double>(c.n)) * static_cast<double>(c.k) * eb +
+      2.0 * static_cast<double>(c.m) * static_cast<double>(c.n);
   if (hbm_need > machine.hbm.capacity_bytes.value) {
     return ResourceExhaustedError(what + ": A, B and C need " + std::to_string(hbm_need / 1e9) +
                                   " GB of HBM; " + machine.name + " has " +
@@ -521,8 +541,8 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
                                 "] (one PSUM bank of FP32 per output tile)");
   }
   if (c.stationary_block < 0 || c.stationary_block % kTileRows != 0) {
-    return InvalidArgumentError(what + ": stationary_block = " + std::to_string(c.stationary_block) +
-                                " must be a multiple of 128");
+    return InvalidArgumentError(what + ": stationary_block = " +
+                                std::to_string(c.stationary_block) + " must be a multiple of 128");
   }
   plan.k_tile = MatmulMaxK(machine, c.dtype);
   plan.k_tiles = CeilDiv(c.k, plan.k_tile);
@@ -541,9 +561,15 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   plan.tensor_cycles_a_stationary = by_a.tensor_cycles;
   plan.tensor_cycles_b_stationary = by_b.tensor_cycles;
   switch (c.placement) {
-    case OperandPlacement::kAuto: plan.b_stationary = by_b.tensor_cycles < by_a.tensor_cycles; break;
-    case OperandPlacement::kAStationary: plan.b_stationary = false; break;
-    case OperandPlacement::kBStationary: plan.b_stationary = true; break;
+    case OperandPlacement::kAuto:
+      plan.b_stationary = by_b.tensor_cycles < by_a.tensor_cycles;
+      break;
+    case OperandPlacement::kAStationary:
+      plan.b_stationary = false;
+      break;
+    case OperandPlacement::kBStationary:
+      plan.b_stationary = true;
+      break;
   }
   const Orientation& orient = plan.b_stationary ? by_b : by_a;
   plan.grid_m = plan.b_stationary ? orient.grid_cols : orient.grid_rows;
@@ -578,9 +604,8 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   }
   const bool resident_fits =
       resident_tiles > 0 && layout.Total(1, std::min(resident_tiles, core_m_tiles), nk) <= sbuf;
-  const double resident_traffic =
-      OperandTraffic(max_rows, max_cols, c.k, eb, 1,
-                     CeilDiv(core_m_tiles, std::max<int64_t>(1, resident_tiles)));
+  const double resident_traffic = OperandTraffic(
+      max_rows, max_cols, c.k, eb, 1, CeilDiv(core_m_tiles, std::max<int64_t>(1, resident_tiles)));
 
   // (b) K blocks: a group of output tiles (at most half the PSUM banks, so that
   // evacuating one group overlaps the next) stays in PSUM while the K blocks
@@ -598,9 +623,9 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
       for (int64_t gm = 1; gm <= live; gm *= 2) {
         const int64_t gm_eff = std::min(gm, core_m_tiles);
         const int64_t gn_eff = std::clamp<int64_t>(live / gm, 1, core_n_tiles);
-        const double traffic = OperandTraffic(max_rows, max_cols, c.k, eb,
-                                              CeilDiv(core_n_tiles, gn_eff),
-                                              CeilDiv(core_m_tiles, gm_eff));
+        const double traffic =
+            OperandTraffic(max_rows, max_cols, c.k, eb, CeilDiv(core_n_tiles, gn_eff),
+                           CeilDiv(core_m_tiles, gm_eff));
         if (best < 0 || traffic < best) {
           best = traffic;
           kb_group_m = gm_eff;
@@ -636,9 +661,9 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   }
   if (k_blocked && user_tiles > 0 && kb_group_m > banks) {
     return ResourceExhaustedError(
-        what + ": stationary_block " + std::to_string(c.stationary_block) + " with K blocks keeps " +
-        std::to_string(kb_group_m) + " accumulation groups live in PSUM, which has " +
-        std::to_string(banks) + " banks");
+        what + ": stationary_block " + std::to_string(c.stationary_block) +
+        " with K blocks keeps " + std::to_string(kb_group_m) +
+        " accumulation groups live in PSUM, which has " + std::to_string(banks) + " banks");
   }
   if (k_blocked) {
     int64_t kb = c.k_block > 0 ? c.k_block / plan.k_tile : std::max<int64_t>(1, kb_tiles_fit);
@@ -671,13 +696,12 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
     CoreLowering lower(p, plan, static_cast<int>(i), orient.tiles[i], plan.b_stationary ? b : a,
                        plan.b_stationary ? a : b, cc);
     if (Status s = lower.Run(); !s.ok()) {
-      return Status(s.code(), what + " on " + machine.name + " core " + std::to_string(i) +
-                                  " (" + (plan.b_stationary ? "B" : "A") +
-                                  " stationary, stationary_block " +
-                                  std::to_string(c.stationary_block) +
-                                  ", k_block " + std::to_string(c.k_block) + ", n_tile " +
-                                  std::to_string(c.n_tile) + ", " + std::to_string(c.moving_buffers) +
-                                  " moving buffers): " + s.message());
+      return Status(s.code(),
+                    what + " on " + machine.name + " core " + std::to_string(i) + " (" +
+                        (plan.b_stationary ? "B" : "A") + " stationary, stationary_block " +
+                        std::to_string(c.stationary_block) + ", k_block " +
+                        std::to_string(c.k_block) + ", n_tile " + std::to_string(c.n_tile) + ", " +
+                        std::to_string(c.moving_buffers) + " moving buffers): " + s.message());
     }
   }
   for (const Stream& s : p.streams()) {

@@ -73,12 +73,15 @@ class CostModel {
 
   int64_t TensorCycles(const Instruction& in) const {
     switch (in.op) {
-      case Opcode::kLoadStationary: return std::max<int64_t>(1, CeilDiv(in.m, ls_speedup_));
+      case Opcode::kLoadStationary:
+        return std::max<int64_t>(1, CeilDiv(in.m, ls_speedup_));
       case Opcode::kMultiplyMoving:
         return std::max(std::min(mm_init_, in.m), in.n) *
                (in.dtype == MatmulDtype::kFp32 ? fp32_multiplier_ : 1);
-      case Opcode::kTranspose: return std::max<int64_t>(in.partitions, std::min<int64_t>(64, in.n));
-      default: return 0;
+      case Opcode::kTranspose:
+        return std::max<int64_t>(in.partitions, std::min<int64_t>(64, in.n));
+      default:
+        return 0;
     }
   }
 
@@ -110,10 +113,17 @@ class CostModel {
         break;
       }
       case Opcode::kTensorReduce:
-      case Opcode::kMemset: cycles = in16 ? CeilDiv(n, 2) : n; break;
-      case Opcode::kReciprocal: cycles = 8 * n; break;
-      case Opcode::kQuantizeMx: cycles = CeilDiv(n, quantize_rate_); break;
-      default: break;
+      case Opcode::kMemset:
+        cycles = in16 ? CeilDiv(n, 2) : n;
+        break;
+      case Opcode::kReciprocal:
+        cycles = 8 * n;
+        break;
+      case Opcode::kQuantizeMx:
+        cycles = CeilDiv(n, quantize_rate_);
+        break;
+      default:
+        break;
     }
     return std::max(vector_min_ii_, cycles);
   }
@@ -130,7 +140,7 @@ class CostModel {
     DmaCost c;
     // The on-chip side decides which engines serve the transfer (engine e
     // serves partitions [8e, 8e + 8)); HBM to HBM uses all of them.
-    const Buffer* chip = src.space != MemSpace::kHbm ? &src
+    const Buffer* chip = src.space != MemSpace::kHbm   ? &src
                          : dst.space != MemSpace::kHbm ? &dst
                                                        : nullptr;
     double bytes_per_partition = dma_knee_;
@@ -138,7 +148,8 @@ class CostModel {
       const int first = chip->partition_start;
       const int last = first + in.partitions;  // exclusive
       c.first_engine = first / dma_partitions_per_engine_;
-      c.engines = (last + dma_partitions_per_engine_ - 1) / dma_partitions_per_engine_ - c.first_engine;
+      c.engines =
+          (last + dma_partitions_per_engine_ - 1) / dma_partitions_per_engine_ - c.first_engine;
       bytes_per_partition = static_cast<double>(in.bytes) / in.partitions;
     } else {
       c.first_engine = 0;
@@ -147,9 +158,10 @@ class CostModel {
     const double bytes_per_engine = std::ceil(static_cast<double>(in.bytes) / c.engines);
     const double rate = dma_engine_bandwidth_ * DmaEfficiency(bytes_per_partition);
     c.engine_ps = dma_fixed_ps_ + CeilPs(bytes_per_engine / rate);
-    c.hbm_bytes = (src.space == MemSpace::kHbm ? in.bytes : 0) +
-                  (dst.space == MemSpace::kHbm ? in.bytes : 0);
-    c.hbm_ps = c.hbm_bytes > 0 ? CeilPs(static_cast<double>(c.hbm_bytes) / hbm_stack_bandwidth_) : 0;
+    c.hbm_bytes =
+        (src.space == MemSpace::kHbm ? in.bytes : 0) + (dst.space == MemSpace::kHbm ? in.bytes : 0);
+    c.hbm_ps =
+        c.hbm_bytes > 0 ? CeilPs(static_cast<double>(c.hbm_bytes) / hbm_stack_bandwidth_) : 0;
     return c;
   }
 
@@ -322,9 +334,7 @@ class Sim {
   }
 
  private:
-  void Push(int64_t time, StreamId s, int32_t index) {
-    queue_.Push(Event{time, seq_++, s, index});
-  }
+  void Push(int64_t time, StreamId s, int32_t index) { queue_.Push(Event{time, seq_++, s, index}); }
 
   // Schedules the sequencer of `s` to look at its next instruction at `time`.
   void ScheduleIssue(StreamState& ss, StreamId s, int64_t time) {
@@ -340,10 +350,9 @@ class Sim {
     const auto& h = sem.history;
     const size_t n = h.size();
     if (n == 1 || h[n - 2].first < value) return h[n - 1].second;
-    auto it = std::lower_bound(h.begin(), h.end(), value,
-                               [](const std::pair<int64_t, int64_t>& e, int64_t v) {
-                                 return e.first < v;
-                               });
+    auto it = std::lower_bound(
+        h.begin(), h.end(), value,
+        [](const std::pair<int64_t, int64_t>& e, int64_t v) { return e.first < v; });
     return it->second;
   }
 
@@ -410,12 +419,17 @@ class Sim {
     }
   }
 
-  void Execute(StreamId s, const Stream& stream, const Instruction& in, int64_t now,
-               int64_t& start, int64_t& end) {
+  void Execute(StreamId s, const Stream& stream, const Instruction& in, int64_t now, int64_t& start,
+               int64_t& end) {
     switch (stream.engine) {
-      case EngineKind::kTensor: ExecuteTensor(stream.core, in, now, start, end); return;
-      case EngineKind::kDma: ExecuteDma(stream.core, in, now, start, end); return;
-      default: break;
+      case EngineKind::kTensor:
+        ExecuteTensor(stream.core, in, now, start, end);
+        return;
+      case EngineKind::kDma:
+        ExecuteDma(stream.core, in, now, start, end);
+        return;
+      default:
+        break;
     }
     StreamState& ss = st_[s];
     start = std::max(now, ss.unit_free);
@@ -487,7 +501,8 @@ class Sim {
     const DmaCost c = cost_.Dma(p_, in);
     int64_t* free = &dma_free_[static_cast<size_t>(core) * engines_];
     start = now;
-    for (int e = c.first_engine; e < c.first_engine + c.engines; ++e) start = std::max(start, free[e]);
+    for (int e = c.first_engine; e < c.first_engine + c.engines; ++e)
+      start = std::max(start, free[e]);
     end = start + c.engine_ps;
     if (c.hbm_bytes > 0) {
       const int stack = HbmStackOfCore(m_, core);
@@ -552,7 +567,9 @@ double HbmStackBandwidth(const Machine& m) {
   return m.hbm.bandwidth_bytes_per_s.value * m.hbm.sustained_fraction.value / m.hbm.stacks.value;
 }
 
-DmaCost DmaCostOf(const Program& p, const Instruction& in) { return CostModel(p.machine()).Dma(p, in); }
+DmaCost DmaCostOf(const Program& p, const Instruction& in) {
+  return CostModel(p.machine()).Dma(p, in);
+}
 
 StatusOr<SimResult> Simulate(const Program& program, const SimOptions& options) {
   return Sim(program, options).Run();

@@ -58,9 +58,9 @@ struct GemmConfig {
   // Contraction elements per SBUF block, a multiple of the matmul K tile;
   // 0 = chosen (all of K when it fits and reads no more HBM).
   int64_t k_block = 0;
-  int64_t n_tile = 0;   // moving free size per matmul; 0 = one PSUM bank (512 FP32)
+  int64_t n_tile = 0;      // moving free size per matmul; 0 = one PSUM bank (512 FP32)
   int moving_buffers = 3;  // moving panel buffers (>= 2)
-  int out_buffers = 4;  // output staging tiles (>= 1)
+  int out_buffers = 4;     // output staging tiles (>= 1)
   OperandPlacement placement = OperandPlacement::kAuto;
 };
 
@@ -70,7 +70,7 @@ struct CoreGemmTile {
 };
 
 struct GemmPlan {
-  GemmConfig config;           // with stationary_block, k_block and n_tile resolved
+  GemmConfig config;  // with stationary_block, k_block and n_tile resolved
   // B stationary: TensorE computes C^T tiles (stationary B[K, 128 columns],
   // moving A^T[K, n_tile rows]); the stationary/moving roles below swap.
   bool b_stationary = false;
