@@ -33,16 +33,19 @@ apt_need() {
   fi
 }
 
-# pip_need PKG...: installs PyPI packages missing from the python3 on PATH.
-pip_need() {
-  local missing=()
-  for p in "$@"; do
-    python3 -m pip show -q "$p" >/dev/null 2>&1 || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "installing PyPI packages: ${missing[*]}"
-    python3 -m pip install -q "${missing[@]}"
+# need_conan: puts a conan 2 on PATH. One already on PATH is used as it is;
+# otherwise it is installed from PyPI into a project-local virtual
+# environment (build/venv), which works whether python3 is Debian's
+# (externally managed, so no system-wide pip) or another interpreter.
+need_conan() {
+  command -v conan >/dev/null 2>&1 && return 0
+  local venv="$root/build/venv"
+  if [ ! -x "$venv/bin/conan" ]; then
+    log "installing conan from PyPI into $venv"
+    python3 -m venv "$venv" 2>/dev/null || { apt_need python3-venv; rm -rf "$venv"; python3 -m venv "$venv"; }
+    "$venv/bin/python" -m pip install -q conan
   fi
+  export PATH="$venv/bin:$PATH"
 }
 
 base_packages=(g++ cmake ninja-build pkgconf libcli11-dev)
@@ -66,8 +69,8 @@ case "$mode" in
     ;;
   test)
     apt_need "${base_packages[@]}" "${test_packages[@]}"
-    pip_need conan
-    command -v conan >/dev/null || { log "conan is not on PATH after pip install"; exit 1; }
+    need_conan
+    command -v conan >/dev/null || { log "conan could not be installed"; exit 1; }
     configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON -DTRNMX_BUILD_BENCHMARKS=ON
     cmake --build build/test -j "$jobs"
     log "running all tests (labels: unit golden cli consumer emulator exhaustive)"
