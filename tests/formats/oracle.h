@@ -128,8 +128,8 @@ class TableOracle {
 
   // Expected magnitude code for finite x under a rounding (not stochastic);
   // kOverflowCode when the rounded value exceeds MAX.
-  std::uint32_t RoundMagnitude(double a, Rounding r, std::size_t* hint = nullptr) const {
-    return Round(Locate(a, hint), r);
+  std::uint32_t RoundMagnitude(double a, Rounding r) const {
+    return Round(Locate(a), r);
   }
   static std::uint32_t Round(const Bracket& b, Rounding r) {
     if (b.position == 0) return b.lo_code;
@@ -141,12 +141,6 @@ class TableOracle {
       case Rounding::kStochastic: up = false; break;
     }
     return up ? b.hi_code : b.lo_code;
-  }
-
-  // Magnitude code of a value known to be representable.
-  std::uint32_t CodeOf(double a) const {
-    const auto it = std::lower_bound(values_.begin(), values_.end(), a);
-    return codes_[static_cast<std::size_t>(it - values_.begin())];
   }
 
  private:
