@@ -1,0 +1,202 @@
+// MX scale rules: the E8M0 block-scale code chosen from a block's amax.
+//
+// Contract (shared/reference/formats.md sections 6.2-6.4 and 7, decision D7):
+// `ScaleCodeFromAmax<Traits>(amax_bits, rule)` takes the FP32 bits of amax =
+// max |V_i| of a block (bit 31 is ignored) and returns the E8M0 scale code c
+// (scale X = 2^(c - 127)). With A = amax bits, E = A >> 23, M = A & 0x7FFFFF,
+// m = element mantissa bits, emax = Traits::kEmax, MAX = Traits::kMaxNormal:
+//
+//   A = 0                        -> 00 under every rule
+//   A >= 7F800000 (Inf or NaN)   -> FF (the default special block, section 6.3;
+//                                   kSatFiniteBlock is decided in mx_block.h)
+//   kOcpFloor (default)  c = E - emax                      OCP MX v1.0 section 6.3
+//   kCeil                c = E + (M != 0) - emax           torchao CEIL
+//   kEven                c = E' - emax, E' = ((A + 2^(22-m)) & 7F800000) >> 23
+//                        (amax rounded half-up to m mantissa bits)  torchao EVEN
+//   kRceil               d = fl32(amax * r), r = fl32(1/MAX); c = E_d + (M_d != 0)
+//                        for E_d >= 1, else (M_d > 400000); d = 0 -> 00. This is
+//                        ToE8M0(d, kUp, kSaturate).  cuBLAS/TE/torchao RCEIL
+//   kNki (Trainium3)     c = E - emax', emax' = 7 (E4M3), 14 (E5M2), 2 (E2M1)
+//                                                           nki.isa.quantize_mx
+//   kGgml (E2M1 only)    c = floor((float)log2((double)amax)) - 2 + 127: glibc's
+//                        floorf(log2f(amax)) on every normal FP32 (formats.md
+//                        section 7); GGML quantize_row_mxfp4_ref
+//
+// and every c is clamped to [00, FE]. MXINT8 (`MxInt8Traits`, emax 0) has only
+// kOcpFloor (section 6.4). Rules not defined for a format (kNki on FP6 and
+// MXINT8, kGgml on anything but E2M1, kCeil/kEven/kRceil on MXINT8) are
+// rejected: `IsScaleRuleDefined` / `CheckScaleRule` say so, and
+// `ScaleCodeFromAmax` returns FF (NaN scale) for them rather than a guess.
+//
+// Everything is constexpr except kGgml, which is defined through libm's log2
+// and so is evaluated at run time only (not usable in a constant expression).
+//
+//   // amax 0x417FFFFF (15.999999) into E2M1:
+//   ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFF, ScaleRule::kOcpFloor).bits == 0x80
+//   ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFF, ScaleRule::kCeil).bits     == 0x81
+//   ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFF, ScaleRule::kGgml).bits     == 0x81
+#ifndef TRNMX_FORMATS_SCALE_RULE_H_
+#define TRNMX_FORMATS_SCALE_RULE_H_
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/traits.h"
+#include "trnmx/formats/types.h"
+#include "trnmx/status.h"
+
+namespace trnmx {
+
+enum class ScaleRule : std::uint8_t {
+  kOcpFloor,  // Default (D7).
+  kCeil,
+  kEven,
+  kRceil,
+  kNki,
+  kGgml,
+};
+
+constexpr std::string_view ScaleRuleName(ScaleRule rule) {
+  switch (rule) {
+    case ScaleRule::kOcpFloor: return "kOcpFloor";
+    case ScaleRule::kCeil: return "kCeil";
+    case ScaleRule::kEven: return "kEven";
+    case ScaleRule::kRceil: return "kRceil";
+    case ScaleRule::kNki: return "kNki";
+    case ScaleRule::kGgml: return "kGgml";
+  }
+  return "unknown";
+}
+
+// The MXINT8 element as seen by the scale rules: emax_elem = 0 (section 6.4).
+// Element conversion is in int8.h.
+struct MxInt8Traits {
+  static constexpr int kEmax = 0;
+};
+
+namespace detail {
+
+template <class Traits>
+inline constexpr bool kIsMxInt8 = std::is_same_v<Traits, MxInt8Traits>;
+template <class Traits>
+inline constexpr bool kIsFp8 =
+    std::is_same_v<Traits, Fp8E4M3Traits> || std::is_same_v<Traits, Fp8E5M2Traits>;
+template <class Traits>
+inline constexpr bool kIsFp6 =
+    std::is_same_v<Traits, Fp6E2M3Traits> || std::is_same_v<Traits, Fp6E3M2Traits>;
+template <class Traits>
+inline constexpr bool kIsFp4 = std::is_same_v<Traits, Fp4E2M1Traits>;
+template <class Traits>
+inline constexpr bool kIsMxElement = kIsMxInt8<Traits> || kIsFp8<Traits> || kIsFp6<Traits> ||
+                                     kIsFp4<Traits>;
+
+// r = fl32(1 / MAX) as FP32 bits (formats.md section 7, kRceil details).
+template <class Traits>
+constexpr std::uint32_t RceilReciprocalBits() {
+  constexpr std::uint32_t bits = std::bit_cast<std::uint32_t>(
+      1.0f / static_cast<float>(Traits::kMaxNormal));
+  return bits;
+}
+static_assert(RceilReciprocalBits<Fp8E4M3Traits>() == 0x3B124925u);
+static_assert(RceilReciprocalBits<Fp8E5M2Traits>() == 0x37924925u);
+static_assert(RceilReciprocalBits<Fp6E2M3Traits>() == 0x3E088889u);
+static_assert(RceilReciprocalBits<Fp6E3M2Traits>() == 0x3D124925u);
+static_assert(RceilReciprocalBits<Fp4E2M1Traits>() == 0x3E2AAAABu);
+
+// emax' of kNki: one binade more headroom for FP8, = emax for E2M1.
+template <class Traits>
+constexpr int NkiEmax() {
+  return kIsFp8<Traits> ? Traits::kEmax - 1 : Traits::kEmax;
+}
+static_assert(NkiEmax<Fp8E4M3Traits>() == 7 && NkiEmax<Fp8E5M2Traits>() == 14 &&
+              NkiEmax<Fp4E2M1Traits>() == 2);
+
+constexpr std::uint8_t ClampScaleCode(int c) {
+  return static_cast<std::uint8_t>(c < 0 ? 0 : c > 0xFE ? 0xFE : c);
+}
+
+// kGgml: floor((float)log2((double)x)) - 2 + 127, clamped; A in (0, 7F800000).
+inline std::uint8_t GgmlScaleCode(std::uint32_t a) {
+  const float l = static_cast<float>(std::log2(static_cast<double>(std::bit_cast<float>(a))));
+  return ClampScaleCode(static_cast<int>(std::floor(l)) - 2 + 127);
+}
+
+}  // namespace detail
+
+// Whether `rule` is defined for the element format of `Traits`.
+template <class Traits>
+constexpr bool IsScaleRuleDefined(ScaleRule rule) {
+  if constexpr (!detail::kIsMxElement<Traits>) {
+    return false;
+  } else {
+    switch (rule) {
+      case ScaleRule::kOcpFloor: return true;
+      case ScaleRule::kCeil:
+      case ScaleRule::kEven:
+      case ScaleRule::kRceil: return !detail::kIsMxInt8<Traits>;
+      case ScaleRule::kNki: return detail::kIsFp8<Traits> || detail::kIsFp4<Traits>;
+      case ScaleRule::kGgml: return detail::kIsFp4<Traits>;
+    }
+    return false;
+  }
+}
+
+// OK, or kInvalidArgument naming the rule when it is not defined for Traits.
+template <class Traits>
+Status CheckScaleRule(ScaleRule rule) {
+  if (IsScaleRuleDefined<Traits>(rule)) return OkStatus();
+  return InvalidArgumentError(std::string("scale rule ") + std::string(ScaleRuleName(rule)) +
+                              " is not defined for this element format (formats.md section 7)");
+}
+
+// The scale code for amax bits `amax_bits` (see the file comment). Returns FF
+// when `rule` is not defined for Traits (check with CheckScaleRule first).
+template <class Traits>
+constexpr ScaleE8M0 ScaleCodeFromAmax(std::uint32_t amax_bits, ScaleRule rule = ScaleRule::kOcpFloor) {
+  const std::uint32_t a = amax_bits & 0x7FFFFFFFu;
+  if (!IsScaleRuleDefined<Traits>(rule)) return ScaleE8M0::FromBits(kE8M0Nan);
+  if (a >= 0x7F800000u) return ScaleE8M0::FromBits(kE8M0Nan);
+  if (a == 0) return ScaleE8M0::FromBits(0x00);
+  const int e = static_cast<int>(a >> 23);
+  const std::uint32_t mant = a & 0x7FFFFFu;
+  int c = 0;
+  switch (rule) {
+    case ScaleRule::kOcpFloor: c = e - Traits::kEmax; break;
+    case ScaleRule::kCeil: c = e + (mant != 0 ? 1 : 0) - Traits::kEmax; break;
+    case ScaleRule::kEven:
+      if constexpr (!detail::kIsMxInt8<Traits>) {
+        const std::uint32_t rounded = a + (1u << (22 - Traits::kMantissaBits));
+        c = static_cast<int>((rounded & 0x7F800000u) >> 23) - Traits::kEmax;
+      }
+      break;
+    case ScaleRule::kRceil:
+      if constexpr (!detail::kIsMxInt8<Traits>) {
+        const float d = std::bit_cast<float>(a) *
+                        std::bit_cast<float>(detail::RceilReciprocalBits<Traits>());
+        return ScaleE8M0::FromBits(ToE8M0(d, E8M0Rounding::kUp, E8M0Saturation::kSaturate).code);
+      }
+      break;
+    case ScaleRule::kNki:
+      if constexpr (!detail::kIsMxInt8<Traits>) c = e - detail::NkiEmax<Traits>();
+      break;
+    case ScaleRule::kGgml: return ScaleE8M0::FromBits(detail::GgmlScaleCode(a));
+  }
+  return ScaleE8M0::FromBits(detail::ClampScaleCode(c));
+}
+
+// formats.md section 12.4 (a few rows; the rest are in tests/formats/scale_rule_test.cc).
+static_assert(ScaleCodeFromAmax<Fp8E4M3Traits>(0x43E80000u, ScaleRule::kRceil).bits == 0x80);
+static_assert(ScaleCodeFromAmax<Fp8E4M3Traits>(0x43E80000u, ScaleRule::kOcpFloor).bits == 0x7F);
+static_assert(ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFFu, ScaleRule::kEven).bits == 0x81);
+static_assert(ScaleCodeFromAmax<Fp8E5M2Traits>(0x3F800000u, ScaleRule::kNki).bits == 0x71);
+static_assert(ScaleCodeFromAmax<MxInt8Traits>(0x3FFFDF3Bu).bits == 0x7F);  // 1.999
+static_assert(ScaleCodeFromAmax<Fp6E2M3Traits>(0x3F800000u, ScaleRule::kNki).bits == kE8M0Nan);
+
+}  // namespace trnmx
+
+#endif  // TRNMX_FORMATS_SCALE_RULE_H_

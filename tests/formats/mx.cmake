@@ -1,0 +1,8 @@
+# MX scale rules and the scalar MX block reference (issue 3 item 2).
+trnmx_add_gtest(formats_mx_unit_test
+  SOURCES scale_rule_test.cc
+  LABELS unit)
+
+trnmx_add_gtest(formats_mx_exhaustive_test
+  SOURCES scale_rule_exhaustive_test.cc
+  LABELS exhaustive TIMEOUT 1800)
