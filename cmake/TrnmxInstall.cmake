@@ -21,6 +21,7 @@ write_basic_package_version_file("${CMAKE_CURRENT_BINARY_DIR}/trnmxConfigVersion
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfig.cmake"
               "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfigVersion.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/FindPthreadpool.cmake"
         DESTINATION ${TRNMX_CMAKE_DIR})
 
 # The .pc file is relocatable: its prefix is found from ${pcfiledir}, so that
@@ -40,6 +41,15 @@ foreach(_dir LIBDIR INCLUDEDIR)
     set(TRNMX_PC_${_dir} "\${prefix}/${CMAKE_INSTALL_${_dir}}")
   endif()
 endforeach()
+# A static libtrnmx needs Highway and pthreadpool on the consumer's link line.
+get_target_property(_trnmx_type trnmx TYPE)
+if(_trnmx_type STREQUAL "STATIC_LIBRARY")
+  set(TRNMX_PC_LIBS_EXTRA " -lhwy -lpthreadpool")
+  set(TRNMX_PC_LIBS_PRIVATE "")
+else()
+  set(TRNMX_PC_LIBS_EXTRA "")
+  set(TRNMX_PC_LIBS_PRIVATE "Libs.private: -lhwy -lpthreadpool")
+endif()
 configure_file(cmake/trnmx.pc.in "${CMAKE_CURRENT_BINARY_DIR}/trnmx.pc" @ONLY)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/trnmx.pc"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
