@@ -16,8 +16,11 @@
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"
+#include "trnmx/formats/mx_block.h"
+#include "trnmx/formats/mx_format.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/registry.h"
+#include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/traits.h"
 #include "trnmx/formats/types.h"
 
