@@ -1,0 +1,159 @@
+// GEMM: C = alpha * A * B + beta * C (+ bias), with A (M x K) and B (K x N)
+// each FP32, BF16 or an MX tensor, C FP32 or BF16.
+//
+// Operands
+//   Dense (FP32 or BF16): element (i, j) at data[i * row_stride + j * col_stride]
+//   (strides in elements, any sign-free values >= 0). Row-major = (ld, 1),
+//   column-major = (1, ld); op(A) = A^T is the same memory with the strides
+//   swapped (see Transposed()).
+//   MX (mx.h): blocked along K. A is M x K with BlockAxis::kRows, B is K x N
+//   with BlockAxis::kCols (each column of B is a K-contiguous line). NVFP4 is
+//   not a GEMM operand.
+//
+// Numerics contract (bits, not tolerances; identical on every compiled
+// Highway target and for every Executor / thread count):
+//   dense x dense (FP32, BF16, any mix): each output starts at acc = +0.0f and
+//     for k = 0, 1, ..., K-1 in increasing order acc = fma(a_ik, b_kj, acc)
+//     in FP32 (BF16 inputs widened exactly). This is the default
+//     (Bf16Mode::kExactFma) also for BF16 x BF16.
+//   MX x MX (MXFP8 E4M3/E5M2 in any pairing, MXFP6, MXFP4, MXFP4 x MXFP8,
+//     MXINT8): formats.md section 10: per 32-block j, S_j = exact sum of the
+//     element products; y_j = fl32(S_j * 2^(sa_j + sb_j - 254)) (NaN if a
+//     scale is FF); acc = +0.0f, acc = fl32(acc + y_j) for j increasing.
+//   dense x MX or MX x dense (e.g. MXFP4 weights x BF16 activations): the MX
+//     operand is decoded to FP32 (element value times its scale, one FP32
+//     rounding, which is exact except on overflow to Inf), then the dense
+//     contract above.
+//   Epilogue, per output: r = fl32(alpha * acc) (skipped when alpha == 1);
+//     if beta != 0: r = fl32(r + fl32(beta * C_old)) (when beta == 0, C_old is
+//     not read, so NaN in C is ignored as in BLAS); if bias: r = fl32(r +
+//     bias[j]); a BF16 output stores RNE(r) (formats.md D11).
+//   Bf16Mode::kNativeDot (opt-in, BF16 x BF16 only): the CPU's AVX512_BF16
+//     VDPBF16PS instruction, K taken in pairs (K padded with +0 to even) in
+//     increasing order. Intel SDM pseudocode per pair t: acc += a_2t+1*b_2t+1;
+//     acc += a_2t*b_2t, each product exact, each addition rounded to nearest
+//     even, denormal inputs read as zero and denormal results flushed (DAZ,
+//     FTZ). The kernel's tests check this model against the instruction.
+//     Returns FailedPrecondition on a CPU without AVX512_BF16.
+//
+// Errors (Status, nothing written): shapes that do not agree (A.cols != B.rows,
+// C not M x N), null data with a non-zero extent, MX operands not blocked
+// along K or with mismatched K, NVFP4 operands, a bias without N entries,
+// Bf16Mode::kNativeDot with a non-BF16 pair or without CPU support.
+//
+// Example (row-major FP32, 2 threads):
+//   trnmx::ThreadPoolExecutor pool(2);
+//   Status s = trnmx::Gemm(trnmx::GemmOperand::Fp32(a, M, K, K),
+//                          trnmx::GemmOperand::Fp32(b, K, N, N),
+//                          trnmx::GemmOutput::Fp32(c, M, N, N), {}, &pool);
+#ifndef TRNMX_GEMM_H_
+#define TRNMX_GEMM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "trnmx/executor.h"
+#include "trnmx/formats/types.h"
+#include "trnmx/mx.h"
+#include "trnmx/status.h"
+
+namespace trnmx {
+
+enum class OperandType : std::uint8_t { kFp32, kBf16, kMx };
+
+struct GemmOperand {
+  OperandType type = OperandType::kFp32;
+  const void* data = nullptr;    // Dense: float* or Bf16*.
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::size_t row_stride = 0;    // Dense, in elements.
+  std::size_t col_stride = 1;
+  MxTensorView mx;               // kMx only; rows/cols mirror mx.shape.
+
+  // Row-major helpers: ld = elements from one row to the next (>= cols).
+  static GemmOperand Fp32(const float* data, std::size_t rows, std::size_t cols, std::size_t ld) {
+    return {OperandType::kFp32, data, rows, cols, ld, 1, {}};
+  }
+  static GemmOperand Bf16(const trnmx::Bf16* data, std::size_t rows, std::size_t cols,
+                          std::size_t ld) {
+    return {OperandType::kBf16, data, rows, cols, ld, 1, {}};
+  }
+  static GemmOperand Mx(const MxTensorView& view) {
+    return {OperandType::kMx, nullptr, view.shape.rows, view.shape.cols, 0, 0, view};
+  }
+  // The transpose of a dense operand (same memory, strides swapped).
+  GemmOperand Transposed() const {
+    GemmOperand t = *this;
+    t.rows = cols;
+    t.cols = rows;
+    t.row_stride = col_stride;
+    t.col_stride = row_stride;
+    return t;
+  }
+};
+
+enum class OutputType : std::uint8_t { kFp32, kBf16 };
+
+struct GemmOutput {
+  OutputType type = OutputType::kFp32;
+  void* data = nullptr;  // float* or Bf16*.
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::size_t row_stride = 0;  // In elements.
+  std::size_t col_stride = 1;
+
+  static GemmOutput Fp32(float* data, std::size_t rows, std::size_t cols, std::size_t ld) {
+    return {OutputType::kFp32, data, rows, cols, ld, 1};
+  }
+  static GemmOutput Bf16(trnmx::Bf16* data, std::size_t rows, std::size_t cols, std::size_t ld) {
+    return {OutputType::kBf16, data, rows, cols, ld, 1};
+  }
+};
+
+enum class Bf16Mode : std::uint8_t {
+  kExactFma,   // Default: FP32 FMA chain in K order (bit-identical everywhere).
+  kNativeDot,  // Opt-in: AVX512_BF16 VDPBF16PS semantics (see above).
+};
+
+struct GemmParams {
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  const float* bias = nullptr;  // N values added to every row, or nullptr.
+  Bf16Mode bf16_mode = Bf16Mode::kExactFma;
+};
+
+// C = alpha * A * B + beta * C (+ bias). executor == nullptr: DefaultExecutor().
+Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+            const GemmParams& params = {}, Executor* executor = nullptr);
+
+// B packed once for many multiplications (weights): a K x N operand
+// rearranged into the kernels' panel layout (MX operands keep their codes and
+// scales, re-tiled), owned by this object. The layout is internal and does
+// not depend on the SIMD target, so results equal Gemm() with the unpacked B.
+class PackedWeights {
+ public:
+  static StatusOr<PackedWeights> Pack(const GemmOperand& b, Executor* executor = nullptr);
+  PackedWeights(PackedWeights&&) noexcept;
+  PackedWeights& operator=(PackedWeights&&) noexcept;
+  ~PackedWeights();
+
+  std::size_t k() const;
+  std::size_t n() const;
+  OperandType type() const;
+  std::size_t bytes() const;  // Memory held.
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit PackedWeights(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+Status Gemm(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
+            const GemmParams& params = {}, Executor* executor = nullptr);
+
+}  // namespace trnmx
+
+#endif  // TRNMX_GEMM_H_

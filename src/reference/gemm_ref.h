@@ -1,0 +1,28 @@
+// Scalar reference GEMM: the bits every trnmx GEMM kernel must reproduce
+// (contract in include/trnmx/gemm.h and formats.md section 10). Plain loops,
+// no SIMD, no threads; linked by tests and benchmarks only.
+#ifndef TRNMX_SRC_REFERENCE_GEMM_REF_H_
+#define TRNMX_SRC_REFERENCE_GEMM_REF_H_
+
+#include "trnmx/gemm.h"
+#include "trnmx/status.h"
+
+namespace trnmx::ref {
+
+// Validates like trnmx::Gemm, then computes C. Every operand combination.
+Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+            const GemmParams& params = {});
+
+// The MX x MX accumulation of one output (formats.md section 10): a_line and
+// b_line are the K-long lines (row i of A, column j of B) of two MX tensors.
+// Returns acc before the epilogue. Exact block sums (integer or wide
+// arithmetic), one rounding per block, FP32 accumulation in K order.
+float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b, std::size_t b_line);
+
+// Value of element (row, col) of an MX tensor decoded to FP32 (element value
+// times scale, rounded once; FF scale -> NaN).
+float MxElement(const MxTensorView& t, std::size_t row, std::size_t col);
+
+}  // namespace trnmx::ref
+
+#endif  // TRNMX_SRC_REFERENCE_GEMM_REF_H_
