@@ -2,7 +2,9 @@
 
 The recipe lives in conan/ and packages the checkout it sits in (the parent
 directory). Build and test it offline with the Debian 12 profile, which takes
-CLI11 from Debian's libcli11-dev through [platform_requires]:
+CLI11 from Debian's libcli11-dev through [platform_requires] and links Highway
+and pthreadpool from Debian (libhwy-dev, libpthreadpool-dev) as system
+libraries:
 
     conan create conan -pr:a conan/profiles/debian12 --build=missing -nr
 
@@ -103,3 +105,8 @@ class TrnmxConan(ConanFile):
         self.cpp_info.set_property("cmake_target_name", "trnmx::trnmx")
         self.cpp_info.set_property("pkg_config_name", "trnmx")
         self.cpp_info.libs = ["trnmx"]
+        # Highway (SIMD dispatch) and pthreadpool (ThreadPoolExecutor) are
+        # private link dependencies taken from the system (Debian's
+        # libhwy-dev and libpthreadpool-dev, see the profile): consumers only
+        # need them on the link line, never in their include path.
+        self.cpp_info.system_libs = ["hwy", "pthreadpool"]

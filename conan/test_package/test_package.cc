@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "trnmx/executor.h"
 #include "trnmx/formats.h"
 
 int main() {
@@ -29,6 +30,14 @@ int main() {
     check(codes[0] == 0x3C && codes[1] == 0xFB, "EncodeScalars(e5m2) == {0x3C, 0xFB}");
   }
   check(!ParseFormatName("e9m9").ok(), "ParseFormatName(\"e9m9\") fails");
+
+  // Compiled executor (pthreadpool, a system library of the package).
+  ThreadPoolExecutor pool(2);
+  std::vector<int> hits(16, 0);
+  pool.ParallelFor(hits.size(), [&](std::size_t i) { hits[i] += 1; });
+  bool all_once = true;
+  for (const int h : hits) all_once = all_once && h == 1;
+  check(all_once, "ThreadPoolExecutor(2) runs every task once");
 
   if (failures != 0) return 1;
   std::printf("trnmx test_package OK: e4m3(3.14159) = 0x45, %zu formats\n", AllFormats().size());

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trnmx/executor.h"
 #include "trnmx/formats.h"
 #include "trnmx/status.h"
 #include "trnmx/version.h"
@@ -91,6 +92,16 @@ int main(int argc, char** argv) {
   Check(!unknown.ok() && unknown.status().code() == StatusCode::kInvalidArgument,
         "ParseFormatName(\"e9m9\") is kInvalidArgument");
   Check(AllFormats().size() >= 10, "AllFormats() lists every format");
+
+  // Compiled executor on pthreadpool: every task runs once.
+  {
+    ThreadPoolExecutor pool(2);
+    std::vector<int> hits(64, 0);
+    pool.ParallelFor(hits.size(), [&](std::size_t i) { hits[i] += 1; });
+    bool all_once = pool.NumThreads() == 2;
+    for (const int h : hits) all_once = all_once && h == 1;
+    Check(all_once, "ThreadPoolExecutor(2) runs every task once");
+  }
 
   if (g_failures != 0) {
     std::fprintf(stderr, "consumer: %d check(s) failed\n", g_failures);
