@@ -48,7 +48,7 @@ need_conan() {
   export PATH="$venv/bin:$PATH"
 }
 
-base_packages=(g++ cmake ninja-build pkgconf libcli11-dev libhwy-dev libpthreadpool-dev)
+base_packages=(g++ cmake ninja-build pkgconf libcli11-dev libhwy-dev libpthreadpool-dev zlib1g-dev)
 test_packages=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev
                libeigen3-dev libssl-dev)
 
