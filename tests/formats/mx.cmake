@@ -12,3 +12,11 @@ trnmx_add_gtest(formats_mx_pack_test
   SOURCES mx_pack_test.cc
   LABELS unit)
 
+# MX tensors: layout, tensor API, NVFP4, GGML MXFP4 (issue 3).
+trnmx_add_gtest(formats_mx_tensor_test
+  SOURCES mx_tensor_test.cc
+  LABELS unit)
+
+trnmx_add_gtest(formats_mx_tensor_exhaustive_test
+  SOURCES mx_tensor_exhaustive_test.cc
+  LABELS exhaustive TIMEOUT 1800)
