@@ -21,13 +21,45 @@
 //
 //   line 0: | block 0 (block_bytes) | block 1 | ... | tail block + 00 pad |
 //   scales: | s0 | s1 | ... | s_last |
+//
+// Example: a 3 x 70 MXFP4 tensor with BlockAxis::kRows has 3 lines of
+// ceil(70 / 32) = 3 blocks; each line is 3 * 16 = 48 code bytes and 3 scale
+// bytes; elements 64..69 of a row sit in its third block, followed by 26 +0
+// codes. With BlockAxis::kCols it has 70 lines (columns) of 1 block each.
+//
+// This header also has the bulk API: an owning MxTensor, quantization from
+// FP32 / BF16 matrices (QuantizeMx, QuantizeMxInto), DequantizeMx, the
+// checks of views (CheckMxView) and the GGML block_mxfp4 interchange
+// (ExportGgmlMxfp4, ImportGgmlMxfp4). Each function's contract is at its
+// declaration. The bits of every element and scale are those of the scalar
+// reference (mx_block.h, formats.md sections 6-8) for every thread count and
+// SIMD target.
+//
+//   std::vector<float> x(rows * cols);                       // row-major
+//   trnmx::Fp32MatrixView src{x.data(), rows, cols, cols};
+//   trnmx::StatusOr<trnmx::MxTensor> t =
+//       trnmx::QuantizeMx(src, trnmx::MxFormat::kMxfp8E4M3, {.rule = trnmx::ScaleRule::kRceil});
+//   if (!t.ok()) return t.status();
+//   std::vector<float> y(rows * cols);
+//   trnmx::Status st = trnmx::DequantizeMx(t->view(), {y.data(), rows, cols, cols});
 #ifndef TRNMX_MX_H_
 #define TRNMX_MX_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
 
+#include "trnmx/executor.h"
+#include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
+#include "trnmx/formats/mx_pack.h"
+#include "trnmx/formats/policy.h"
+#include "trnmx/formats/scale_rule.h"
+#include "trnmx/formats/stochastic.h"
+#include "trnmx/formats/types.h"
+#include "trnmx/status.h"
 
 namespace trnmx {
 
@@ -79,6 +111,217 @@ struct MxTensorSpan {
     return {shape, codes, codes_stride, scales, scales_stride, tensor_scale};
   }
 };
+
+
+// ---------------------------------------------------------------------------
+// Dense source and destination matrices.
+// ---------------------------------------------------------------------------
+
+// A rows x cols matrix in row-major order with `row_stride` elements from one
+// row's start to the next (row_stride >= cols; it is not read when rows <= 1
+// or cols == 0, and `data` may be null when rows * cols == 0).
+template <class T>
+struct StridedMatrix {
+  T* data = nullptr;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::size_t row_stride = 0;
+};
+using Fp32MatrixView = StridedMatrix<const float>;
+using Bf16MatrixView = StridedMatrix<const Bf16>;  // BF16 bits; value = bits << 16 as FP32.
+using Fp32MatrixSpan = StridedMatrix<float>;
+
+// ---------------------------------------------------------------------------
+// Options and checks.
+// ---------------------------------------------------------------------------
+
+struct MxQuantizeOptions {
+  // E8M0 scale rule (formats.md section 7). Must be defined for the element
+  // format (IsScaleRuleDefinedFor). NVFP4 computes its own UE4M3 scales
+  // (section 8) and accepts only the default kOcpFloor here.
+  ScaleRule rule = ScaleRule::kOcpFloor;
+  // Element conversion: rounding (RNE default; kStochastic uses the
+  // counter-based StochasticBits(stochastic_seed, r * cols + c) of
+  // stochastic.h for source element (r, c)), overflow, NaN, FP32 subnormals,
+  // MXINT8 range (policy.h).
+  EncodeOptions element{};
+  // Blocks with NaN / Inf (formats.md section 6.3); kInfPassThrough is for
+  // MXFP8 E5M2 only, NVFP4 accepts only kDefault (see QuantizeMxInto).
+  SpecialBlock special = SpecialBlock::kDefault;
+  // Direction of the blocks (see the top of this file).
+  BlockAxis axis = BlockAxis::kRows;
+  std::uint64_t stochastic_seed = 0;
+  // NVFP4 only: the tensor amax behind the per-tensor scale. Unset: the
+  // largest |x| of the source, NaN ignored (+-Inf counts). Set: must be finite
+  // and >= 0 (for example a calibrated amax; larger source values saturate).
+  std::optional<float> nvfp4_global_amax{};
+};
+
+// Whether `rule` is accepted for `format`: the element format's rules
+// (scale_rule.h IsScaleRuleDefined; MXINT8: kOcpFloor only; kNki not for
+// FP6; kGgml E2M1 only), and for NVFP4 only kOcpFloor (ignored there).
+bool IsScaleRuleDefinedFor(MxFormat format, ScaleRule rule);
+// Whether `special` is accepted for `format` (kInfPassThrough: MXFP8 E5M2 only;
+// NVFP4: kDefault only).
+bool IsSpecialBlockDefinedFor(MxFormat format, SpecialBlock special);
+
+// OK, or kInvalidArgument naming the bad field: a value outside its enum
+// (format, rule, special, axis, rounding, overflow, NaN, subnormals, int8
+// range), a rule or special-block policy not defined for `format`, or an
+// nvfp4_global_amax that is negative, NaN or infinite.
+//   CheckMxQuantizeOptions(MxFormat::kMxfp6E2M3, {.rule = ScaleRule::kNki})
+//     -> INVALID_ARGUMENT: scale rule nki is not defined for mxfp6-e2m3 ...
+Status CheckMxQuantizeOptions(MxFormat format, const MxQuantizeOptions& options);
+
+// NVFP4 per-tensor scales (formats.md section 8, TE core_nvfp4.cuh):
+//   S_enc = fl32(448 * 6 / global_amax), then min(S_enc, FLT_MAX); 1.0 when
+//   global_amax == 0 or S_enc == 0 (global_amax = +Inf), or global_amax is NaN.
+//   decode scale S_dec = fl32(1 / S_enc)  (stored as MxTensorView::tensor_scale)
+//   Nvfp4EncodeScale(2688.0f) == 1.0f; Nvfp4EncodeScale(0.0f) == 1.0f
+float Nvfp4EncodeScale(float global_amax);
+float Nvfp4DecodeScale(float encode_scale);
+
+// Checks a view before anything reads it; OK or an error naming the problem:
+//   - format or axis outside its enum; line_length so large that the block
+//     count or the byte counts overflow size_t (kOutOfRange);
+//   - codes or scales null while the tensor has blocks;
+//   - codes_stride < shape.line_code_bytes() or scales_stride <
+//     shape.line_scale_bytes() when there is more than one line (kInvalidArgument);
+//   - the codes bytes [codes, codes + (lines - 1) * codes_stride +
+//     line_code_bytes) or the scale bytes wrap around the address space, or
+//     a line's codes overlap another line's scales;
+//   - tensor_scale: NVFP4 needs a finite value > 0; MX formats need exactly 1.
+// The buffers' sizes are not known to a view: the caller guarantees that the
+// ranges above are allocated.
+Status CheckMxView(const MxTensorView& view);
+// Same checks for a destination, except tensor_scale (an output there).
+Status CheckMxSpan(const MxTensorSpan& span);
+
+// ---------------------------------------------------------------------------
+// Owning tensor.
+// ---------------------------------------------------------------------------
+
+// An MX tensor in its own memory with the minimal strides
+// (codes_stride = shape.line_code_bytes(), scales_stride = line_scale_bytes()).
+// Copyable and movable; a moved-from tensor is empty (0 x 0).
+class MxTensor {
+ public:
+  MxTensor() = default;
+
+  // Zero codes (+0), zero scales (E8M0 00 = 2^-127; UE4M3 00 = 0), tensor
+  // scale 1. Errors: an invalid shape (as CheckMxView), kResourceExhausted
+  // when the memory cannot be allocated.
+  //   StatusOr<MxTensor> t = MxTensor::Create({MxFormat::kMxfp4, 4, 64, BlockAxis::kRows});
+  static StatusOr<MxTensor> Create(const MxShape& shape);
+
+  const MxShape& shape() const { return shape_; }
+  MxFormat format() const { return shape_.format; }
+  std::size_t rows() const { return shape_.rows; }
+  std::size_t cols() const { return shape_.cols; }
+  BlockAxis axis() const { return shape_.axis; }
+
+  // num_lines * line_code_bytes packed code bytes, line after line.
+  std::span<const std::uint8_t> codes() const { return codes_; }
+  std::span<std::uint8_t> codes() { return codes_; }
+  // num_lines * blocks_per_line scale codes, line after line.
+  std::span<const std::uint8_t> scales() const { return scales_; }
+  std::span<std::uint8_t> scales() { return scales_; }
+
+  // NVFP4's decode scale S_dec (1 for MX formats). QuantizeMx sets it.
+  float tensor_scale() const { return tensor_scale_; }
+  void set_tensor_scale(float s) { tensor_scale_ = s; }
+
+  MxTensorView view() const;
+  MxTensorSpan span();
+
+ private:
+  MxShape shape_;
+  std::vector<std::uint8_t> codes_;
+  std::vector<std::uint8_t> scales_;
+  float tensor_scale_ = 1.0f;
+};
+
+// ---------------------------------------------------------------------------
+// Quantization and dequantization.
+// ---------------------------------------------------------------------------
+
+// Quantizes a FP32 (or BF16) matrix into `dst`, whose shape gives the format,
+// the size (must equal src.rows x src.cols) and the block axis (must equal
+// options.axis). Each line of dst (mx.h top) is cut into blocks; block
+// values are the source elements in line order, and each block is quantized
+// by the scalar reference: the scale rule on the block's amax, then every
+// element converted with options.element (mx_block.h, formats.md 6-7); a tail
+// block is padded with +0 codes. NVFP4: formats.md section 8, blocks of 16,
+// UE4M3 scales from S_enc = Nvfp4EncodeScale(global amax); dst.tensor_scale
+// is set to S_dec (MX formats: 1). BF16 sources convert exactly to FP32 first.
+//
+// Work is split over groups of lines and over segments of long lines, run
+// through `executor` (nullptr: DefaultExecutor()). The result is bit-identical
+// for every executor, thread count and SIMD target.
+//
+// Errors (nothing is written, not even dst.tensor_scale): options invalid
+// (CheckMxQuantizeOptions), axis or size mismatch, dst invalid (CheckMxSpan),
+// src.data null or not aligned for its type while src has elements,
+// src.row_stride < src.cols, a source extent that overflows, or any overlap
+// between the source bytes, the codes bytes and the scale bytes.
+//
+//   MxTensorSpan d = t.span();              // t: MxTensor of the right shape
+//   Status st = QuantizeMxInto(src, d);     // d.tensor_scale now set
+//   t.set_tensor_scale(d.tensor_scale);
+Status QuantizeMxInto(Fp32MatrixView src, MxTensorSpan& dst, const MxQuantizeOptions& options = {},
+                      Executor* executor = nullptr);
+Status QuantizeMxInto(Bf16MatrixView src, MxTensorSpan& dst, const MxQuantizeOptions& options = {},
+                      Executor* executor = nullptr);
+
+// Allocates an MxTensor of shape {format, src.rows, src.cols, options.axis}
+// and quantizes into it (QuantizeMxInto, same errors).
+StatusOr<MxTensor> QuantizeMx(Fp32MatrixView src, MxFormat format,
+                              const MxQuantizeOptions& options = {}, Executor* executor = nullptr);
+StatusOr<MxTensor> QuantizeMx(Bf16MatrixView src, MxFormat format,
+                              const MxQuantizeOptions& options = {}, Executor* executor = nullptr);
+
+// dst(r, c) = the value of element (r, c): decode(code) * 2^(scale - 127) as
+// one FP32 multiply for MX formats (exact unless it overflows to +-Inf; scale
+// FF gives NaN; MXINT8 n / 64), (E2M1 * UE4M3) * tensor_scale for NVFP4
+// (UE4M3 7F/FF gives NaN). Tail padding is never written out. Bit-identical
+// for every executor and thread count.
+// Errors (nothing is written): CheckMxView(src), dst size differs from
+// src.shape, dst.data null or misaligned while it has elements, dst.row_stride
+// < dst.cols, or dst overlapping the codes or scales.
+Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* executor = nullptr);
+
+// ---------------------------------------------------------------------------
+// GGML MXFP4 interchange (llama.cpp block_mxfp4, formats.md section 9).
+// ---------------------------------------------------------------------------
+//
+// A GGML MXFP4 row of cols values is cols / 32 blocks of 17 bytes:
+//
+//   byte 0        E8M0 scale code e (value 2^(e - 127) as in OCP)
+//   byte 1 + j    qs[j] (j = 0..15): bits 3..0 = element j, bits 7..4 = element j + 16
+//
+// with E2M1 nibbles; rows follow each other without padding. GGML decodes
+// e = FF as the finite 2^128 while trnmx reads it as NaN, so both directions
+// refuse a block with scale FF.
+inline constexpr std::size_t kGgmlMxfp4BlockBytes = 17;
+
+// Bytes of a rows x cols GGML MXFP4 tensor (cols a multiple of 32); 0 when it
+// would overflow size_t.
+std::size_t GgmlMxfp4Bytes(std::size_t rows, std::size_t cols);
+
+// Writes the row-axis MXFP4 tensor `src` as GgmlMxfp4Bytes(rows, cols) bytes
+// at the start of `out`. Errors (nothing written): CheckMxView(src), format not
+// MXFP4, BlockAxis::kCols, cols not a multiple of 32, out too small, or a scale
+// FF (the error names its row and block).
+Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out);
+
+// Reads rows x cols values of GGML MXFP4 (in.size() must be exactly
+// GgmlMxfp4Bytes(rows, cols)) into a row-axis MXFP4 tensor; the exact inverse
+// of ExportGgmlMxfp4. Errors: cols not a multiple of 32, size mismatch, a
+// scale FF (naming its row and block).
+//   std::vector<std::uint8_t> blob = ...;    // 17 bytes per 32 values
+//   StatusOr<MxTensor> t = ImportGgmlMxfp4(blob, rows, cols);
+StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t rows,
+                                   std::size_t cols);
 
 }  // namespace trnmx
 

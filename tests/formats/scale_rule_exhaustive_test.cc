@@ -58,6 +58,14 @@ int RefRceil(float xf, const Params& p) {
   return Clamp(CeilLog2(static_cast<double>(d)) + 127);
 }
 int RefNki(double x, int emax_prime) { return Clamp(FloorLog2(x) + 127 - emax_prime); }
+// kTosa: the smallest s with no overflow after RNE (formats.md section 7),
+// from the double quotient amax / T (no integer thresholds involved):
+// E4M3 s = ceil(log2(amax / 464)); others s = floor(log2(amax / T)) + 1.
+int RefTosa(double x, double t, bool e4m3) {
+  const double q = x / t;  // Cannot round onto a power of two unless exact.
+  const int s = e4m3 ? CeilLog2(q) : FloorLog2(q) + 1;
+  return Clamp(s + 127);
+}
 int RefGgml(float xf) { return Clamp(static_cast<int>(std::floor(std::log2f(xf))) - 2 + 127); }
 
 // Compares ScaleCodeFromAmax with ref over all bits in [0, 2^31) on all cores;
@@ -111,7 +119,7 @@ Params ParamsOf() {
 }
 
 // One test per (format, rule), each a few seconds to ~30 s on 2 cores.
-#define TRNMX_SWEEP_STD(Name, Traits)                                                   \
+#define TRNMX_SWEEP_STD(Name, Traits, TosaT, TosaE4M3)                                         \
   TEST(ScaleRuleExhaustive, Name##OcpFloor) {                                          \
     const Params p = ParamsOf<Traits>();                                               \
     Sweep<Traits>(ScaleRule::kOcpFloor, [p](float x) { return RefOcpFloor(x, p); });   \
@@ -127,13 +135,18 @@ Params ParamsOf() {
   TEST(ScaleRuleExhaustive, Name##Rceil) {                                             \
     const Params p = ParamsOf<Traits>();                                               \
     Sweep<Traits>(ScaleRule::kRceil, [p](float x) { return RefRceil(x, p); });         \
+  }                                                                                    \
+  TEST(ScaleRuleExhaustive, Name##Tosa) {                                              \
+    Sweep<Traits>(ScaleRule::kTosa, [](float x) { return RefTosa(x, TosaT, TosaE4M3); }); \
   }
 
-TRNMX_SWEEP_STD(E4M3, Fp8E4M3Traits)
-TRNMX_SWEEP_STD(E5M2, Fp8E5M2Traits)
-TRNMX_SWEEP_STD(E2M3, Fp6E2M3Traits)
-TRNMX_SWEEP_STD(E3M2, Fp6E3M2Traits)
-TRNMX_SWEEP_STD(E2M1, Fp4E2M1Traits)
+// TOSA thresholds T: the first value that overflows after RNE, except E4M3,
+// whose 464 is the last value that does not (it ties down to 448).
+TRNMX_SWEEP_STD(E4M3, Fp8E4M3Traits, 464.0, true)
+TRNMX_SWEEP_STD(E5M2, Fp8E5M2Traits, 61440.0, false)
+TRNMX_SWEEP_STD(E2M3, Fp6E2M3Traits, 7.75, false)
+TRNMX_SWEEP_STD(E3M2, Fp6E3M2Traits, 30.0, false)
+TRNMX_SWEEP_STD(E2M1, Fp4E2M1Traits, 7.0, false)
 #undef TRNMX_SWEEP_STD
 
 TEST(ScaleRuleExhaustive, E4M3Nki) {

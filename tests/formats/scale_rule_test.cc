@@ -1,11 +1,14 @@
 // Known answers for the MX scale rules and the scalar MX block reference:
 // every row of shared/reference/formats.md sections 12.4 and 12.5 except the
-// kTosa column (no such rule yet) and the GGML 17-byte block (GGML element
-// search is not implemented).
+// GGML 17-byte block (GGML element search is not implemented; the GGML
+// interchange layout is tested in mx_tensor_test.cc), plus the command-line
+// names of the rules and SpecialBlock::kInfPassThrough.
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -17,7 +20,8 @@ namespace trnmx {
 namespace {
 
 constexpr ScaleRule kAllRules[] = {ScaleRule::kOcpFloor, ScaleRule::kCeil, ScaleRule::kEven,
-                                   ScaleRule::kRceil,    ScaleRule::kNki,  ScaleRule::kGgml};
+                                   ScaleRule::kRceil,    ScaleRule::kNki,  ScaleRule::kGgml,
+                                   ScaleRule::kTosa};
 
 template <class Traits>
 unsigned Code(std::uint32_t amax, ScaleRule rule) {
@@ -83,6 +87,100 @@ TEST(ScaleRuleKnownAnswer, E2M1) {
   }
 }
 
+// Section 12.4, kTosa column: {amax, E4M3, E5M2, E2M1}.
+TEST(ScaleRuleKnownAnswer, Tosa) {
+  struct TosaRow {
+    std::uint32_t amax;
+    unsigned e4m3, e5m2, e2m1;
+  };
+  const TosaRow rows[] = {{0x3F800000, 0x77, 0x70, 0x7D}, {0x3FE00000, 0x77, 0x70, 0x7E},
+                          {0x3FF00000, 0x78, 0x71, 0x7E}, {0x40E00000, 0x79, 0x72, 0x80},
+                          {0x43E00000, 0x7F, 0x78, 0x86}, {0x43E80000, 0x7F, 0x78, 0x86},
+                          {0x43F00000, 0x80, 0x79, 0x86}, {0x417FFFFF, 0x7B, 0x74, 0x81}};
+  for (const TosaRow& r : rows) {
+    SCOPED_TRACE(::testing::Message() << std::hex << "amax " << r.amax);
+    EXPECT_EQ(Code<Fp8E4M3Traits>(r.amax, ScaleRule::kTosa), r.e4m3);
+    EXPECT_EQ(Code<Fp8E5M2Traits>(r.amax, ScaleRule::kTosa), r.e5m2);
+    EXPECT_EQ(Code<Fp4E2M1Traits>(r.amax, ScaleRule::kTosa), r.e2m1);
+  }
+  // The thresholds themselves (section 3.1): the first overflowing value T
+  // needs one more binade; E4M3's 464 still fits (it ties down to 448).
+  EXPECT_EQ(Code<Fp8E5M2Traits>(0x47700000, ScaleRule::kTosa), 0x80u);  // 61440
+  EXPECT_EQ(Code<Fp8E5M2Traits>(0x476FFFFF, ScaleRule::kTosa), 0x7Fu);
+  EXPECT_EQ(Code<Fp6E2M3Traits>(0x40F80000, ScaleRule::kTosa), 0x80u);  // 7.75
+  EXPECT_EQ(Code<Fp6E2M3Traits>(0x40F7FFFF, ScaleRule::kTosa), 0x7Fu);
+  EXPECT_EQ(Code<Fp6E3M2Traits>(0x41F00000, ScaleRule::kTosa), 0x80u);  // 30
+  EXPECT_EQ(Code<Fp6E3M2Traits>(0x41EFFFFF, ScaleRule::kTosa), 0x7Fu);
+  EXPECT_EQ(Code<Fp8E4M3Traits>(0x43E80001, ScaleRule::kTosa), 0x80u);  // just above 464
+  // No overflow after RNE at the chosen scale, and one binade less would overflow.
+  const float v[] = {7.0f, -6.9f, 1.0f};
+  const MxBlockCodes b = QuantizeMxBlock<Fp4E2M1Traits>(v, ScaleRule::kTosa);
+  EXPECT_EQ(b.scale.bits, 0x80);
+  EXPECT_EQ(b.flags & kFlagOverflow, 0);
+}
+
+TEST(ScaleRuleNames, ParseAndPrint) {
+  const std::pair<const char*, ScaleRule> names[] = {
+      {"ocp-floor", ScaleRule::kOcpFloor}, {"ceil", ScaleRule::kCeil}, {"even", ScaleRule::kEven},
+      {"rceil", ScaleRule::kRceil},        {"nki", ScaleRule::kNki},   {"ggml", ScaleRule::kGgml},
+      {"tosa", ScaleRule::kTosa}};
+  for (const auto& [name, rule] : names) {
+    const StatusOr<ScaleRule> r = ParseScaleRuleName(name);
+    ASSERT_TRUE(r.ok()) << name;
+    EXPECT_EQ(*r, rule);
+    EXPECT_EQ(ScaleRuleCliName(rule), name);
+  }
+  for (const char* bad : {"", "floor", "OCP-FLOOR", "kOcpFloor", "tosa "}) {
+    const StatusOr<ScaleRule> r = ParseScaleRuleName(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    const std::string m = r.status().message();
+    EXPECT_NE(m.find(std::string("'") + bad + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("ocp-floor, ceil, even, rceil, nki, ggml, tosa"), std::string::npos) << m;
+  }
+}
+
+TEST(MxBlockKnownAnswer, InfPassThroughE5M2) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // amax over the finite values only: 3, exponent field 128, kOcpFloor 128 - 15 = 0x71.
+  const std::vector<float> v = {inf, 3.0f, -inf, -0.75f, 1.0f};
+  const MxBlockCodes b = QuantizeMxBlock<Fp8E5M2Traits>(v, ScaleRule::kOcpFloor, {},
+                                                        SpecialBlock::kInfPassThrough);
+  EXPECT_EQ(b.scale.bits, 0x71);
+  EXPECT_EQ(b.codes[0], 0x7C);
+  EXPECT_EQ(b.codes[1], 0x7A);  // 3 * 2^14 = 49152 = 1.5 * 2^15
+  EXPECT_EQ(b.codes[2], 0xFC);
+  EXPECT_EQ(b.codes[3], 0xF2);  // -0.75 * 2^14 = -1.5 * 2^13
+  EXPECT_EQ(b.codes[4], 0x74);
+  std::vector<float> out(v.size());
+  DequantizeMxBlock<Fp8E5M2Traits>(b, out);
+  EXPECT_EQ(out, v);
+  // Only Inf: amax 0 -> scale 00; NaN still wins.
+  const MxBlockCodes bi = QuantizeMxBlock<Fp8E5M2Traits>(std::vector<float>{-inf, 0.0f},
+                                                         ScaleRule::kRceil, {},
+                                                         SpecialBlock::kInfPassThrough);
+  EXPECT_EQ(bi.scale.bits, 0x00);
+  EXPECT_EQ(bi.codes[0], 0xFC);
+  const MxBlockCodes bn = QuantizeMxBlock<Fp8E5M2Traits>(
+      std::vector<float>{inf, std::numeric_limits<float>::quiet_NaN()}, ScaleRule::kOcpFloor, {},
+      SpecialBlock::kInfPassThrough);
+  EXPECT_EQ(bn.scale.bits, 0xFF);
+  EXPECT_EQ(bn.codes[0], 0x00);
+  // Rejected for every other element format.
+  EXPECT_TRUE(CheckMxBlockArgs<Fp8E5M2Traits>(32, ScaleRule::kOcpFloor,
+                                              SpecialBlock::kInfPassThrough).ok());
+  const Status s = CheckMxBlockArgs<Fp8E4M3Traits>(32, ScaleRule::kOcpFloor,
+                                                   SpecialBlock::kInfPassThrough);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("kInfPassThrough"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("E5M2"), std::string::npos) << s.message();
+  const MxBlockCodes bad = QuantizeMxBlock<Fp4E2M1Traits>(std::vector<float>{1.0f},
+                                                          ScaleRule::kOcpFloor, {},
+                                                          SpecialBlock::kInfPassThrough);
+  EXPECT_EQ(bad.scale.bits, 0xFF);
+  EXPECT_EQ(bad.flags & kFlagInvalid, kFlagInvalid);
+}
+
 TEST(ScaleRuleKnownAnswer, E2M3) {
   EXPECT_EQ(Code<Fp6E2M3Traits>(0x3F800000, ScaleRule::kOcpFloor), 0x7Du);
   EXPECT_EQ(Code<Fp6E2M3Traits>(0x3F800000, ScaleRule::kRceil), 0x7Du);
@@ -136,6 +234,8 @@ TEST(ScaleRuleDefinedness, RejectsUndefinedRules) {
   EXPECT_FALSE(IsScaleRuleDefined<Fp6E2M3Traits>(ScaleRule::kGgml));
   for (ScaleRule rule : kAllRules) {
     EXPECT_EQ(IsScaleRuleDefined<MxInt8Traits>(rule), rule == ScaleRule::kOcpFloor);
+    EXPECT_EQ(IsScaleRuleDefined<Fp6E3M2Traits>(rule),
+              rule != ScaleRule::kNki && rule != ScaleRule::kGgml);
     EXPECT_FALSE(IsScaleRuleDefined<Bf16Traits>(rule));
   }
   const Status s = CheckScaleRule<Fp6E2M3Traits>(ScaleRule::kNki);

@@ -10,7 +10,10 @@
 //        any +-Inf, no NaN          -> kDefault: scale FF, every code 00;
 //                                      kSatFiniteBlock: scale FE, each code =
 //                                      saturating convert(V_i * 2^-127)
-//                                      (+-Inf -> +-MAX, finite values as usual)
+//                                      (+-Inf -> +-MAX, finite values as usual);
+//                                      kInfPassThrough (E5M2 only): amax and
+//                                      the scale over the finite values (step
+//                                      3), +-Inf elements coded 7C / FC
 //        all zero                   -> scale 00, elements by section 3 (-0 kept)
 //   3. Otherwise A = max_i (bits(V_i) & 7FFFFFFF) and the scale code is
 //      ScaleCodeFromAmax<Traits>(A, rule) (scale_rule.h), and
@@ -22,8 +25,9 @@
 // and SpecialBlock::kDefault. Under Rounding::kStochastic, random_bits[i] is
 // element i's random word (missing entries read as 0).
 //
-// Preconditions (checked by CheckMxBlockArgs): n <= 32 and `rule` defined for
-// Traits. When violated, the result is scale FF with every code 00 and
+// Preconditions (checked by CheckMxBlockArgs): n <= 32, `rule` defined for
+// Traits, and `special` allowed for Traits (kInfPassThrough: E5M2 only, the
+// one MX element format with an Inf code). When violated, the result is scale FF with every code 00 and
 // kFlagInvalid, never undefined behaviour.
 //
 // DequantizeMxBlock<Traits>(block, out) writes decode(P_i) * X for i < out.size()
@@ -41,6 +45,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
@@ -58,7 +64,28 @@ inline constexpr std::size_t kMxBlockSize = 32;
 enum class SpecialBlock : std::uint8_t {
   kDefault,         // NaN or +-Inf -> scale FF, elements 00.
   kSatFiniteBlock,  // NaN -> FF/00; +-Inf without NaN -> scale FE, saturated elements.
+  kInfPassThrough,  // E5M2 only. NaN -> FF/00; +-Inf kept as 7C/FC, amax over finite values.
 };
+
+constexpr std::string_view SpecialBlockName(SpecialBlock special) {
+  switch (special) {
+    case SpecialBlock::kDefault: return "kDefault";
+    case SpecialBlock::kSatFiniteBlock: return "kSatFiniteBlock";
+    case SpecialBlock::kInfPassThrough: return "kInfPassThrough";
+  }
+  return "unknown";
+}
+
+// Whether `special` may be used with the element format of Traits.
+template <class Traits>
+constexpr bool IsSpecialBlockDefined(SpecialBlock special) {
+  switch (special) {
+    case SpecialBlock::kDefault:
+    case SpecialBlock::kSatFiniteBlock: return true;
+    case SpecialBlock::kInfPassThrough: return std::is_same_v<Traits, Fp8E5M2Traits>;
+  }
+  return false;
+}
 
 // One quantized block, elements unpacked (one code per byte, low bits).
 struct MxBlockCodes {
@@ -68,9 +95,15 @@ struct MxBlockCodes {
 };
 
 template <class Traits>
-Status CheckMxBlockArgs(std::size_t n, ScaleRule rule) {
+Status CheckMxBlockArgs(std::size_t n, ScaleRule rule,
+                        SpecialBlock special = SpecialBlock::kDefault) {
   if (n > kMxBlockSize) {
     return InvalidArgumentError("MX block has " + std::to_string(n) + " elements; at most 32");
+  }
+  if (!IsSpecialBlockDefined<Traits>(special)) {
+    return InvalidArgumentError(std::string("special-block policy ") +
+                                std::string(SpecialBlockName(special)) +
+                                " is defined for MXFP8 E5M2 only (formats.md section 6.3)");
   }
   return CheckScaleRule<Traits>(rule);
 }
@@ -106,7 +139,8 @@ constexpr MxBlockCodes QuantizeMxBlock(std::span<const float> block,
                                        std::span<const std::uint32_t> random_bits = {}) {
   static_assert(detail::kIsMxElement<Traits>, "not an MX element format");
   MxBlockCodes out;  // codes all 00: the code of +0, also the tail padding.
-  if (block.size() > kMxBlockSize || !IsScaleRuleDefined<Traits>(rule)) {
+  if (block.size() > kMxBlockSize || !IsScaleRuleDefined<Traits>(rule) ||
+      !IsSpecialBlockDefined<Traits>(special)) {
     out.scale = ScaleE8M0::FromBits(kE8M0Nan);
     out.flags = kFlagInvalid;
     return out;
@@ -114,11 +148,12 @@ constexpr MxBlockCodes QuantizeMxBlock(std::span<const float> block,
   std::uint32_t amax = 0;
   bool has_nan = false;
   bool has_inf = false;
+  const bool pass_inf = special == SpecialBlock::kInfPassThrough;
   for (const float v : block) {
     const std::uint32_t a = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
     has_nan = has_nan || a > 0x7F800000u;
     has_inf = has_inf || a == 0x7F800000u;
-    amax = a > amax ? a : amax;
+    if (!(pass_inf && a == 0x7F800000u)) amax = a > amax ? a : amax;
   }
   const auto random_at = [random_bits](std::size_t i) -> std::uint32_t {
     return i < random_bits.size() ? random_bits[i] : 0u;
@@ -127,7 +162,7 @@ constexpr MxBlockCodes QuantizeMxBlock(std::span<const float> block,
     out.scale = ScaleE8M0::FromBits(kE8M0Nan);
     return out;
   }
-  if (has_inf) {  // kSatFiniteBlock: scale FE = 2^127, saturating elements.
+  if (has_inf && special == SpecialBlock::kSatFiniteBlock) {  // Scale FE = 2^127, saturating elements.
     out.scale = ScaleE8M0::FromBits(0xFE);
     EncodeOptions sat = options;
     sat.overflow = Overflow::kSatFinite;
@@ -142,6 +177,15 @@ constexpr MxBlockCodes QuantizeMxBlock(std::span<const float> block,
   out.scale = ScaleCodeFromAmax<Traits>(amax, rule);
   const float r = ReciprocalE8M0(out.scale.bits);
   for (std::size_t i = 0; i < block.size(); ++i) {
+    if constexpr (std::is_same_v<Traits, Fp8E5M2Traits>) {  // kInfPassThrough: +-Inf -> 7C / FC.
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(block[i]);
+      if ((bits & 0x7FFFFFFFu) == 0x7F800000u) {
+        out.codes[i] = static_cast<std::uint8_t>(
+            ((bits >> 31) != 0 ? Traits::kSignMask : 0u) |
+            (Traits::kExponentAllOnes << Traits::kMantissaBits));
+        continue;
+      }
+    }
     const EncodeResult e = detail::EncodeMxElement<Traits>(block[i] * r, options, random_at(i));
     out.codes[i] = static_cast<std::uint8_t>(e.code);
     out.flags |= e.flags;

@@ -21,6 +21,12 @@
 //   kGgml (E2M1 only)    c = floor((float)log2((double)amax)) - 2 + 127: glibc's
 //                        floorf(log2f(amax)) on every normal FP32 (formats.md
 //                        section 7); GGML quantize_row_mxfp4_ref
+//   kTosa (FP8/FP6/FP4)  the smallest s such that no element overflows after RNE,
+//                        c = s + 127, in exact integer arithmetic:
+//                          E4M3: s = ceil(log2(amax / 464))   (464 ties down to 448)
+//                          others: s = floor(log2(amax / T)) + 1 with the first
+//                          overflowing value T = 61440 (E5M2), 7.75 (E2M3),
+//                          30 (E3M2), 7 (E2M1)          TOSA calc_block_scale
 //
 // and every c is clamped to [00, FE]. MXINT8 (`MxInt8Traits`, emax 0) has only
 // kOcpFloor (section 6.4). Rules not defined for a format (kNki on FP6 and
@@ -35,6 +41,10 @@
 //   ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFF, ScaleRule::kOcpFloor).bits == 0x80
 //   ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFF, ScaleRule::kCeil).bits     == 0x81
 //   ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFF, ScaleRule::kGgml).bits     == 0x81
+//   ScaleCodeFromAmax<Fp8E4M3Traits>(0x43F00000, ScaleRule::kTosa).bits     == 0x80  // 480
+//
+// Command-line names: ParseScaleRuleName("ocp-floor" | "ceil" | "even" | "rceil" |
+// "nki" | "ggml" | "tosa"); ScaleRuleCliName(rule) is the inverse.
 #ifndef TRNMX_FORMATS_SCALE_RULE_H_
 #define TRNMX_FORMATS_SCALE_RULE_H_
 
@@ -59,6 +69,7 @@ enum class ScaleRule : std::uint8_t {
   kRceil,
   kNki,
   kGgml,
+  kTosa,
 };
 
 constexpr std::string_view ScaleRuleName(ScaleRule rule) {
@@ -69,8 +80,45 @@ constexpr std::string_view ScaleRuleName(ScaleRule rule) {
     case ScaleRule::kRceil: return "kRceil";
     case ScaleRule::kNki: return "kNki";
     case ScaleRule::kGgml: return "kGgml";
+    case ScaleRule::kTosa: return "kTosa";
   }
   return "unknown";
+}
+
+// The command-line token of a rule ("ocp-floor", "ceil", "even", "rceil",
+// "nki", "ggml", "tosa"); "unknown" for a value outside the enum.
+constexpr std::string_view ScaleRuleCliName(ScaleRule rule) {
+  switch (rule) {
+    case ScaleRule::kOcpFloor: return "ocp-floor";
+    case ScaleRule::kCeil: return "ceil";
+    case ScaleRule::kEven: return "even";
+    case ScaleRule::kRceil: return "rceil";
+    case ScaleRule::kNki: return "nki";
+    case ScaleRule::kGgml: return "ggml";
+    case ScaleRule::kTosa: return "tosa";
+  }
+  return "unknown";
+}
+
+inline constexpr ScaleRule kAllScaleRules[] = {ScaleRule::kOcpFloor, ScaleRule::kCeil,
+                                              ScaleRule::kEven,     ScaleRule::kRceil,
+                                              ScaleRule::kNki,      ScaleRule::kGgml,
+                                              ScaleRule::kTosa};
+
+// Parses a command-line token (case-sensitive, the ScaleRuleCliName
+// spellings). An unknown token gets kInvalidArgument listing the valid names:
+//   ParseScaleRuleName("rceil")  -> ScaleRule::kRceil
+//   ParseScaleRuleName("floor")  -> INVALID_ARGUMENT: unknown scale rule 'floor'
+//                                   (valid: ocp-floor, ceil, even, rceil, nki, ggml, tosa)
+inline StatusOr<ScaleRule> ParseScaleRuleName(std::string_view name) {
+  std::string valid;
+  for (const ScaleRule rule : kAllScaleRules) {
+    if (ScaleRuleCliName(rule) == name) return rule;
+    valid += valid.empty() ? "" : ", ";
+    valid += ScaleRuleCliName(rule);
+  }
+  return InvalidArgumentError("unknown scale rule '" + std::string(name) + "' (valid: " + valid +
+                              ")");
 }
 
 // The MXINT8 element as seen by the scale rules: emax_elem = 0 (section 6.4).
@@ -126,6 +174,40 @@ inline std::uint8_t GgmlScaleCode(std::uint32_t a) {
   return ClampScaleCode(static_cast<int>(std::floor(l)) - 2 + 127);
 }
 
+// kTosa: the first overflowing magnitude, or for E4M3 the largest one that
+// does not overflow, as t * 2^k with t odd (formats.md sections 3.1 and 7).
+struct TosaThreshold {
+  std::uint32_t t;
+  int k;
+  bool inclusive;  // amax <= T * 2^s is fine (E4M3); otherwise amax < T * 2^s.
+};
+template <class Traits>
+constexpr TosaThreshold TosaThresholdOf() {
+  if constexpr (std::is_same_v<Traits, Fp8E4M3Traits>) return {29, 4, true};   // 464
+  if constexpr (std::is_same_v<Traits, Fp8E5M2Traits>) return {15, 12, false}; // 61440
+  if constexpr (std::is_same_v<Traits, Fp6E2M3Traits>) return {31, -2, false}; // 7.75
+  if constexpr (std::is_same_v<Traits, Fp6E3M2Traits>) return {15, 1, false};  // 30
+  return {7, 0, false};                                                         // 7 (E2M1)
+}
+
+// kTosa code for finite a in (0, 7F800000). amax = sig * 2^x exactly; the
+// smallest s with amax <= (<) t * 2^(k + s) is s = j - k + x for the smallest
+// integer j with sig <= (<) t * 2^j, found by comparing integers.
+template <class Traits>
+constexpr std::uint8_t TosaScaleCode(std::uint32_t a) {
+  constexpr TosaThreshold th = TosaThresholdOf<Traits>();
+  const std::uint32_t exp_field = a >> 23;
+  const std::uint64_t sig = exp_field != 0 ? ((a & 0x7FFFFFu) | 0x800000u) : a;
+  const int x = exp_field != 0 ? static_cast<int>(exp_field) - 150 : -149;
+  int j = std::bit_width(sig) - std::bit_width(th.t) - 1;  // t * 2^j < sig here
+  for (;; ++j) {
+    const std::uint64_t lhs = j >= 0 ? sig : sig << -j;
+    const std::uint64_t rhs = j >= 0 ? std::uint64_t{th.t} << j : std::uint64_t{th.t};
+    if (th.inclusive ? lhs <= rhs : lhs < rhs) break;
+  }
+  return ClampScaleCode(j - th.k + x + 127);
+}
+
 }  // namespace detail
 
 // Whether `rule` is defined for the element format of `Traits`.
@@ -141,6 +223,7 @@ constexpr bool IsScaleRuleDefined(ScaleRule rule) {
       case ScaleRule::kRceil: return !detail::kIsMxInt8<Traits>;
       case ScaleRule::kNki: return detail::kIsFp8<Traits> || detail::kIsFp4<Traits>;
       case ScaleRule::kGgml: return detail::kIsFp4<Traits>;
+      case ScaleRule::kTosa: return !detail::kIsMxInt8<Traits>;
     }
     return false;
   }
@@ -185,6 +268,11 @@ constexpr ScaleE8M0 ScaleCodeFromAmax(std::uint32_t amax_bits, ScaleRule rule = 
       if constexpr (!detail::kIsMxInt8<Traits>) c = e - detail::NkiEmax<Traits>();
       break;
     case ScaleRule::kGgml: return ScaleE8M0::FromBits(detail::GgmlScaleCode(a));
+    case ScaleRule::kTosa:
+      if constexpr (!detail::kIsMxInt8<Traits>) {
+        return ScaleE8M0::FromBits(detail::TosaScaleCode<Traits>(a));
+      }
+      break;
   }
   return ScaleE8M0::FromBits(detail::ClampScaleCode(c));
 }
@@ -196,6 +284,10 @@ static_assert(ScaleCodeFromAmax<Fp4E2M1Traits>(0x417FFFFFu, ScaleRule::kEven).bi
 static_assert(ScaleCodeFromAmax<Fp8E5M2Traits>(0x3F800000u, ScaleRule::kNki).bits == 0x71);
 static_assert(ScaleCodeFromAmax<MxInt8Traits>(0x3FFFDF3Bu).bits == 0x7F);  // 1.999
 static_assert(ScaleCodeFromAmax<Fp6E2M3Traits>(0x3F800000u, ScaleRule::kNki).bits == kE8M0Nan);
+static_assert(ScaleCodeFromAmax<Fp8E4M3Traits>(0x43E80000u, ScaleRule::kTosa).bits == 0x7F);  // 464
+static_assert(ScaleCodeFromAmax<Fp8E4M3Traits>(0x43F00000u, ScaleRule::kTosa).bits == 0x80);  // 480
+static_assert(ScaleCodeFromAmax<Fp8E5M2Traits>(0x3FF00000u, ScaleRule::kTosa).bits == 0x71);
+static_assert(ScaleCodeFromAmax<Fp4E2M1Traits>(0x40E00000u, ScaleRule::kTosa).bits == 0x80);  // 7
 
 }  // namespace trnmx
 

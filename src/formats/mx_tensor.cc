@@ -1,0 +1,677 @@
+// MX tensors (include/trnmx/mx.h): validation, the owning MxTensor, the
+// parallel tensor <-> line driver and the GGML MXFP4 interchange.
+//
+// Tiling. A tensor is num_lines lines of line_length elements. Work items are
+// (group of lines) x (segment of a line): segments are kSegment elements, a
+// multiple of every block size, so each block lies in one work item and every
+// line function call starts at a block boundary. Row-axis FP32 lines are
+// passed to the line function in place; column-axis lines (and BF16 sources)
+// are gathered kChunk elements at a time into a contiguous scratch tile
+// (a transpose of kChunk rows x up to kMaxColGroup columns), so the line
+// function always sees stride 1. The line functions are pure per element
+// position, and stochastic rounding is indexed by (r * cols + c), so the
+// output does not depend on the tiling or the thread count.
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "formats/mx_dispatch.h"
+#include "formats/mx_line.h"
+#include "trnmx/mx.h"
+
+namespace trnmx {
+namespace {
+
+constexpr std::size_t kChunk = 256;            // Scratch tile length along a line.
+constexpr std::size_t kSegment = 8192;         // Elements of one line per work item.
+constexpr std::size_t kTargetElements = 16384;  // Elements per work item (about).
+constexpr std::size_t kMaxColGroup = 32;       // Column lines gathered at once.
+static_assert(kChunk % 32 == 0 && kSegment % kChunk == 0);
+
+std::string Str(std::size_t v) { return std::to_string(v); }
+
+bool ValidFormat(MxFormat f) { return static_cast<std::size_t>(f) < std::size(kMxFormatInfos); }
+bool ValidAxis(BlockAxis a) { return a == BlockAxis::kRows || a == BlockAxis::kCols; }
+
+bool MulOverflows(std::size_t a, std::size_t b, std::size_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+bool AddOverflows(std::size_t a, std::size_t b, std::size_t* out) {
+  return __builtin_add_overflow(a, b, out);
+}
+
+// `count` byte ranges [begin + i * stride, begin + i * stride + len).
+struct Ranges {
+  std::uintptr_t begin = 0;
+  std::size_t stride = 0;
+  std::size_t len = 0;
+  std::size_t count = 0;
+  bool empty() const { return count == 0 || len == 0; }
+  std::uintptr_t start(std::size_t i) const { return begin + i * stride; }
+  std::uintptr_t end() const { return start(count - 1) + len; }
+};
+
+// Extent check: the last byte must not overflow size_t or wrap the address
+// space. Returns an error naming `what`.
+Status CheckRanges(const Ranges& r, const char* what) {
+  if (r.empty()) return OkStatus();
+  std::size_t span = 0;
+  if (MulOverflows(r.count - 1, r.stride, &span) || AddOverflows(span, r.len, &span) ||
+      r.begin + span < r.begin) {
+    return OutOfRangeError(std::string(what) + " extend past the end of the address space (" +
+                           Str(r.count) + " lines, stride " + Str(r.stride) + ", " +
+                           Str(r.len) + " bytes each)");
+  }
+  return OkStatus();
+}
+
+// Whether two families of ranges share a byte. Each family's own ranges must
+// be disjoint and ascending (stride >= len, or a single range), which the
+// stride checks guarantee. O(min(count)) after a bounding-box test.
+bool Overlap(const Ranges& a0, const Ranges& b0) {
+  if (a0.empty() || b0.empty()) return false;
+  if (a0.end() <= b0.begin || b0.end() <= a0.begin) return false;
+  const bool swap = a0.count > b0.count;
+  const Ranges& a = swap ? b0 : a0;
+  const Ranges& b = swap ? a0 : b0;
+  for (std::size_t i = 0; i < a.count; ++i) {
+    const std::uintptr_t lo = a.start(i);
+    const std::uintptr_t hi = lo + a.len;
+    // First range of b that ends after lo.
+    std::size_t j = 0;
+    if (lo >= b.begin + b.len) {
+      if (b.count == 1 || b.stride == 0) continue;
+      j = (lo - b.begin - b.len) / b.stride + 1;
+    }
+    if (j < b.count && b.start(j) < hi) return true;
+  }
+  return false;
+}
+
+// Shape checks that must precede any MxShape member function call.
+Status CheckShape(const MxShape& s) {
+  if (!ValidFormat(s.format)) {
+    return InvalidArgumentError("MX format value " + Str(static_cast<std::size_t>(s.format)) +
+                                " is not an MxFormat");
+  }
+  if (!ValidAxis(s.axis)) {
+    return InvalidArgumentError("block axis value " + Str(static_cast<std::size_t>(s.axis)) +
+                                " is not a BlockAxis");
+  }
+  const MxFormatInfo& info = GetMxFormatInfo(s.format);
+  std::size_t tmp = 0;
+  if (AddOverflows(s.line_length(), info.block_size, &tmp) ||
+      MulOverflows(s.blocks_per_line(), info.block_bytes, &tmp) ||
+      MulOverflows(s.num_lines(), s.line_code_bytes(), &tmp)) {
+    return OutOfRangeError("MX tensor " + Str(s.rows) + " x " + Str(s.cols) +
+                           " is too large: its byte count overflows size_t");
+  }
+  return OkStatus();
+}
+
+Ranges CodeRanges(const MxShape& s, const void* codes, std::size_t stride) {
+  return {reinterpret_cast<std::uintptr_t>(codes), stride, s.line_code_bytes(), s.num_lines()};
+}
+Ranges ScaleRanges(const MxShape& s, const void* scales, std::size_t stride) {
+  return {reinterpret_cast<std::uintptr_t>(scales), stride, s.line_scale_bytes(), s.num_lines()};
+}
+
+Status CheckLayout(const MxShape& s, const void* codes, std::size_t codes_stride,
+                   const void* scales, std::size_t scales_stride) {
+  if (Status st = CheckShape(s); !st.ok()) return st;
+  if (s.num_lines() == 0 || s.blocks_per_line() == 0) return OkStatus();
+  if (codes == nullptr) return InvalidArgumentError("MX tensor codes pointer is null");
+  if (scales == nullptr) return InvalidArgumentError("MX tensor scales pointer is null");
+  if (s.num_lines() > 1 && codes_stride < s.line_code_bytes()) {
+    return InvalidArgumentError("codes_stride " + Str(codes_stride) + " is less than a line's " +
+                                Str(s.line_code_bytes()) + " code bytes");
+  }
+  if (s.num_lines() > 1 && scales_stride < s.line_scale_bytes()) {
+    return InvalidArgumentError("scales_stride " + Str(scales_stride) + " is less than a line's " +
+                                Str(s.line_scale_bytes()) + " scales");
+  }
+  const Ranges c = CodeRanges(s, codes, codes_stride);
+  const Ranges sc = ScaleRanges(s, scales, scales_stride);
+  if (Status st = CheckRanges(c, "MX codes"); !st.ok()) return st;
+  if (Status st = CheckRanges(sc, "MX scales"); !st.ok()) return st;
+  if (Overlap(c, sc)) return InvalidArgumentError("MX codes and scales overlap");
+  return OkStatus();
+}
+
+template <class T>
+const char* TypeName() {
+  return sizeof(T) == 4 ? "FP32" : "BF16";
+}
+
+// Checks a dense matrix; `what` is "source" or "destination".
+template <class T>
+Status CheckMatrix(const StridedMatrix<T>& m, const char* what) {
+  if (m.rows == 0 || m.cols == 0) return OkStatus();
+  const std::string w(what);
+  if (m.data == nullptr) return InvalidArgumentError(w + " data pointer is null");
+  if (reinterpret_cast<std::uintptr_t>(m.data) % alignof(T) != 0) {
+    return InvalidArgumentError(w + " data pointer is not aligned to " + Str(alignof(T)) +
+                                " bytes");
+  }
+  if (m.rows > 1 && m.row_stride < m.cols) {
+    return InvalidArgumentError(w + " row_stride " + Str(m.row_stride) + " is less than cols " +
+                                Str(m.cols));
+  }
+  std::size_t bytes = 0;
+  if (MulOverflows(m.row_stride, sizeof(T), &bytes) ||
+      MulOverflows(m.cols, sizeof(T), &bytes)) {
+    return OutOfRangeError(w + " extent overflows size_t");
+  }
+  return CheckRanges(
+      {reinterpret_cast<std::uintptr_t>(m.data), m.row_stride * sizeof(T), m.cols * sizeof(T),
+       m.rows},
+      what);
+}
+
+template <class T>
+Ranges MatrixRanges(const StridedMatrix<T>& m) {
+  if (m.rows == 0 || m.cols == 0) return {};
+  // A single row needs no stride; the families must be ascending and disjoint.
+  const std::size_t stride = m.rows > 1 ? m.row_stride * sizeof(T) : 0;
+  return {reinterpret_cast<std::uintptr_t>(m.data), stride, m.cols * sizeof(T), m.rows};
+}
+
+float Load(const float* p) { return *p; }
+float Load(const Bf16* p) { return std::bit_cast<float>(static_cast<std::uint32_t>(p->bits) << 16); }
+
+// Work items over lines and segments.
+struct Tiling {
+  std::size_t lines_per_group;
+  std::size_t groups;
+  std::size_t segments;
+  std::size_t tasks() const { return groups * segments; }
+};
+
+Tiling MakeTiling(std::size_t num_lines, std::size_t line_length, bool gather) {
+  const std::size_t seg = std::min(line_length, kSegment);
+  std::size_t g = std::max<std::size_t>(1, kTargetElements / std::max<std::size_t>(seg, 1));
+  if (gather) g = std::min(g, kMaxColGroup);
+  g = std::min(g, std::max<std::size_t>(num_lines, 1));
+  return {g, (num_lines + g - 1) / g, (line_length + kSegment - 1) / kSegment};
+}
+
+void QuantizeLine(const internal::MxLineParams& p, const float* src, std::size_t n,
+                  std::uint8_t* codes, std::uint8_t* scales) {
+  if (!internal::QuantizeMxLineSimd(p, src, n, codes, scales)) {
+    internal::QuantizeMxLineScalar(p, src, n, codes, scales);
+  }
+}
+
+void DequantizeLine(MxFormat f, const std::uint8_t* codes, const std::uint8_t* scales,
+                    std::size_t n, float tensor_scale, float* dst) {
+  if (!internal::DequantizeMxLineSimd(f, codes, scales, n, tensor_scale, dst)) {
+    internal::DequantizeMxLineScalar(f, codes, scales, n, tensor_scale, dst);
+  }
+}
+
+// Largest |x| over the source by FP32 bits, NaN ignored; +Inf counts.
+template <class T>
+float SourceAmax(const StridedMatrix<const T>& src, Executor& ex) {
+  const Tiling t = MakeTiling(src.rows, src.cols, false);
+  std::vector<std::uint32_t> part(t.tasks(), 0);
+  ex.ParallelFor(t.tasks(), [&](std::size_t task) {
+    const std::size_t g = task / t.segments;
+    const std::size_t s0 = (task % t.segments) * kSegment;
+    const std::size_t s1 = std::min(src.cols, s0 + kSegment);
+    const std::size_t r1 = std::min(src.rows, (g + 1) * t.lines_per_group);
+    std::uint32_t m = 0;
+    for (std::size_t r = g * t.lines_per_group; r < r1; ++r) {
+      const T* row = src.data + r * src.row_stride;
+      for (std::size_t c = s0; c < s1; ++c) {
+        const std::uint32_t a = std::bit_cast<std::uint32_t>(Load(row + c)) & 0x7FFFFFFFu;
+        if (a <= 0x7F800000u && a > m) m = a;
+      }
+    }
+    part[task] = m;
+  });
+  std::uint32_t m = 0;
+  for (std::uint32_t v : part) m = std::max(m, v);
+  return std::bit_cast<float>(m);
+}
+
+template <class T>
+Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
+                        const MxQuantizeOptions& options, Executor* executor) {
+  if (Status st = CheckMxSpan(dst); !st.ok()) return st;
+  const MxShape& shape = dst.shape;
+  if (Status st = CheckMxQuantizeOptions(shape.format, options); !st.ok()) return st;
+  if (options.axis != shape.axis) {
+    return InvalidArgumentError("options.axis differs from the destination's shape.axis");
+  }
+  if (src.rows != shape.rows || src.cols != shape.cols) {
+    return InvalidArgumentError("source is " + Str(src.rows) + " x " + Str(src.cols) +
+                                " but the destination is " + Str(shape.rows) + " x " +
+                                Str(shape.cols));
+  }
+  if (Status st = CheckMatrix(src, "source"); !st.ok()) return st;
+  const Ranges in = MatrixRanges(src);
+  if (Overlap(in, CodeRanges(shape, dst.codes, dst.codes_stride))) {
+    return InvalidArgumentError("source overlaps the destination codes");
+  }
+  if (Overlap(in, ScaleRanges(shape, dst.scales, dst.scales_stride))) {
+    return InvalidArgumentError("source overlaps the destination scales");
+  }
+
+  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  const MxFormatInfo& info = GetMxFormatInfo(shape.format);
+  internal::MxLineParams base;
+  base.format = shape.format;
+  base.rule = options.rule;
+  base.element = options.element;
+  base.special = options.special;
+  base.seed = options.stochastic_seed;
+  float tensor_scale = 1.0f;
+  if (info.has_tensor_scale) {
+    const float amax = options.nvfp4_global_amax.has_value()
+                           ? *options.nvfp4_global_amax
+                           : (shape.rows == 0 || shape.cols == 0 ? 0.0f : SourceAmax(src, ex));
+    base.nvfp4_encode_scale = Nvfp4EncodeScale(amax);
+    tensor_scale = Nvfp4DecodeScale(base.nvfp4_encode_scale);
+  }
+
+  const bool cols_axis = shape.axis == BlockAxis::kCols;
+  const std::size_t num_lines = shape.num_lines();
+  const std::size_t len = shape.line_length();
+  const std::size_t bs = info.block_size;
+  const Tiling t = MakeTiling(num_lines, len, cols_axis || sizeof(T) != 4);
+  if (num_lines != 0 && len != 0) {
+    ex.ParallelFor(t.tasks(), [&](std::size_t task) {
+      const std::size_t l0 = (task / t.segments) * t.lines_per_group;
+      const std::size_t l1 = std::min(num_lines, l0 + t.lines_per_group);
+      const std::size_t s0 = (task % t.segments) * kSegment;
+      const std::size_t s1 = std::min(len, s0 + kSegment);
+      internal::MxLineParams p = base;
+      const auto out_codes = [&](std::size_t line, std::size_t pos) {
+        return dst.codes + line * dst.codes_stride + (pos / bs) * info.block_bytes;
+      };
+      const auto out_scales = [&](std::size_t line, std::size_t pos) {
+        return dst.scales + line * dst.scales_stride + pos / bs;
+      };
+      if constexpr (std::is_same_v<T, float>) {
+        if (!cols_axis) {  // FP32 rows: in place.
+          for (std::size_t r = l0; r < l1; ++r) {
+            p.first_index = r * shape.cols + s0;
+            p.index_step = 1;
+            QuantizeLine(p, src.data + r * src.row_stride + s0, s1 - s0, out_codes(r, s0),
+                         out_scales(r, s0));
+          }
+          return;
+        }
+      }
+      const std::size_t cs = std::min(kChunk, s1 - s0);  // Tile stride.
+      std::vector<float> tile((l1 - l0) * cs);
+      for (std::size_t c0 = s0; c0 < s1; c0 += cs) {
+        const std::size_t n = std::min(cs, s1 - c0);
+        if (cols_axis) {  // Lines are columns l0..l1; positions c0.. are rows.
+          for (std::size_t i = 0; i < n; ++i) {
+            const T* row = src.data + (c0 + i) * src.row_stride;
+            for (std::size_t l = l0; l < l1; ++l) tile[(l - l0) * cs + i] = Load(row + l);
+          }
+        } else {  // BF16 rows.
+          for (std::size_t l = l0; l < l1; ++l) {
+            const T* row = src.data + l * src.row_stride + c0;
+            for (std::size_t i = 0; i < n; ++i) tile[(l - l0) * cs + i] = Load(row + i);
+          }
+        }
+        for (std::size_t l = l0; l < l1; ++l) {
+          p.first_index = cols_axis ? c0 * shape.cols + l : l * shape.cols + c0;
+          p.index_step = cols_axis ? shape.cols : 1;
+          QuantizeLine(p, tile.data() + (l - l0) * cs, n, out_codes(l, c0), out_scales(l, c0));
+        }
+      }
+    });
+  }
+  dst.tensor_scale = tensor_scale;
+  return OkStatus();
+}
+
+template <class T>
+StatusOr<MxTensor> QuantizeImpl(const StridedMatrix<const T>& src, MxFormat format,
+                                const MxQuantizeOptions& options, Executor* executor) {
+  if (Status st = CheckMxQuantizeOptions(format, options); !st.ok()) return st;
+  StatusOr<MxTensor> t = MxTensor::Create({format, src.rows, src.cols, options.axis});
+  if (!t.ok()) return t.status();
+  MxTensor& tensor = t.value();
+  MxTensorSpan span = tensor.span();
+  if (Status st = QuantizeIntoImpl(src, span, options, executor); !st.ok()) return st;
+  tensor.set_tensor_scale(span.tensor_scale);
+  return t;
+}
+
+std::string FormatName(MxFormat f) { return std::string(GetMxFormatInfo(f).name); }
+
+}  // namespace
+
+// ---- Options -----------------------------------------------------------------
+
+bool IsScaleRuleDefinedFor(MxFormat format, ScaleRule rule) {
+  if (!ValidFormat(format)) return false;
+  if (format == MxFormat::kNvfp4) return rule == ScaleRule::kOcpFloor;
+  return internal::WithMxElementTraits(format, [rule](auto traits) {
+    return IsScaleRuleDefined<decltype(traits)>(rule);
+  });
+}
+
+bool IsSpecialBlockDefinedFor(MxFormat format, SpecialBlock special) {
+  if (!ValidFormat(format)) return false;
+  if (format == MxFormat::kNvfp4) return special == SpecialBlock::kDefault;
+  return internal::WithMxElementTraits(format, [special](auto traits) {
+    return IsSpecialBlockDefined<decltype(traits)>(special);
+  });
+}
+
+Status CheckMxQuantizeOptions(MxFormat format, const MxQuantizeOptions& o) {
+  const auto bad_enum = [](const char* field, auto v) {
+    return InvalidArgumentError(std::string(field) + " has the invalid value " +
+                                Str(static_cast<std::size_t>(v)));
+  };
+  if (!ValidFormat(format)) return bad_enum("format", format);
+  if (static_cast<std::size_t>(o.rule) >= std::size(kAllScaleRules)) return bad_enum("options.rule", o.rule);
+  if (static_cast<std::size_t>(o.special) > static_cast<std::size_t>(SpecialBlock::kInfPassThrough)) {
+    return bad_enum("options.special", o.special);
+  }
+  if (!ValidAxis(o.axis)) return bad_enum("options.axis", o.axis);
+  if (static_cast<std::size_t>(o.element.rounding) > static_cast<std::size_t>(Rounding::kStochastic)) {
+    return bad_enum("options.element.rounding", o.element.rounding);
+  }
+  if (static_cast<std::size_t>(o.element.overflow) > static_cast<std::size_t>(Overflow::kMlDtypesSat)) {
+    return bad_enum("options.element.overflow", o.element.overflow);
+  }
+  if (static_cast<std::size_t>(o.element.nan) > static_cast<std::size_t>(NanPolicy::kMlDtypesNaN)) {
+    return bad_enum("options.element.nan", o.element.nan);
+  }
+  if (static_cast<std::size_t>(o.element.subnormals) > static_cast<std::size_t>(Subnormals::kFlush)) {
+    return bad_enum("options.element.subnormals", o.element.subnormals);
+  }
+  if (static_cast<std::size_t>(o.element.int8_range) >
+      static_cast<std::size_t>(Int8Range::kAllowMinus128)) {
+    return bad_enum("options.element.int8_range", o.element.int8_range);
+  }
+  if (!IsScaleRuleDefinedFor(format, o.rule)) {
+    if (format == MxFormat::kNvfp4) {
+      return InvalidArgumentError("scale rule " + std::string(ScaleRuleCliName(o.rule)) +
+                                  " does not apply to nvfp4: its UE4M3 block scales follow "
+                                  "formats.md section 8 (leave options.rule at ocp-floor)");
+    }
+    return InvalidArgumentError("scale rule " + std::string(ScaleRuleCliName(o.rule)) +
+                                " is not defined for " + FormatName(format) +
+                                " (formats.md section 7)");
+  }
+  if (!IsSpecialBlockDefinedFor(format, o.special)) {
+    return InvalidArgumentError("special-block policy " + std::string(SpecialBlockName(o.special)) +
+                                " is not defined for " + FormatName(format) +
+                                (o.special == SpecialBlock::kInfPassThrough
+                                     ? " (MXFP8 E5M2 only, formats.md section 6.3)"
+                                     : " (nvfp4 takes kDefault only)"));
+  }
+  if (o.nvfp4_global_amax.has_value()) {
+    const float a = *o.nvfp4_global_amax;
+    if (format != MxFormat::kNvfp4) {
+      return InvalidArgumentError("options.nvfp4_global_amax is set but the format is " +
+                                  FormatName(format));
+    }
+    if (!(a >= 0.0f) || std::isinf(a)) {
+      return InvalidArgumentError("options.nvfp4_global_amax " + std::to_string(a) +
+                                  " is not a finite value >= 0");
+    }
+  }
+  return OkStatus();
+}
+
+float Nvfp4EncodeScale(float global_amax) {
+  if (!(global_amax == global_amax)) return 1.0f;  // NaN
+  float s = (448.0f * 6.0f) / global_amax;
+  s = s > FLT_MAX ? FLT_MAX : s;
+  if (global_amax == 0.0f || s == 0.0f) return 1.0f;
+  return s;
+}
+
+float Nvfp4DecodeScale(float encode_scale) { return 1.0f / encode_scale; }
+
+// ---- Views ---------------------------------------------------------------------
+
+Status CheckMxSpan(const MxTensorSpan& span) {
+  return CheckLayout(span.shape, span.codes, span.codes_stride, span.scales, span.scales_stride);
+}
+
+Status CheckMxView(const MxTensorView& view) {
+  if (Status st =
+          CheckLayout(view.shape, view.codes, view.codes_stride, view.scales, view.scales_stride);
+      !st.ok()) {
+    return st;
+  }
+  const float ts = view.tensor_scale;
+  if (GetMxFormatInfo(view.shape.format).has_tensor_scale) {
+    if (!std::isfinite(ts) || !(ts > 0.0f)) {
+      return InvalidArgumentError("nvfp4 tensor_scale " + std::to_string(ts) +
+                                  " is not a finite value > 0");
+    }
+  } else if (ts != 1.0f) {
+    return InvalidArgumentError("tensor_scale is " + std::to_string(ts) + " but " +
+                                FormatName(view.shape.format) + " has no tensor scale (must be 1)");
+  }
+  return OkStatus();
+}
+
+// ---- MxTensor ------------------------------------------------------------------
+
+StatusOr<MxTensor> MxTensor::Create(const MxShape& shape) {
+  if (Status st = CheckShape(shape); !st.ok()) return st;
+  MxTensor t;
+  t.shape_ = shape;
+  try {
+    t.codes_.assign(shape.num_lines() * shape.line_code_bytes(), 0);
+    t.scales_.assign(shape.num_lines() * shape.line_scale_bytes(), 0);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("cannot allocate an MX tensor of " + Str(shape.rows) + " x " +
+                                  Str(shape.cols));
+  } catch (const std::length_error&) {
+    return ResourceExhaustedError("cannot allocate an MX tensor of " + Str(shape.rows) + " x " +
+                                  Str(shape.cols));
+  }
+  return t;
+}
+
+MxTensorView MxTensor::view() const {
+  return {shape_, codes_.data(), shape_.line_code_bytes(), scales_.data(),
+          shape_.line_scale_bytes(), tensor_scale_};
+}
+
+MxTensorSpan MxTensor::span() {
+  return {shape_, codes_.data(), shape_.line_code_bytes(), scales_.data(),
+          shape_.line_scale_bytes(), tensor_scale_};
+}
+
+// ---- Quantize / dequantize -----------------------------------------------------
+
+Status QuantizeMxInto(Fp32MatrixView src, MxTensorSpan& dst, const MxQuantizeOptions& options,
+                      Executor* executor) {
+  return QuantizeIntoImpl(src, dst, options, executor);
+}
+Status QuantizeMxInto(Bf16MatrixView src, MxTensorSpan& dst, const MxQuantizeOptions& options,
+                      Executor* executor) {
+  return QuantizeIntoImpl(src, dst, options, executor);
+}
+StatusOr<MxTensor> QuantizeMx(Fp32MatrixView src, MxFormat format, const MxQuantizeOptions& options,
+                              Executor* executor) {
+  return QuantizeImpl(src, format, options, executor);
+}
+StatusOr<MxTensor> QuantizeMx(Bf16MatrixView src, MxFormat format, const MxQuantizeOptions& options,
+                              Executor* executor) {
+  return QuantizeImpl(src, format, options, executor);
+}
+
+Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* executor) {
+  if (Status st = CheckMxView(src); !st.ok()) return st;
+  const MxShape& shape = src.shape;
+  if (dst.rows != shape.rows || dst.cols != shape.cols) {
+    return InvalidArgumentError("destination is " + Str(dst.rows) + " x " + Str(dst.cols) +
+                                " but the MX tensor is " + Str(shape.rows) + " x " +
+                                Str(shape.cols));
+  }
+  if (Status st = CheckMatrix(dst, "destination"); !st.ok()) return st;
+  const Ranges out = MatrixRanges(dst);
+  if (Overlap(out, CodeRanges(shape, src.codes, src.codes_stride))) {
+    return InvalidArgumentError("destination overlaps the MX codes");
+  }
+  if (Overlap(out, ScaleRanges(shape, src.scales, src.scales_stride))) {
+    return InvalidArgumentError("destination overlaps the MX scales");
+  }
+  const std::size_t num_lines = shape.num_lines();
+  const std::size_t len = shape.line_length();
+  if (num_lines == 0 || len == 0) return OkStatus();
+
+  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  const MxFormatInfo& info = GetMxFormatInfo(shape.format);
+  const std::size_t bs = info.block_size;
+  const bool cols_axis = shape.axis == BlockAxis::kCols;
+  const Tiling t = MakeTiling(num_lines, len, cols_axis);
+  ex.ParallelFor(t.tasks(), [&](std::size_t task) {
+    const std::size_t l0 = (task / t.segments) * t.lines_per_group;
+    const std::size_t l1 = std::min(num_lines, l0 + t.lines_per_group);
+    const std::size_t s0 = (task % t.segments) * kSegment;
+    const std::size_t s1 = std::min(len, s0 + kSegment);
+    const auto in_codes = [&](std::size_t line, std::size_t pos) {
+      return src.codes + line * src.codes_stride + (pos / bs) * info.block_bytes;
+    };
+    const auto in_scales = [&](std::size_t line, std::size_t pos) {
+      return src.scales + line * src.scales_stride + pos / bs;
+    };
+    if (!cols_axis) {
+      for (std::size_t r = l0; r < l1; ++r) {
+        DequantizeLine(shape.format, in_codes(r, s0), in_scales(r, s0), s1 - s0,
+                       src.tensor_scale, dst.data + r * dst.row_stride + s0);
+      }
+      return;
+    }
+    const std::size_t cs = std::min(kChunk, s1 - s0);  // Tile stride.
+    std::vector<float> tile((l1 - l0) * cs);
+    for (std::size_t r0 = s0; r0 < s1; r0 += cs) {
+      const std::size_t n = std::min(cs, s1 - r0);
+      for (std::size_t l = l0; l < l1; ++l) {
+        DequantizeLine(shape.format, in_codes(l, r0), in_scales(l, r0), n, src.tensor_scale,
+                       tile.data() + (l - l0) * cs);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        float* row = dst.data + (r0 + i) * dst.row_stride;
+        for (std::size_t l = l0; l < l1; ++l) row[l] = tile[(l - l0) * cs + i];
+      }
+    }
+  });
+  return OkStatus();
+}
+
+// ---- GGML MXFP4 ----------------------------------------------------------------
+
+std::size_t GgmlMxfp4Bytes(std::size_t rows, std::size_t cols) {
+  std::size_t blocks = 0;
+  std::size_t bytes = 0;
+  if (MulOverflows(rows, cols / 32, &blocks) ||
+      MulOverflows(blocks, kGgmlMxfp4BlockBytes, &bytes)) {
+    return 0;
+  }
+  return bytes;
+}
+
+namespace {
+
+Status CheckGgmlShape(std::size_t rows, std::size_t cols) {
+  if (cols % 32 != 0) {
+    return InvalidArgumentError("GGML MXFP4 needs cols to be a multiple of 32; cols is " +
+                                Str(cols));
+  }
+  if (GgmlMxfp4Bytes(rows, cols) == 0 && rows != 0 && cols != 0) {
+    return OutOfRangeError("GGML MXFP4 tensor " + Str(rows) + " x " + Str(cols) +
+                           " is too large");
+  }
+  return OkStatus();
+}
+
+Status ScaleFfError(std::size_t row, std::size_t block, const char* direction) {
+  return InvalidArgumentError(std::string(direction) + " refused: row " + Str(row) + " block " +
+                              Str(block) +
+                              " has scale FF (NaN in trnmx, the finite 2^128 in GGML; "
+                              "formats.md section 9)");
+}
+
+}  // namespace
+
+Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out) {
+  if (Status st = CheckMxView(src); !st.ok()) return st;
+  const MxShape& s = src.shape;
+  if (s.format != MxFormat::kMxfp4) {
+    return InvalidArgumentError("GGML MXFP4 export needs an mxfp4 tensor, not " +
+                                FormatName(s.format));
+  }
+  if (s.axis != BlockAxis::kRows) {
+    return InvalidArgumentError("GGML MXFP4 export needs blocks along rows (BlockAxis::kRows)");
+  }
+  if (Status st = CheckGgmlShape(s.rows, s.cols); !st.ok()) return st;
+  const std::size_t need = GgmlMxfp4Bytes(s.rows, s.cols);
+  if (out.size() < need) {
+    return InvalidArgumentError("GGML MXFP4 output has " + Str(out.size()) + " bytes; " +
+                                Str(need) + " needed");
+  }
+  const std::size_t nb = s.cols / 32;
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      if (src.scales[r * src.scales_stride + b] == kE8M0Nan) return ScaleFfError(r, b, "export");
+    }
+  }
+  std::uint8_t e[32];
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      std::uint8_t* o = out.data() + (r * nb + b) * kGgmlMxfp4BlockBytes;
+      UnpackFp4(std::span<const std::uint8_t>(src.codes + r * src.codes_stride + b * 16, 16), e);
+      o[0] = src.scales[r * src.scales_stride + b];
+      for (std::size_t j = 0; j < 16; ++j) {
+        o[1 + j] = static_cast<std::uint8_t>(e[j] | e[j + 16] << 4);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t rows,
+                                   std::size_t cols) {
+  if (Status st = CheckGgmlShape(rows, cols); !st.ok()) return st;
+  const std::size_t need = GgmlMxfp4Bytes(rows, cols);
+  if (in.size() != need) {
+    return InvalidArgumentError("GGML MXFP4 input has " + Str(in.size()) + " bytes; a " +
+                                Str(rows) + " x " + Str(cols) + " tensor has " + Str(need));
+  }
+  const std::size_t nb = cols / 32;
+  for (std::size_t k = 0; k < rows * nb; ++k) {
+    if (in[k * kGgmlMxfp4BlockBytes] == kE8M0Nan) return ScaleFfError(k / nb, k % nb, "import");
+  }
+  StatusOr<MxTensor> t = MxTensor::Create({MxFormat::kMxfp4, rows, cols, BlockAxis::kRows});
+  if (!t.ok()) return t.status();
+  MxTensor& tensor = t.value();
+  std::uint8_t e[32];
+  for (std::size_t k = 0; k < rows * nb; ++k) {
+    const std::uint8_t* blk = in.data() + k * kGgmlMxfp4BlockBytes;
+    for (std::size_t j = 0; j < 16; ++j) {
+      e[j] = blk[1 + j] & 0xFu;
+      e[j + 16] = static_cast<std::uint8_t>(blk[1 + j] >> 4);
+    }
+    tensor.scales()[k] = blk[0];  // Minimal strides: block k is row k / nb, block k % nb.
+    PackFp4(e, tensor.codes().subspan(k * 16, 16));
+  }
+  return t;
+}
+
+}  // namespace trnmx

@@ -1,0 +1,515 @@
+// MX tensors (mx.h): quantize / dequantize against the one-block reference
+// assembled by hand, every format x axis x shape (tails included), strided
+// and offset sources, BF16 sources, thread-count bit identity, stochastic
+// rounding, NVFP4 and GGML MXFP4 known answers, and every error path.
+//
+// Random inputs come from std::mt19937_64; the seed is printed and can be
+// set with TRNMX_TEST_SEED.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "formats/mx_line.h"
+#include "formats/mx_tensor_test_support.h"
+#include "trnmx/executor.h"
+#include "trnmx/mx.h"
+
+namespace trnmx {
+namespace {
+
+using testing_mx::AllOptionVariants;
+using testing_mx::Bits;
+using testing_mx::CheckAgainstReference;
+using testing_mx::MakeInput;
+using testing_mx::Seed;
+
+constexpr std::size_t kShapes[] = {0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 70};
+
+TEST(MxTensor, EveryFormatAxisShapeMatchesBlockReference) {
+  std::mt19937_64 rng(Seed());
+  SerialExecutor serial;
+  for (const MxFormatInfo& info : AllMxFormats()) {
+    for (const BlockAxis axis : {BlockAxis::kRows, BlockAxis::kCols}) {
+      for (const std::size_t rows : kShapes) {
+        for (const std::size_t cols : kShapes) {
+          MxQuantizeOptions o;
+          o.axis = axis;
+          CheckAgainstReference(info.format, rows, cols, cols, o, rng, &serial, false);
+        }
+      }
+    }
+  }
+}
+
+TEST(MxTensor, EveryRuleAndOptionMatchesBlockReference) {
+  std::mt19937_64 rng(Seed() + 1);
+  ThreadPoolExecutor pool(2);
+  for (const MxFormatInfo& info : AllMxFormats()) {
+    for (const MxQuantizeOptions& o : AllOptionVariants(info.format)) {
+      for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{5, 70}, {33, 17}, {64, 64}}) {
+        CheckAgainstReference(info.format, rows, cols, cols + 3, o, rng, &pool, true);
+      }
+    }
+  }
+}
+
+TEST(MxTensor, StridedAndOffsetSourcesAndBf16) {
+  std::mt19937_64 rng(Seed() + 2);
+  for (const MxFormatInfo& info : AllMxFormats()) {
+    for (const BlockAxis axis : {BlockAxis::kRows, BlockAxis::kCols}) {
+      for (std::size_t offset = 0; offset < 4; ++offset) {
+        MxQuantizeOptions o;
+        o.axis = axis;
+        // row_stride > cols, source and destination starting `offset` elements
+        // (bytes for codes) past an aligned address.
+        testing_mx::CheckStridedOffset(info.format, 37, 45, 45 + 5 + offset, offset, o, rng);
+      }
+    }
+  }
+}
+
+// Large enough for many work items (groups of lines and segments of lines).
+TEST(MxTensor, ThreadCountsGiveIdenticalBits) {
+  std::mt19937_64 rng(Seed() + 3);
+  SerialExecutor serial;
+  ThreadPoolExecutor p1(1), p2(2), p3(3);
+  Executor* executors[] = {&p1, &p2, &p3, nullptr};
+  struct Case {
+    std::size_t rows, cols;
+  };
+  for (const MxFormat f : {MxFormat::kMxfp8E4M3, MxFormat::kMxfp6E3M2, MxFormat::kMxfp4,
+                           MxFormat::kMxint8, MxFormat::kNvfp4}) {
+    for (const BlockAxis axis : {BlockAxis::kRows, BlockAxis::kCols}) {
+      for (const Case c : {Case{300, 333}, Case{3, 20000}, Case{20000, 3}}) {
+        MxQuantizeOptions o;
+        o.axis = axis;
+        o.element.rounding = Rounding::kStochastic;
+        o.stochastic_seed = 99;
+        const std::vector<float> x = MakeInput(c.rows * c.cols, rng, false);
+        const Fp32MatrixView src{x.data(), c.rows, c.cols, c.cols};
+        StatusOr<MxTensor> want = QuantizeMx(src, f, o, &serial);
+        ASSERT_TRUE(want.ok()) << want.status().ToString();
+        std::vector<float> want_y(x.size());
+        ASSERT_TRUE(DequantizeMx(want->view(), {want_y.data(), c.rows, c.cols, c.cols}, &serial).ok());
+        for (Executor* ex : executors) {
+          StatusOr<MxTensor> got = QuantizeMx(src, f, o, ex);
+          ASSERT_TRUE(got.ok());
+          EXPECT_TRUE(std::equal(got->codes().begin(), got->codes().end(), want->codes().begin()));
+          EXPECT_TRUE(std::equal(got->scales().begin(), got->scales().end(), want->scales().begin()));
+          EXPECT_EQ(Bits(got->tensor_scale()), Bits(want->tensor_scale()));
+          std::vector<float> y(x.size());
+          ASSERT_TRUE(DequantizeMx(got->view(), {y.data(), c.rows, c.cols, c.cols}, ex).ok());
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            ASSERT_EQ(Bits(y[i]), Bits(want_y[i])) << "element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MxTensor, StochasticDependsOnlyOnSeedAndPosition) {
+  // Row and column axes use the same random word for element (r, c): an
+  // MXFP8 tensor of identical columns... simpler: both axes equal the
+  // reference (checked above), and different seeds differ somewhere.
+  std::mt19937_64 rng(Seed() + 4);
+  const std::vector<float> x = MakeInput(64 * 64, rng, false);
+  const Fp32MatrixView src{x.data(), 64, 64, 64};
+  MxQuantizeOptions a;
+  a.element.rounding = Rounding::kStochastic;
+  a.stochastic_seed = 1;
+  MxQuantizeOptions b = a;
+  b.stochastic_seed = 2;
+  const StatusOr<MxTensor> ta = QuantizeMx(src, MxFormat::kMxfp4, a);
+  const StatusOr<MxTensor> tb = QuantizeMx(src, MxFormat::kMxfp4, b);
+  const StatusOr<MxTensor> ta2 = QuantizeMx(src, MxFormat::kMxfp4, a);
+  ASSERT_TRUE(ta.ok() && tb.ok() && ta2.ok());
+  EXPECT_FALSE(std::equal(ta->codes().begin(), ta->codes().end(), tb->codes().begin()));
+  EXPECT_TRUE(std::equal(ta->codes().begin(), ta->codes().end(), ta2->codes().begin()));
+  // The documented formula.
+  EXPECT_EQ(StochasticBits(0, 0), static_cast<std::uint32_t>(
+                                      SplitMix64Mix(SplitMix64Mix(0) + 0x9E3779B97F4A7C15ull) >> 32));
+}
+
+// ---- NVFP4 known answers (formats.md section 8; values from a float32 numpy
+// transcription of TE's order of operations). ----
+
+TEST(MxTensorNvfp4, KnownAnswers) {
+  // Global amax 3: S_enc = 896, S_dec = fl32(1/896) = 3A924925.
+  std::vector<float> x(48, 0.0f);
+  x[0] = 3.0f, x[1] = -1.5f, x[2] = 0.75f;      // block amax 3   -> UE4M3 7E (448)
+  x[16] = 1.5f, x[17] = -0.75f, x[18] = 0.375f;  // block amax 1.5 -> 76 (224)
+  x[32] = 0.9f, x[33] = -0.45f, x[34] = 0.225f;  // block amax 0.9 -> 70 (128)
+  StatusOr<MxTensor> t = QuantizeMx(Fp32MatrixView{x.data(), 1, 48, 48}, MxFormat::kNvfp4);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(Bits(t->tensor_scale()), 0x3A924925u);
+  EXPECT_EQ(Bits(Nvfp4EncodeScale(3.0f)), Bits(896.0f));
+  ASSERT_EQ(t->scales().size(), 3u);
+  EXPECT_EQ(t->scales()[0], 0x7E);
+  EXPECT_EQ(t->scales()[1], 0x76);
+  EXPECT_EQ(t->scales()[2], 0x70);
+  ASSERT_EQ(t->codes().size(), 24u);
+  for (int b = 0; b < 3; ++b) {  // codes 7 (6), D (-3), 3 (1.5): bytes D7 03 00 ...
+    EXPECT_EQ(t->codes()[b * 8 + 0], 0xD7) << b;
+    EXPECT_EQ(t->codes()[b * 8 + 1], 0x03) << b;
+    for (int i = 2; i < 8; ++i) EXPECT_EQ(t->codes()[b * 8 + i], 0x00);
+  }
+  std::vector<float> y(48);
+  ASSERT_TRUE(DequantizeMx(t->view(), {y.data(), 1, 48, 48}).ok());
+  const std::uint32_t want[9] = {0x40400001, 0xBFC00001, 0x3F400001,   // 3.0000002 ...
+                                 0x3FC00001, 0xBF400001, 0x3EC00001,
+                                 0x3F5B6DB8, 0xBEDB6DB8, 0x3E5B6DB8};
+  for (int b = 0; b < 3; ++b) {
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(Bits(y[b * 16 + i]), want[b * 3 + i]) << b << " " << i;
+    for (int i = 3; i < 16; ++i) EXPECT_EQ(Bits(y[b * 16 + i]), 0u);
+  }
+}
+
+TEST(MxTensorNvfp4, UnitTensorScaleAndSpecials) {
+  // Global amax 2688 -> S_enc = S_dec = 1; amax 806.4 block: scale 70 (128),
+  // 806.4 -> 6 * 128 = 768.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 2688.0f;
+  x[16] = 806.4f;
+  x[17] = -403.2f;
+  StatusOr<MxTensor> t = QuantizeMx(Fp32MatrixView{x.data(), 1, 32, 32}, MxFormat::kNvfp4);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->tensor_scale(), 1.0f);
+  EXPECT_EQ(t->scales()[0], 0x7E);
+  EXPECT_EQ(t->scales()[1], 0x70);
+  std::vector<float> y(32);
+  ASSERT_TRUE(DequantizeMx(t->view(), {y.data(), 1, 32, 32}).ok());
+  EXPECT_EQ(y[0], 2688.0f);
+  EXPECT_EQ(y[16], 768.0f);
+  EXPECT_EQ(y[17], -384.0f);
+
+  EXPECT_EQ(Nvfp4EncodeScale(0.0f), 1.0f);
+  EXPECT_EQ(Nvfp4EncodeScale(std::numeric_limits<float>::infinity()), 1.0f);
+  EXPECT_EQ(Nvfp4EncodeScale(1e-38f), std::numeric_limits<float>::max());  // 2688 / 1e-38 = Inf
+  // All zero: scale 00, decodes to 0. NaN block: scale 7F, decodes to NaN;
+  // the NaN does not enter the global amax.
+  std::vector<float> z(48, 0.0f);
+  z[16] = std::numeric_limits<float>::quiet_NaN();
+  z[32] = 5.0f;
+  StatusOr<MxTensor> tz = QuantizeMx(Fp32MatrixView{z.data(), 1, 48, 48}, MxFormat::kNvfp4);
+  ASSERT_TRUE(tz.ok());
+  EXPECT_EQ(Bits(tz->tensor_scale()), Bits(1.0f / Nvfp4EncodeScale(5.0f)));
+  EXPECT_EQ(tz->scales()[0], 0x00);
+  EXPECT_EQ(tz->scales()[1], 0x7F);
+  EXPECT_EQ(tz->scales()[2], 0x7E);
+  std::vector<float> yz(48);
+  ASSERT_TRUE(DequantizeMx(tz->view(), {yz.data(), 1, 48, 48}).ok());
+  EXPECT_EQ(yz[0], 0.0f);
+  EXPECT_TRUE(std::isnan(yz[16]) && std::isnan(yz[31]));
+  EXPECT_NEAR(yz[32], 5.0f, 1e-5f);
+  // A caller-supplied global amax overrides the source's.
+  MxQuantizeOptions o;
+  o.nvfp4_global_amax = 1.0f;
+  StatusOr<MxTensor> tc = QuantizeMx(Fp32MatrixView{z.data(), 1, 48, 48}, MxFormat::kNvfp4, o);
+  ASSERT_TRUE(tc.ok());
+  EXPECT_EQ(Bits(tc->tensor_scale()), Bits(1.0f / 2688.0f));
+  EXPECT_EQ(tc->scales()[2], 0x7E);  // 5 * 2688 / 6 saturates to 448
+}
+
+// ---- GGML MXFP4 ----
+
+// formats.md section 12.5, GGML MXFP4 row.
+const std::uint8_t kGgmlBlock[17] = {0x7F, 0xe6, 0x54, 0x01, 0x02, 0x03, 0x05, 0x06, 0x09,
+                                     0x00, 0x00, 0x00, 0x07, 0x07, 0x00, 0x00, 0x02};
+
+TEST(MxTensorGgml, KnownAnswerImportExport) {
+  StatusOr<MxTensor> t = ImportGgmlMxfp4(kGgmlBlock, 1, 32);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  std::vector<float> y(32);
+  ASSERT_TRUE(DequantizeMx(t->view(), {y.data(), 1, 32, 32}).ok());
+  const float want[18] = {4, 2, 0.5f, 1, 1.5f, 3, 4, -0.5f, 0, 0, 0, 6, 6, 0, 0, 1, -4, 3};
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], i < 18 ? want[i] : 0.0f) << i;
+  std::vector<std::uint8_t> out(17);
+  ASSERT_TRUE(ExportGgmlMxfp4(t->view(), out).ok());
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), kGgmlBlock));
+}
+
+TEST(MxTensorGgml, OcpQuantizationExportsKnownBytes) {
+  // The section 12.5 GGML input with the NaN replaced by 0: with kOcpFloor and
+  // RNE the scale is 7F and the codes differ from GGML's at 0.75, 1.75, 3.5,
+  // -0.75, -0.1 and -0.
+  float x[32] = {4, 2.5f, 0.75f, 1.25f, 1.75f, 3.5f, 5, -0.75f, -0.1f, 0.25f, 0, 6.5f, 7, -0.0f, 0, 1,
+                 -4, 3};
+  StatusOr<MxTensor> t = QuantizeMx(Fp32MatrixView{x, 1, 32, 32}, MxFormat::kMxfp4);
+  ASSERT_TRUE(t.ok());
+  std::uint8_t out[17];
+  ASSERT_TRUE(ExportGgmlMxfp4(t->view(), out).ok());
+  const std::uint8_t want[17] = {0x7F, 0xE6, 0x54, 0x02, 0x02, 0x04, 0x06, 0x06, 0x0A,
+                                 0x08, 0x00, 0x00, 0x07, 0x07, 0x08, 0x00, 0x02};
+  for (int i = 0; i < 17; ++i) EXPECT_EQ(out[i], want[i]) << i;
+  // With the NaN the block is FF and the export refuses it.
+  x[10] = std::numeric_limits<float>::quiet_NaN();
+  StatusOr<MxTensor> tn = QuantizeMx(Fp32MatrixView{x, 1, 32, 32}, MxFormat::kMxfp4);
+  ASSERT_TRUE(tn.ok());
+  const Status st = ExportGgmlMxfp4(tn->view(), out);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("row 0 block 0 has scale FF"), std::string::npos) << st.message();
+}
+
+TEST(MxTensorGgml, RandomRoundTrip) {
+  std::mt19937_64 rng(Seed() + 5);
+  for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{1, 32}, {3, 96}, {17, 64}, {0, 64}, {4, 0}}) {
+    std::vector<std::uint8_t> blob(GgmlMxfp4Bytes(rows, cols));
+    for (std::size_t k = 0; k < blob.size(); ++k) {
+      blob[k] = static_cast<std::uint8_t>(rng());
+      if (k % 17 == 0 && blob[k] == 0xFF) blob[k] = 0xFE;
+    }
+    StatusOr<MxTensor> t = ImportGgmlMxfp4(blob, rows, cols);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    // Element j of block b of row r decodes to E2M1(nibble) * 2^(e - 127).
+    std::vector<float> y(rows * cols);
+    ASSERT_TRUE(DequantizeMx(t->view(), {y.data(), rows, cols, cols}).ok());
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < cols; ++c) {
+        const std::uint8_t* blk = blob.data() + (r * (cols / 32) + c / 32) * 17;
+        const std::size_t j = c % 32;
+        const unsigned nib = j < 16 ? blk[1 + j] & 0xF : blk[1 + j - 16] >> 4;
+        const float want = DecodeBits<Fp4E2M1Traits>(nib) * DecodeE8M0(blk[0]);
+        ASSERT_EQ(Bits(y[r * cols + c]), Bits(want)) << r << " " << c;
+      }
+    }
+    std::vector<std::uint8_t> back(blob.size());
+    ASSERT_TRUE(ExportGgmlMxfp4(t->view(), back).ok());
+    EXPECT_EQ(back, blob);
+  }
+}
+
+TEST(MxTensorGgml, Errors) {
+  std::vector<std::uint8_t> blob(17 * 2, 0);
+  blob[17] = 0xFF;
+  Status st = ImportGgmlMxfp4(blob, 1, 64).status();
+  EXPECT_NE(st.message().find("import refused: row 0 block 1 has scale FF"), std::string::npos)
+      << st.message();
+  st = ImportGgmlMxfp4(blob, 1, 48).status();
+  EXPECT_NE(st.message().find("multiple of 32; cols is 48"), std::string::npos) << st.message();
+  st = ImportGgmlMxfp4(std::span<const std::uint8_t>(blob.data(), 33), 1, 64).status();
+  EXPECT_NE(st.message().find("input has 33 bytes"), std::string::npos) << st.message();
+
+  std::vector<float> x(2 * 64, 1.0f);
+  StatusOr<MxTensor> cols_axis =
+      QuantizeMx(Fp32MatrixView{x.data(), 64, 2, 2}, MxFormat::kMxfp4, {.axis = BlockAxis::kCols});
+  ASSERT_TRUE(cols_axis.ok());
+  std::vector<std::uint8_t> out(1000);
+  st = ExportGgmlMxfp4(cols_axis->view(), out);
+  EXPECT_NE(st.message().find("BlockAxis::kRows"), std::string::npos) << st.message();
+  StatusOr<MxTensor> e4m3 = QuantizeMx(Fp32MatrixView{x.data(), 2, 64, 64}, MxFormat::kMxfp8E4M3);
+  st = ExportGgmlMxfp4(e4m3->view(), out);
+  EXPECT_NE(st.message().find("not mxfp8-e4m3"), std::string::npos) << st.message();
+  StatusOr<MxTensor> odd = QuantizeMx(Fp32MatrixView{x.data(), 2, 40, 40}, MxFormat::kMxfp4);
+  st = ExportGgmlMxfp4(odd->view(), out);
+  EXPECT_NE(st.message().find("cols is 40"), std::string::npos) << st.message();
+  StatusOr<MxTensor> ok = QuantizeMx(Fp32MatrixView{x.data(), 2, 64, 64}, MxFormat::kMxfp4);
+  std::vector<std::uint8_t> small(67, 0xAB);
+  st = ExportGgmlMxfp4(ok->view(), small);
+  EXPECT_NE(st.message().find("output has 67 bytes; 68 needed"), std::string::npos) << st.message();
+  EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](std::uint8_t b) { return b == 0xAB; }));
+}
+
+// ---- Bad input ----
+
+// Runs `call`, expects code and a message containing `needle`, and that dst
+// was not written.
+TEST(MxTensorErrors, QuantizeValidation) {
+  std::vector<float> x(8 * 64, 1.0f);
+  const Fp32MatrixView src{x.data(), 8, 64, 64};
+  StatusOr<MxTensor> t = MxTensor::Create({MxFormat::kMxfp8E4M3, 8, 64, BlockAxis::kRows});
+  ASSERT_TRUE(t.ok());
+  MxTensor& tensor = t.value();
+  std::fill(tensor.codes().begin(), tensor.codes().end(), 0xAB);
+  std::fill(tensor.scales().begin(), tensor.scales().end(), 0xCD);
+  tensor.set_tensor_scale(1.0f);
+  const auto expect_error = [&](Status st, const std::string& needle) {
+    EXPECT_FALSE(st.ok()) << needle;
+    EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();
+    EXPECT_TRUE(std::all_of(tensor.codes().begin(), tensor.codes().end(),
+                            [](std::uint8_t b) { return b == 0xAB; }))
+        << needle;
+    EXPECT_TRUE(std::all_of(tensor.scales().begin(), tensor.scales().end(),
+                            [](std::uint8_t b) { return b == 0xCD; }))
+        << needle;
+  };
+  MxTensorSpan span = tensor.span();
+  expect_error(QuantizeMxInto(Fp32MatrixView{nullptr, 8, 64, 64}, span), "source data pointer is null");
+  expect_error(QuantizeMxInto(Fp32MatrixView{x.data(), 8, 64, 63}, span),
+               "source row_stride 63 is less than cols 64");
+  expect_error(QuantizeMxInto(Fp32MatrixView{x.data(), 7, 64, 64}, span),
+               "source is 7 x 64 but the destination is 8 x 64");
+  expect_error(QuantizeMxInto(Fp32MatrixView{reinterpret_cast<const float*>(
+                                                 reinterpret_cast<const char*>(x.data()) + 1),
+                                             8, 64, 64},
+                              span),
+               "not aligned to 4 bytes");
+  expect_error(QuantizeMxInto(src, span, {.axis = BlockAxis::kCols}),
+               "options.axis differs from the destination's shape.axis");
+  expect_error(QuantizeMxInto(src, span, {.rule = ScaleRule::kGgml}),
+               "scale rule ggml is not defined for mxfp8-e4m3");
+  expect_error(QuantizeMxInto(src, span, {.special = SpecialBlock::kInfPassThrough}),
+               "kInfPassThrough is not defined for mxfp8-e4m3");
+  expect_error(QuantizeMxInto(src, span, {.rule = static_cast<ScaleRule>(42)}),
+               "options.rule has the invalid value 42");
+  MxQuantizeOptions bad_round;
+  bad_round.element.rounding = static_cast<Rounding>(9);
+  expect_error(QuantizeMxInto(src, span, bad_round), "options.element.rounding has the invalid value 9");
+  MxQuantizeOptions amax_opt;
+  amax_opt.nvfp4_global_amax = 1.0f;
+  expect_error(QuantizeMxInto(src, span, amax_opt), "nvfp4_global_amax is set but the format is mxfp8-e4m3");
+
+  MxTensorSpan s2 = span;
+  s2.codes = nullptr;
+  expect_error(QuantizeMxInto(src, s2), "codes pointer is null");
+  s2 = span;
+  s2.scales = nullptr;
+  expect_error(QuantizeMxInto(src, s2), "scales pointer is null");
+  s2 = span;
+  s2.codes_stride = 63;
+  expect_error(QuantizeMxInto(src, s2), "codes_stride 63 is less than a line's 64 code bytes");
+  s2 = span;
+  s2.scales_stride = 1;
+  expect_error(QuantizeMxInto(src, s2), "scales_stride 1 is less than a line's 2 scales");
+  s2 = span;
+  s2.scales = span.codes + 100;  // inside line 1's codes
+  expect_error(QuantizeMxInto(src, s2), "MX codes and scales overlap");
+  s2 = span;
+  s2.shape.format = static_cast<MxFormat>(77);
+  expect_error(QuantizeMxInto(src, s2), "MX format value 77 is not an MxFormat");
+  s2 = span;
+  s2.shape.axis = static_cast<BlockAxis>(5);
+  expect_error(QuantizeMxInto(src, s2), "block axis value 5 is not a BlockAxis");
+  s2 = span;
+  s2.codes_stride = std::numeric_limits<std::size_t>::max() / 2;
+  expect_error(QuantizeMxInto(src, s2), "extend past the end of the address space");
+
+  // Source overlapping the destination: quantize a buffer into itself.
+  std::vector<float> buf(8 * 64, 1.0f);
+  MxTensorSpan in_place = span;
+  in_place.codes = reinterpret_cast<std::uint8_t*>(buf.data()) + 4;
+  expect_error(QuantizeMxInto(Fp32MatrixView{buf.data(), 8, 64, 64}, in_place),
+               "source overlaps the destination codes");
+  in_place = span;
+  in_place.scales = reinterpret_cast<std::uint8_t*>(buf.data() + 7 * 64 + 3);
+  expect_error(QuantizeMxInto(Fp32MatrixView{buf.data(), 8, 64, 64}, in_place),
+               "source overlaps the destination scales");
+  // Interleaved but disjoint: source rows with gaps that hold the scales.
+  std::vector<float> gappy(8 * 80, 1.0f);
+  MxTensorSpan gap = span;
+  gap.scales = reinterpret_cast<std::uint8_t*>(gappy.data() + 64);  // in row 0's gap
+  gap.scales_stride = 80 * sizeof(float);
+  EXPECT_TRUE(QuantizeMxInto(Fp32MatrixView{gappy.data(), 8, 64, 80}, gap).ok());
+
+  // NVFP4-specific options.
+  StatusOr<MxTensor> nv = MxTensor::Create({MxFormat::kNvfp4, 8, 64, BlockAxis::kRows});
+  MxTensorSpan nspan = nv.value().span();
+  Status st = QuantizeMxInto(src, nspan, {.rule = ScaleRule::kRceil});
+  EXPECT_NE(st.message().find("does not apply to nvfp4"), std::string::npos) << st.message();
+  st = QuantizeMxInto(src, nspan, {.special = SpecialBlock::kSatFiniteBlock});
+  EXPECT_NE(st.message().find("kSatFiniteBlock is not defined for nvfp4"), std::string::npos) << st.message();
+  MxQuantizeOptions neg;
+  neg.nvfp4_global_amax = -1.0f;
+  st = QuantizeMxInto(src, nspan, neg);
+  EXPECT_NE(st.message().find("is not a finite value >= 0"), std::string::npos) << st.message();
+  neg.nvfp4_global_amax = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(QuantizeMxInto(src, nspan, neg).ok());
+  // BF16 path validates the same way.
+  std::vector<Bf16> xb(8 * 64);
+  st = QuantizeMxInto(Bf16MatrixView{xb.data(), 8, 64, 10}, span);
+  EXPECT_NE(st.message().find("source row_stride 10 is less than cols 64"), std::string::npos);
+  // Allocation-side errors.
+  st = MxTensor::Create({MxFormat::kMxfp4, std::size_t{1} << 62, std::size_t{1} << 62,
+                         BlockAxis::kRows})
+           .status();
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange) << st.ToString();
+  EXPECT_NE(st.message().find("overflows size_t"), std::string::npos) << st.message();
+}
+
+TEST(MxTensorErrors, DequantizeAndViewValidation) {
+  std::vector<float> x(4 * 40, 2.0f);
+  StatusOr<MxTensor> t = QuantizeMx(Fp32MatrixView{x.data(), 4, 40, 40}, MxFormat::kMxfp6E2M3);
+  ASSERT_TRUE(t.ok());
+  std::vector<float> y(4 * 40, -7.0f);
+  const auto expect_error = [&](Status st, const std::string& needle) {
+    EXPECT_FALSE(st.ok()) << needle;
+    EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();
+    EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == -7.0f; })) << needle;
+  };
+  const MxTensorView v = t->view();
+  expect_error(DequantizeMx(v, {y.data(), 4, 41, 41}), "destination is 4 x 41 but the MX tensor is 4 x 40");
+  expect_error(DequantizeMx(v, {nullptr, 4, 40, 40}), "destination data pointer is null");
+  expect_error(DequantizeMx(v, {y.data(), 4, 40, 39}), "destination row_stride 39 is less than cols 40");
+  MxTensorView bad = v;
+  bad.tensor_scale = 2.0f;
+  expect_error(DequantizeMx(bad, {y.data(), 4, 40, 40}), "mxfp6-e2m3 has no tensor scale (must be 1)");
+  bad = v;
+  bad.codes_stride = 10;
+  expect_error(DequantizeMx(bad, {y.data(), 4, 40, 40}), "codes_stride 10 is less than a line's 48 code bytes");
+  // Destination over the codes.
+  MxTensor copy = *t;
+  MxTensorView over = copy.view();
+  std::vector<float> big(1000);
+  over.codes = reinterpret_cast<const std::uint8_t*>(big.data() + 10);
+  over.scales = copy.scales().data();
+  Status st = DequantizeMx(over, {big.data(), 4, 40, 40});
+  EXPECT_NE(st.message().find("destination overlaps the MX codes"), std::string::npos) << st.message();
+  // NVFP4 tensor scale must be finite and > 0.
+  StatusOr<MxTensor> nv = QuantizeMx(Fp32MatrixView{x.data(), 4, 40, 40}, MxFormat::kNvfp4);
+  ASSERT_TRUE(nv.ok());
+  MxTensorView nvv = nv->view();
+  for (const float s : {0.0f, -1.0f, std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN()}) {
+    nvv.tensor_scale = s;
+    expect_error(DequantizeMx(nvv, {y.data(), 4, 40, 40}), "nvfp4 tensor_scale");
+  }
+  EXPECT_TRUE(CheckMxView(nv->view()).ok());
+  EXPECT_TRUE(CheckMxView(MxTensorView{}).ok());  // empty 0 x 0
+}
+
+TEST(MxTensor, EmptyAndDegenerateShapes) {
+  for (const MxFormatInfo& info : AllMxFormats()) {
+    for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{0, 0}, {0, 5}, {5, 0}}) {
+      StatusOr<MxTensor> t = QuantizeMx(Fp32MatrixView{nullptr, rows, cols, 0}, info.format);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      EXPECT_TRUE(DequantizeMx(t->view(), {nullptr, rows, cols, 0}).ok());
+    }
+  }
+}
+
+TEST(MxTensor, LineFunctionsAreTheReference) {
+  // The line contract of src/formats/mx_line.h, directly: a 70-element line in
+  // one call equals three calls at block boundaries.
+  std::mt19937_64 rng(Seed() + 6);
+  const std::vector<float> x = MakeInput(70, rng, false);
+  for (const MxFormatInfo& info : AllMxFormats()) {
+    internal::MxLineParams p;
+    p.format = info.format;
+    p.nvfp4_encode_scale = 3.0f;
+    const std::size_t nb = (70 + info.block_size - 1) / info.block_size;
+    std::vector<std::uint8_t> c1(nb * info.block_bytes, 0xEE), s1(nb, 0xEE);
+    internal::QuantizeMxLineScalar(p, x.data(), 70, c1.data(), s1.data());
+    std::vector<std::uint8_t> c2(nb * info.block_bytes, 0xEE), s2(nb, 0xEE);
+    const std::size_t bs = info.block_size;
+    internal::QuantizeMxLineScalar(p, x.data(), bs, c2.data(), s2.data());
+    internal::QuantizeMxLineScalar(p, x.data() + bs, 70 - bs, c2.data() + info.block_bytes,
+                                   s2.data() + 1);
+    EXPECT_EQ(c1, c2) << info.name;
+    EXPECT_EQ(s1, s2) << info.name;
+    std::vector<float> y(71, 123.0f);
+    internal::DequantizeMxLineScalar(info.format, c1.data(), s1.data(), 70, 1.0f / 3.0f, y.data());
+    EXPECT_EQ(y[70], 123.0f) << "wrote past n";
+  }
+}
+
+}  // namespace
+}  // namespace trnmx
