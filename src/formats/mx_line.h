@@ -18,6 +18,7 @@
 #include "trnmx/formats/mx_format.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/scale_rule.h"
+#include "trnmx/formats/stochastic.h"
 
 namespace trnmx::internal {
 
@@ -29,8 +30,10 @@ struct MxLineParams {
   // NVFP4 only: the per-tensor encode scale S_enc (formats.md section 8).
   float nvfp4_encode_scale = 1.0f;
   // Rounding::kStochastic only: element j of the line gets the random word
-  // StochasticBits(seed, first_index + j * index_step), so the bits do not
-  // depend on how the tensor is cut into lines or threads.
+  // StochasticBits(seed, first_index + j * index_step) (trnmx/formats/stochastic.h),
+  // so the bits do not depend on how the tensor is cut into lines or threads.
+  // The tensor layer passes first_index = r * cols + c of the line's first
+  // element and index_step = 1 (row lines) or cols (column lines).
   std::uint64_t seed = 0;
   std::uint64_t first_index = 0;
   std::uint64_t index_step = 1;

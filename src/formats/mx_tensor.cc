@@ -152,6 +152,14 @@ const char* TypeName() {
   return sizeof(T) == 4 ? "FP32" : "BF16";
 }
 
+template <class T>
+Ranges MatrixRanges(const StridedMatrix<T>& m) {
+  if (m.rows == 0 || m.cols == 0) return {};
+  // A single row needs no stride; the families must be ascending and disjoint.
+  const std::size_t stride = m.rows > 1 ? m.row_stride * sizeof(T) : 0;
+  return {reinterpret_cast<std::uintptr_t>(m.data), stride, m.cols * sizeof(T), m.rows};
+}
+
 // Checks a dense matrix; `what` is "source" or "destination".
 template <class T>
 Status CheckMatrix(const StridedMatrix<T>& m, const char* what) {
@@ -167,22 +175,11 @@ Status CheckMatrix(const StridedMatrix<T>& m, const char* what) {
                                 Str(m.cols));
   }
   std::size_t bytes = 0;
-  if (MulOverflows(m.row_stride, sizeof(T), &bytes) ||
+  if ((m.rows > 1 && MulOverflows(m.row_stride, sizeof(T), &bytes)) ||
       MulOverflows(m.cols, sizeof(T), &bytes)) {
     return OutOfRangeError(w + " extent overflows size_t");
   }
-  return CheckRanges(
-      {reinterpret_cast<std::uintptr_t>(m.data), m.row_stride * sizeof(T), m.cols * sizeof(T),
-       m.rows},
-      what);
-}
-
-template <class T>
-Ranges MatrixRanges(const StridedMatrix<T>& m) {
-  if (m.rows == 0 || m.cols == 0) return {};
-  // A single row needs no stride; the families must be ascending and disjoint.
-  const std::size_t stride = m.rows > 1 ? m.row_stride * sizeof(T) : 0;
-  return {reinterpret_cast<std::uintptr_t>(m.data), stride, m.cols * sizeof(T), m.rows};
+  return CheckRanges(MatrixRanges(m), what);
 }
 
 float Load(const float* p) { return *p; }
@@ -204,6 +201,17 @@ Tiling MakeTiling(std::size_t num_lines, std::size_t line_length, bool gather) {
   return {g, (num_lines + g - 1) / g, (line_length + kSegment - 1) / kSegment};
 }
 
+// Runs body(0..n) through the executor; a single item runs on the calling
+// thread (small tensors should not pay for waking a pool).
+template <class F>
+void RunTasks(Executor& ex, std::size_t n, F&& body) {
+  if (n == 1) {
+    body(std::size_t{0});
+  } else if (n > 1) {
+    ex.ParallelFor(n, body);
+  }
+}
+
 void QuantizeLine(const internal::MxLineParams& p, const float* src, std::size_t n,
                   std::uint8_t* codes, std::uint8_t* scales) {
   if (!internal::QuantizeMxLineSimd(p, src, n, codes, scales)) {
@@ -223,7 +231,7 @@ template <class T>
 float SourceAmax(const StridedMatrix<const T>& src, Executor& ex) {
   const Tiling t = MakeTiling(src.rows, src.cols, false);
   std::vector<std::uint32_t> part(t.tasks(), 0);
-  ex.ParallelFor(t.tasks(), [&](std::size_t task) {
+  RunTasks(ex, t.tasks(), [&](std::size_t task) {
     const std::size_t g = task / t.segments;
     const std::size_t s0 = (task % t.segments) * kSegment;
     const std::size_t s1 = std::min(src.cols, s0 + kSegment);
@@ -289,7 +297,7 @@ Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
   const std::size_t bs = info.block_size;
   const Tiling t = MakeTiling(num_lines, len, cols_axis || sizeof(T) != 4);
   if (num_lines != 0 && len != 0) {
-    ex.ParallelFor(t.tasks(), [&](std::size_t task) {
+    RunTasks(ex, t.tasks(), [&](std::size_t task) {
       const std::size_t l0 = (task / t.segments) * t.lines_per_group;
       const std::size_t l1 = std::min(num_lines, l0 + t.lines_per_group);
       const std::size_t s0 = (task % t.segments) * kSegment;
@@ -540,7 +548,7 @@ Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* execu
   const std::size_t bs = info.block_size;
   const bool cols_axis = shape.axis == BlockAxis::kCols;
   const Tiling t = MakeTiling(num_lines, len, cols_axis);
-  ex.ParallelFor(t.tasks(), [&](std::size_t task) {
+  RunTasks(ex, t.tasks(), [&](std::size_t task) {
     const std::size_t l0 = (task / t.segments) * t.lines_per_group;
     const std::size_t l1 = std::min(num_lines, l0 + t.lines_per_group);
     const std::size_t s0 = (task % t.segments) * kSegment;

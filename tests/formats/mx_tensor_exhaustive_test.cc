@@ -15,7 +15,7 @@ namespace {
 
 TEST(MxTensorExhaustive, AllShapesUpTo70) {
   std::mt19937_64 rng(testing_mx::Seed() + 100);
-  ThreadPoolExecutor pool(2);
+  SerialExecutor serial;
   for (const MxFormatInfo& info : AllMxFormats()) {
     for (const BlockAxis axis : {BlockAxis::kRows, BlockAxis::kCols}) {
       for (std::size_t rows = 0; rows <= 70; ++rows) {
@@ -23,7 +23,7 @@ TEST(MxTensorExhaustive, AllShapesUpTo70) {
           MxQuantizeOptions o;
           o.axis = axis;
           testing_mx::CheckAgainstReference(info.format, rows, cols, cols + (rows % 3), o, rng,
-                                            &pool, true);
+                                            &serial, true);
           if (::testing::Test::HasFailure()) return;
         }
       }

@@ -52,11 +52,11 @@ TEST(MxTensor, EveryFormatAxisShapeMatchesBlockReference) {
 
 TEST(MxTensor, EveryRuleAndOptionMatchesBlockReference) {
   std::mt19937_64 rng(Seed() + 1);
-  ThreadPoolExecutor pool(2);
+  SerialExecutor serial;  // Thread counts: ThreadCountsGiveIdenticalBits.
   for (const MxFormatInfo& info : AllMxFormats()) {
     for (const MxQuantizeOptions& o : AllOptionVariants(info.format)) {
       for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{5, 70}, {33, 17}, {64, 64}}) {
-        CheckAgainstReference(info.format, rows, cols, cols + 3, o, rng, &pool, true);
+        CheckAgainstReference(info.format, rows, cols, cols + 3, o, rng, &serial, true);
       }
     }
   }
@@ -89,7 +89,7 @@ TEST(MxTensor, ThreadCountsGiveIdenticalBits) {
   for (const MxFormat f : {MxFormat::kMxfp8E4M3, MxFormat::kMxfp6E3M2, MxFormat::kMxfp4,
                            MxFormat::kMxint8, MxFormat::kNvfp4}) {
     for (const BlockAxis axis : {BlockAxis::kRows, BlockAxis::kCols}) {
-      for (const Case c : {Case{300, 333}, Case{3, 20000}, Case{20000, 3}}) {
+      for (const Case c : {Case{130, 257}, Case{2, 17000}, Case{17000, 2}}) {
         MxQuantizeOptions o;
         o.axis = axis;
         o.element.rounding = Rounding::kStochastic;
@@ -118,9 +118,8 @@ TEST(MxTensor, ThreadCountsGiveIdenticalBits) {
 }
 
 TEST(MxTensor, StochasticDependsOnlyOnSeedAndPosition) {
-  // Row and column axes use the same random word for element (r, c): an
-  // MXFP8 tensor of identical columns... simpler: both axes equal the
-  // reference (checked above), and different seeds differ somewhere.
+  // Both axes match the reference with StochasticBits(seed, r * cols + c)
+  // (EveryRuleAndOption...); here: same seed, same bits; another seed differs.
   std::mt19937_64 rng(Seed() + 4);
   const std::vector<float> x = MakeInput(64 * 64, rng, false);
   const Fp32MatrixView src{x.data(), 64, 64, 64};
