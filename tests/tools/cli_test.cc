@@ -15,19 +15,26 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <iterator>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "trnmx/executor.h"
+#include "trnmx/mx.h"
 
 extern char** environ;
 
@@ -980,6 +987,230 @@ TEST(CliBadInputLarge, NothingHalfWrittenAfterManyGoodTokens) {
   EXPECT_EQ(r.out.size(), 0u);
   EXPECT_NE(r.err.find("token 100001"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("'0x3f8000000'"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// quantize / dequantize / inspect (MX tensors, .npy files, .mx container).
+// ---------------------------------------------------------------------------
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "trnmx_cli_mx";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::vector<std::uint8_t> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void WriteAll(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A float32 .npy file (version 1.0, C order) written by hand, independent of
+// the program's own writer.
+void WriteNpyF32(const std::string& path, std::size_t rows, std::size_t cols, const std::vector<float>& v) {
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                     std::to_string(cols) + "), }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::vector<std::uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                     static_cast<std::uint8_t>(dict.size()),
+                                     static_cast<std::uint8_t>(dict.size() >> 8)};
+  bytes.insert(bytes.end(), dict.begin(), dict.end());
+  const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
+  bytes.insert(bytes.end(), p, p + v.size() * 4);
+  WriteAll(path, bytes);
+}
+
+// The float32 payload of a .npy file this program wrote (header length from
+// the file).
+std::vector<float> NpyPayload(const std::vector<std::uint8_t>& bytes) {
+  if (bytes.size() < 10) return {};
+  const std::size_t start = 10 + (bytes[8] | (bytes[9] << 8));
+  std::vector<float> v((bytes.size() - start) / 4);
+  std::memcpy(v.data(), bytes.data() + start, v.size() * 4);
+  return v;
+}
+
+TEST(CliQuantizeText, KnownAnswersOneBlockPerLine) {
+  // mx_block.h's example (formats.md section 6) and a second, shorter block.
+  const RunResult r = RunCli({"quantize", "--format", "mxfp8-e4m3", "--text"},
+                             "44700000 446f4000 4461999a 3f800000 ba83126f 0 80000000 41880000\n"
+                             "3f800000 3fc00000\n");
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out,
+            "scale=0x80 codes=0x7e 0x7e 0x7e 0x30 0x80 0x00 0x80 0x50\n"
+            "scale=0x77 codes=0x78 0x7c\n");
+  // Inf block: default FF with zero codes; sat-finite FE with saturation.
+  const std::string inf_block = "3f800000 40000000 c0400000 7f800000\n";
+  RunResult d = RunCli({"quantize", "--format", "mxfp8-e4m3", "--text"}, inf_block);
+  EXPECT_EQ(d.out, "scale=0xff codes=0x00 0x00 0x00 0x00\n") << d;
+  d = RunCli({"quantize", "--format", "mxfp8-e4m3", "--special", "sat-finite", "--text"}, inf_block);
+  EXPECT_EQ(d.out, "scale=0xfe codes=0x00 0x00 0x80 0x7e\n") << d;
+  // MXFP4: 6 -> scale 2^0 with max code 7; 0.25 ties to even (0).
+  d = RunCli({"quantize", "--format", "mxfp4", "--text"}, "40c00000 3e800000 bf400000\n");
+  EXPECT_EQ(d.out, "scale=0x7f codes=0x07 0x00 0x0a\n") << d;
+}
+
+TEST(CliQuantizeText, BadInputFailsCleanly) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string input, needle;
+  };
+  const std::string line33 = [] {
+    std::string s;
+    for (int i = 0; i < 33; ++i) s += "3f800000 ";
+    return s + "\n";
+  }();
+  const std::vector<Case> cases = {
+      {{"quantize", "--format", "mxfp9", "--text"}, "0\n", "unknown MX format 'mxfp9'"},
+      {{"quantize", "--format", "mxfp4", "--scale-rule", "floor", "--text"}, "0\n", "unknown scale rule 'floor'"},
+      {{"quantize", "--format", "mxfp6-e2m3", "--scale-rule", "nki", "--text"}, "0\n", "nki"},
+      {{"quantize", "--format", "mxfp4", "--text"}, "3f800000 zz\n", "'zz'"},
+      {{"quantize", "--format", "mxfp4", "--text"}, line33, "more than 32 values"},
+      {{"quantize", "--format", "mxfp4", "--text", "a.npy"}, "", "give no files"},
+      {{"quantize", "--format", "mxfp4"}, "", "needs IN.npy and OUT.mx"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = RunCli(c.args, c.input);
+    EXPECT_NE(r.exit_code, 0) << r;
+    EXPECT_TRUE(r.out.empty()) << r;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << "want '" << c.needle << "' in\n" << r;
+  }
+}
+
+TEST(CliQuantizeFile, RoundTripsExactValuesThroughNpyAndContainer) {
+  // Every value is exact in E4M3 under scale 2^0 (amax 448): the round trip
+  // must return the same bits, -0 included.
+  const std::string in = TempPath("exact.npy"), mx = TempPath("exact.mx"), out = TempPath("exact_out.npy");
+  const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 448.0f};
+  WriteNpyF32(in, 2, 3, v);
+  RunResult r = RunCli({"quantize", "--format", "mxfp8-e4m3", in, mx});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  r = RunCli({"dequantize", mx, out});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::vector<float> got = NpyPayload(ReadAll(out));
+  ASSERT_EQ(got.size(), v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(v[i])) << i;
+  }
+}
+
+// The program's output equals the library's QuantizeMx + DequantizeMx for
+// every format, axis and a shape with tails in both directions.
+TEST(CliQuantizeFile, MatchesTheLibraryForEveryFormatAndAxis) {
+  const unsigned seed = 4242;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const std::size_t rows = 37, cols = 45;
+  std::vector<float> v(rows * cols);
+  for (float& x : v) x = normal(rng);
+  const std::string in = TempPath("lib.npy");
+  WriteNpyF32(in, rows, cols, v);
+  for (const trnmx::MxFormatInfo& info : trnmx::AllMxFormats()) {
+    for (const char* axis : {"rows", "cols"}) {
+      SCOPED_TRACE(std::string(info.name) + " " + axis);
+      const std::string mx = TempPath("lib.mx"), out = TempPath("lib_out.npy");
+      RunResult r = RunCli({"quantize", "--format", std::string(info.name), "--axis", axis, in, mx});
+      ASSERT_EQ(r.exit_code, 0) << r;
+      r = RunCli({"dequantize", mx, out, "--threads", "2"});
+      ASSERT_EQ(r.exit_code, 0) << r;
+      trnmx::MxQuantizeOptions options;
+      options.axis = std::string(axis) == "cols" ? trnmx::BlockAxis::kCols : trnmx::BlockAxis::kRows;
+      trnmx::SerialExecutor serial;
+      trnmx::StatusOr<trnmx::MxTensor> t =
+          trnmx::QuantizeMx(trnmx::Fp32MatrixView{v.data(), rows, cols, cols}, info.format, options, &serial);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      std::vector<float> want(rows * cols);
+      ASSERT_TRUE(trnmx::DequantizeMx(t->view(), trnmx::Fp32MatrixSpan{want.data(), rows, cols, cols}, &serial).ok());
+      const std::vector<float> got = NpyPayload(ReadAll(out));
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "element " << i;
+      }
+      // The container holds exactly the library's codes and scales (after the 64-byte header).
+      const std::vector<std::uint8_t> file = ReadAll(mx);
+      ASSERT_EQ(file.size(), 64 + t->codes().size() + t->scales().size());
+      EXPECT_TRUE(std::equal(t->codes().begin(), t->codes().end(), file.begin() + 64));
+      EXPECT_TRUE(std::equal(t->scales().begin(), t->scales().end(),
+                             file.begin() + 64 + static_cast<std::ptrdiff_t>(t->codes().size())));
+    }
+  }
+}
+
+TEST(CliQuantizeFile, ReadsBf16AsUint16) {
+  const std::string mx = TempPath("u2.mx"), out = TempPath("u2_out.npy");
+  // 1.0, -1.0, +Inf, 2^-133 (subnormal), NaN: a NaN block gives scale FF.
+  RunResult r = RunCli({"quantize", "--format", "mxfp8-e5m2", TRNMX_TEST_DATA_DIR "/npy/u2_5.npy", mx});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  r = RunCli({"inspect", mx});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("0xff         1  NaN"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("1 x 5"), std::string::npos) << r;
+}
+
+TEST(CliInspect, PrintsHistogramSaturationAndError) {
+  const std::string in = TempPath("insp.npy"), mx = TempPath("insp.mx");
+  // Block 0: amax 6 (scale 2^0), 7 saturates? no: 7 rounds... use 6 and 5.9 -> 6.
+  std::vector<float> v(64, 0.5f);
+  v[0] = 6.0f;
+  v[1] = 5.9f;    // -> 6 (at max)
+  v[32] = 100.0f; // block 1: scale 2^4, 100/16 = 6.25 -> 6 (at max)
+  WriteNpyF32(in, 1, 64, v);
+  ASSERT_EQ(RunCli({"quantize", "--format", "mxfp4", in, mx}).exit_code, 0);
+  const RunResult r = RunCli({"inspect", mx, "--source", in});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("at +-max    3 elements"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("0x7f         1  2^0"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("0x83         1  2^4"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("max |err| 4"), std::string::npos) << r;  // 100 -> 96
+  // A source of another shape is refused.
+  const std::string other = TempPath("other.npy");
+  WriteNpyF32(other, 2, 32, v);
+  const RunResult bad = RunCli({"inspect", mx, "--source", other});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("differs from the tensor's 1 x 64"), std::string::npos) << bad;
+}
+
+TEST(CliQuantizeFile, CorruptOrTruncatedFilesGiveErrorsAndNoOutput) {
+  const std::string in = TempPath("c.npy"), mx = TempPath("c.mx"), out = TempPath("c_out.npy");
+  WriteNpyF32(in, 4, 40, std::vector<float>(160, 1.25f));
+  ASSERT_EQ(RunCli({"quantize", "--format", "mxfp6-e3m2", in, mx}).exit_code, 0);
+  const std::vector<std::uint8_t> good = ReadAll(mx);
+  const std::string bad = TempPath("bad.mx");
+  for (const std::size_t keep : {std::size_t{0}, std::size_t{5}, std::size_t{63}, good.size() - 1}) {
+    WriteAll(bad, std::vector<std::uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(keep)));
+    std::filesystem::remove(out);
+    const RunResult r = RunCli({"dequantize", bad, out});
+    EXPECT_NE(r.exit_code, 0) << r;
+    EXPECT_NE(r.err.find("bad.mx"), std::string::npos) << r;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "output written for a " << keep << "-byte file";
+  }
+  std::vector<std::uint8_t> flipped = good;
+  flipped[70] ^= 0x10;
+  WriteAll(bad, flipped);
+  RunResult r = RunCli({"dequantize", bad, out});
+  EXPECT_NE(r.err.find("data checksum mismatch"), std::string::npos) << r;
+  r = RunCli({"inspect", bad});
+  EXPECT_NE(r.err.find("data checksum mismatch"), std::string::npos) << r;
+  // A truncated .npy: error, and an existing output is left as it was.
+  std::vector<std::uint8_t> npy = ReadAll(in);
+  npy.resize(npy.size() - 3);
+  const std::string short_npy = TempPath("short.npy");
+  WriteAll(short_npy, npy);
+  r = RunCli({"quantize", "--format", "mxfp4", short_npy, mx});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r;
+  EXPECT_EQ(ReadAll(mx), good);
+  r = RunCli({"dequantize", TempPath("missing.mx"), out});
+  EXPECT_NE(r.err.find("cannot open"), std::string::npos) << r;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ int& ExitCode();
 void AddFormatsCommand(CLI::App& app);
 void AddConvertCommands(CLI::App& app);  // convert, decode
 void AddDemoCommand(CLI::App& app);
+void AddMxCommands(CLI::App& app);  // quantize, dequantize, inspect
 
 }  // namespace trnmx::cli
 

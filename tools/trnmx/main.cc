@@ -3,6 +3,10 @@
 //   trnmx formats                         traits of every format
 //   trnmx convert --to e4m3 < bits.txt    FP32 hex bit patterns -> codes
 //   trnmx decode --from e4m3 < codes.txt  codes -> FP32 hex bit patterns
+//   trnmx quantize --format mxfp4 IN.npy OUT.mx   MX quantization (.mx container)
+//   trnmx quantize --format mxfp4 --text          one block per stdin line
+//   trnmx dequantize IN.mx OUT.npy                back to float32
+//   trnmx inspect FILE.mx [--source IN.npy]       per-block statistics
 //   trnmx demo                            quantization error table (main job)
 #include <CLI/CLI.hpp>
 
@@ -16,6 +20,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   trnmx::cli::AddFormatsCommand(app);
   trnmx::cli::AddConvertCommands(app);
+  trnmx::cli::AddMxCommands(app);
   trnmx::cli::AddDemoCommand(app);
   try {
     app.parse(argc, argv);

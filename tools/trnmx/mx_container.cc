@@ -13,7 +13,7 @@ namespace trnmx::cli {
 namespace {
 
 constexpr std::uint8_t kMagic[8] = {'T', 'R', 'N', 'M', 'X', 0, 'M', 'X'};
-constexpr std::uint8_t kNumScaleRules = static_cast<std::uint8_t>(ScaleRule::kGgml) + 1;
+constexpr std::size_t kNumScaleRules = std::size(kAllScaleRules);
 
 std::uint32_t Crc32(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b = {}) {
   uLong crc = crc32(0L, Z_NULL, 0);
