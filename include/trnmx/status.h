@@ -55,6 +55,7 @@ inline Status OutOfRangeError(std::string m) { return {StatusCode::kOutOfRange, 
 inline Status FailedPreconditionError(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
+inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // Thrown by StatusOr<T>::value() on an error status.
 class StatusError : public std::runtime_error {

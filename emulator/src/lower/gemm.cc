@@ -135,7 +135,8 @@ class CoreLowering {
   // `tile`: rows of the stationary operand x columns of the moving one
   // (C's rows x columns, or C's columns x rows when B is stationary).
   CoreLowering(Program& p, const GemmPlan& plan, int core, const CoreGemmTile& tile,
-               const HbmOperand& stationary, const HbmOperand& moving, BufferId c_hbm)
+               const HbmOperand& stationary, const HbmOperand& moving, BufferId c_hbm,
+               std::vector<GemmTileOp>* tile_ops)
       : p_(p),
         plan_(plan),
         cfg_(plan.config),
@@ -143,7 +144,8 @@ class CoreLowering {
         tile_(tile),
         stat_(stationary),
         mov_(moving),
-        c_hbm_(c_hbm) {}
+        c_hbm_(c_hbm),
+        tile_ops_(tile_ops) {}
 
   Status Run() {
     const Machine& m = p_.machine();
@@ -330,6 +332,8 @@ class CoreLowering {
                     mm.signals.push_back({s.stat_free, 1});
                   }
                 }
+                RecordTileOp(GemmTileOp::Kind::kMatmul, pe_, acc[bank], row_of(i), rows_of(i), col,
+                             cols, kg * kt, std::min(kt, cfg_.k - kg * kt), kg > 0);
                 TRY(p_.Append(pe_, std::move(mm)));
               }
             }
@@ -397,6 +401,8 @@ class CoreLowering {
       ev.waits = {{s.mm_done, t + 1}};
       if (t >= cfg_.out_buffers) ev.waits.push_back({s.stored, t - cfg_.out_buffers + 1});
       ev.signals = {{s.evac[e], 1}};
+      RecordTileOp(GemmTileOp::Kind::kEvacuate, evac_stream_[e], acc[bank], row_of(i), rows, col,
+                   cols, 0, 0, false);
       TRY(p_.Append(evac_stream_[e], std::move(ev)));
       ++evac_count[e];
       // The tile is C[row.., col..], or C^T when B is stationary.
@@ -411,6 +417,25 @@ class CoreLowering {
     return OkStatus();
   }
 
+  // Notes what the instruction about to be appended to `stream` computes.
+  void RecordTileOp(GemmTileOp::Kind kind, StreamId stream, BufferId psum, int64_t stat0,
+                    int64_t stat_rows, int64_t mov0, int64_t mov_cols, int64_t k0, int64_t k_len,
+                    bool accumulate) {
+    GemmTileOp op;
+    op.kind = kind;
+    op.stream = stream;
+    op.index = static_cast<int32_t>(p_.streams()[static_cast<size_t>(stream)].instructions.size());
+    op.psum = psum;
+    op.stat0 = stat0;
+    op.stat_rows = stat_rows;
+    op.mov0 = mov0;
+    op.mov_cols = mov_cols;
+    op.k0 = k0;
+    op.k_len = k_len;
+    op.accumulate = accumulate;
+    tile_ops_->push_back(op);
+  }
+
   Program& p_;
   const GemmPlan& plan_;
   const GemmConfig& cfg_;
@@ -418,6 +443,7 @@ class CoreLowering {
   CoreGemmTile tile_;
   HbmOperand stat_, mov_;
   BufferId c_hbm_;
+  std::vector<GemmTileOp>* tile_ops_;
   StreamId q_stat_ = -1, q_mov_ = -1, q_out_ = -1, pe_ = -1;
   StreamId evac_stream_[2] = {-1, -1};
   int64_t panels_since_stat_ = 0;  // moving panels loaded since the last stationary load
@@ -692,9 +718,10 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
     TRY_ASSIGN(a.scales, p.AllocHbm("A_scale", HbmOperand::ScaleBytes(c.m, c.k)));
     TRY_ASSIGN(b.scales, p.AllocHbm("B_scale", HbmOperand::ScaleBytes(c.n, c.k)));
   }
+  std::vector<GemmTileOp> tile_ops;
   for (size_t i = 0; i < plan.cores.size(); ++i) {
     CoreLowering lower(p, plan, static_cast<int>(i), orient.tiles[i], plan.b_stationary ? b : a,
-                       plan.b_stationary ? a : b, cc);
+                       plan.b_stationary ? a : b, cc, &tile_ops);
     if (Status s = lower.Run(); !s.ok()) {
       return Status(s.code(),
                     what + " on " + machine.name + " core " + std::to_string(i) + " (" +
@@ -707,7 +734,7 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   for (const Stream& s : p.streams()) {
     for (const Instruction& in : s.instructions) plan.matmuls += in.op == Opcode::kMultiplyMoving;
   }
-  return LoweredGemm{std::move(p), std::move(plan)};
+  return LoweredGemm{std::move(p), std::move(plan), std::move(tile_ops)};
 }
 
 #undef TRY

@@ -87,9 +87,28 @@ struct GemmPlan {
   double flops = 0;     // 2 M N K
 };
 
+// What one TensorE MultiplyMoving or one PSUM evacuation of a lowered GEMM
+// computes, for the functional mode (functional.h). Ranges are in the
+// orientation of the instruction: `stat` indexes the stationary operand's
+// rows (rows of A, or columns of B when B is stationary), `mov` the moving
+// operand's columns (columns of B, or rows of A); the PSUM tile is
+// [stat_rows x mov_cols] FP32 (a tile of C, or of C^T).
+struct GemmTileOp {
+  enum class Kind : uint8_t { kMatmul, kEvacuate };
+  Kind kind = Kind::kMatmul;
+  StreamId stream = -1;  // the instruction: program.streams()[stream].instructions[index]
+  int32_t index = -1;
+  BufferId psum = -1;
+  int64_t stat0 = 0, stat_rows = 0;
+  int64_t mov0 = 0, mov_cols = 0;
+  int64_t k0 = 0, k_len = 0;  // matmul: contraction range, without MX zero padding
+  bool accumulate = false;    // matmul: add to the PSUM tile (false: start a new group)
+};
+
 struct LoweredGemm {
   Program program;
   GemmPlan plan;
+  std::vector<GemmTileOp> tile_ops;  // every MultiplyMoving and evacuation, in append order
 };
 
 // Bytes of one element in HBM (MX: data only; scales are K/32 per row/column).
