@@ -8,6 +8,12 @@
 #                          tree embedded by add_subdirectory() (no install)
 #   consumer.pkg_config    builds and runs the same main.cc with
 #                          `pkg-config --cflags --libs trnmx`
+#
+# When xsimd 8 is found (TRNMX_TESTS_HAVE_XSIMD), find_package, add_subdirectory
+# and pkg_config also build and run consumer_inline (inline_main.cc: the
+# optional xsimd inline layer, with xsimd found by the consumer itself), and
+# install checks that the inline headers are installed and that trnmx's CMake
+# package and .pc file do not depend on xsimd.
 #   consumer.conan         `conan create conan/` offline with the Debian 12
 #                          profile (label `consumer;package`; skipped when
 #                          conan is not installed)
@@ -57,7 +63,7 @@ set_tests_properties(consumer.install consumer.find_package consumer.add_subdire
   LABELS consumer
   TIMEOUT 300
   SKIP_RETURN_CODE 77
-  ENVIRONMENT "CMAKE_COMMAND=${CMAKE_COMMAND}")
+  ENVIRONMENT "CMAKE_COMMAND=${CMAKE_COMMAND};TRNMX_CONSUMER_INLINE=${TRNMX_TESTS_HAVE_XSIMD}")
 set_tests_properties(consumer.find_package consumer.pkg_config PROPERTIES
   FIXTURES_REQUIRED trnmx_consumer_prefix)
 

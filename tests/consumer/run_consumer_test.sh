@@ -9,8 +9,11 @@
 #   run_consumer_test.sh conan        CONAN RECIPE_DIR PROFILE
 #
 # Exit status 77 means "skipped" (a tool is missing); ctest reports it as such.
+# TRNMX_CONSUMER_INLINE=ON (set by ctest when xsimd 8 is found) also builds and
+# runs consumer_inline, the consumer of the optional xsimd inline layer.
 set -euo pipefail
 cmake=${CMAKE_COMMAND:-cmake}  # the CMake that built trnmx (set by ctest)
+inline=${TRNMX_CONSUMER_INLINE:-OFF}
 
 step() { printf '\n=== %s\n' "$*"; }
 run() { printf '+ %s\n' "$*"; "$@"; }
@@ -27,13 +30,18 @@ case "$mode" in
     args=("$cmake" --install "$build_dir" --prefix "$prefix")
     [[ -n "$config" ]] && args+=(--config "$config")
     run "${args[@]}" || die "cmake --install failed (is the tree fully built? run 'cmake --build $build_dir' first)"
-    for f in include/trnmx/formats.h include/trnmx/version.h; do
+    for f in include/trnmx/formats.h include/trnmx/version.h include/trnmx/inline/all.h \
+             include/trnmx/inline/codec.h include/trnmx/inline/mx_block.h; do
       [[ -f "$prefix/$f" ]] || die "$prefix/$f was not installed"
     done
     config_file=$(find "$prefix" -name trnmxConfig.cmake -print -quit)
     [[ -n "$config_file" ]] || die "no trnmxConfig.cmake under $prefix"
     pc_file=$(find "$prefix" -name trnmx.pc -print -quit)
     [[ -n "$pc_file" ]] || die "no trnmx.pc under $prefix"
+    # Only users of trnmx/inline/ need xsimd: the package must not require it.
+    if grep -il xsimd "$(dirname "$config_file")"/*.cmake "$pc_file"; then
+      die "trnmx's CMake package or .pc file mentions xsimd (listed above); only trnmx/inline/ users need it"
+    fi
     if [[ -x "$prefix/bin/trnmx" ]]; then
       step "run the installed tool"
       run "$prefix/bin/trnmx" formats >/dev/null || die "$prefix/bin/trnmx formats failed"
@@ -51,7 +59,7 @@ case "$mode" in
       -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE="$config" \
       -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$cxxflags" \
       -DCMAKE_PREFIX_PATH="$prefix" -DTRNMX_EXPECTED_PREFIX="$prefix" \
-      -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+      -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DTRNMX_CONSUMER_INLINE="$inline" \
       || die "configuring the consumer with find_package(trnmx 0.1 CONFIG REQUIRED) failed"
     step "build the consumer"
     run "$cmake" --build "$work" --config "$config" || die "building the consumer failed"
@@ -59,6 +67,10 @@ case "$mode" in
     exe="$work/consumer"
     [[ -x "$exe" ]] || exe="$work/$config/consumer"
     run "$exe" "$version" || die "the consumer built with find_package reported a mismatch"
+    if [[ "$inline" == ON ]]; then
+      step "run the inline-layer consumer"
+      run "$(dirname "$exe")/consumer_inline" || die "consumer_inline built with find_package reported a mismatch"
+    fi
     ;;
 
   add_subdirectory)
@@ -68,7 +80,7 @@ case "$mode" in
     run "$cmake" -S "$src" -B "$work" -G "$generator" \
       -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE="$config" \
       -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$cxxflags" \
-      -DTRNMX_SOURCE_DIR="$trnmx_src" \
+      -DTRNMX_SOURCE_DIR="$trnmx_src" -DTRNMX_CONSUMER_INLINE="$inline" \
       || die "configuring the consumer with add_subdirectory(trnmx) failed"
     step "build the consumer (and the embedded trnmx library)"
     run "$cmake" --build "$work" --config "$config" || die "building the consumer failed"
@@ -76,6 +88,10 @@ case "$mode" in
     exe="$work/consumer"
     [[ -x "$exe" ]] || exe="$work/$config/consumer"
     run "$exe" "$version" || die "the consumer built with add_subdirectory reported a mismatch"
+    if [[ "$inline" == ON ]]; then
+      step "run the inline-layer consumer"
+      run "$(dirname "$exe")/consumer_inline" || die "consumer_inline built with add_subdirectory reported a mismatch"
+    fi
     ;;
 
   pkg_config)
@@ -97,6 +113,15 @@ case "$mode" in
     step "run the consumer"
     LD_LIBRARY_PATH="$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" run "$work/consumer" "$version" \
       || die "the consumer built with pkg-config reported a mismatch"
+    if [[ "$inline" == ON ]]; then
+      step "build and run the inline-layer consumer with pkg-config trnmx xsimd"
+      inline_flags=$(pkg-config --cflags --libs trnmx xsimd) || die "pkg-config cannot find xsimd"
+      # shellcheck disable=SC2086
+      run "$cxx" $cxxflags -o "$work/consumer_inline" "$src/inline_main.cc" $inline_flags \
+        || die "compiling inline_main.cc with pkg-config flags failed"
+      LD_LIBRARY_PATH="$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" run "$work/consumer_inline" \
+        || die "consumer_inline built with pkg-config reported a mismatch"
+    fi
     ;;
 
   conan)

@@ -1,0 +1,137 @@
+// Every FP32 bit pattern (2^32) through the xsimd inline layer's encoders, at
+// the widest architecture this machine runs (tests/inline/CMakeLists.txt),
+// against the scalar reference of trnmx/formats/codec.h:
+//   BF16                    EncodeBf16 vs Encode<Bf16> (project default, D11)
+//   E4M3, E5M2, E2M1        Encode<Traits, P> for P = kSatFinite (default),
+//                           kNonSat, kMlDtypesSat vs EncodeWithFlags<Traits>
+//   E2M1 packed             EncodeE2M1Packed: each nibble vs the same reference
+// The scalar reference runs once per input under the default policy; the
+// other overflow policies can only differ from it where that call raised
+// kFlagOverflow (codec.h applies the overflow policy nowhere else), so the
+// reference is re-run under them exactly there. Two threads (std::thread),
+// each on half of the patterns, in chunks that the array functions process
+// as whole batches. ctest label: exhaustive.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "trnmx/formats/codec.h"
+#include "trnmx/inline/all.h"
+
+namespace trnmx::test {
+namespace {
+
+namespace tis = trnmx::inline_simd;
+using Arch = xsimd::default_arch;
+constexpr unsigned kThreads = 2;
+constexpr std::uint64_t kChunk = 1 << 16;  // a multiple of every batch width
+
+// First mismatches (from any thread) and the total count of one sweep.
+class Log {
+ public:
+  explicit Log(std::string what) : what_(std::move(what)) {}
+  void Add(const char* policy, std::uint32_t in, std::uint32_t got, std::uint32_t want) {
+    if (count_.fetch_add(1) < 10) {
+      std::lock_guard<std::mutex> lock(mu_);
+      char line[128];
+      std::snprintf(line, sizeof line, "  %s %s: x=0x%08X got 0x%X want 0x%X\n", what_.c_str(), policy, in, got, want);
+      lines_ += line;
+    }
+  }
+  void Expect() const {
+    EXPECT_EQ(count_.load(), 0u) << what_ << " mismatches:\n" << lines_;
+  }
+
+ private:
+  std::string what_;
+  std::atomic<std::uint64_t> count_{0};
+  std::mutex mu_;
+  std::string lines_;
+};
+
+// Runs body(first_bits, x, n) over all 2^32 patterns in kThreads threads;
+// prints the time.
+template <class Body>
+void Sweep(const char* what, Body body) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  constexpr std::uint64_t kEnd = 1ull << 32;
+  for (unsigned t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&body, t] {
+      std::vector<float> x(kChunk);
+      for (std::uint64_t lo = kEnd / kThreads * t; lo < kEnd / kThreads * (t + 1); lo += kChunk) {
+        for (std::uint64_t i = 0; i < kChunk; ++i) x[i] = std::bit_cast<float>(static_cast<std::uint32_t>(lo + i));
+        body(x.data(), kChunk);
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%s: 2^32 inputs on %s (%zu lanes), %u threads: %.1f s\n", what, Arch::name(),
+              xsimd::batch<float, Arch>::size, kThreads, s);
+}
+
+TEST(InlineExhaustive, Bf16) {
+  Log log("BF16");
+  Sweep("BF16", [&log](const float* x, std::uint64_t n) {
+    std::vector<std::uint16_t> got(n);
+    tis::EncodeBf16<Arch>(x, got.data(), n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint32_t want = Encode<Bf16>(x[i]).bits;
+      if (got[i] != want) log.Add("default", std::bit_cast<std::uint32_t>(x[i]), got[i], want);
+    }
+  });
+  log.Expect();
+}
+
+template <class Traits>
+void SweepSmallFloat(const char* name) {
+  Log log(name);
+  Sweep(name, [&log](const float* x, std::uint64_t n) {
+    std::vector<std::uint8_t> sat(n), nonsat(n), mlsat(n), packed((n + 1) / 2);
+    tis::Encode<Traits, Overflow::kFormatDefault, Arch>(x, sat.data(), n);
+    tis::Encode<Traits, Overflow::kNonSat, Arch>(x, nonsat.data(), n);
+    tis::Encode<Traits, Overflow::kMlDtypesSat, Arch>(x, mlsat.data(), n);
+    if constexpr (std::is_same_v<Traits, Fp4E2M1Traits>) {
+      tis::EncodeE2M1Packed<Overflow::kFormatDefault, Arch>(x, packed.data(), n);
+    }
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[i]);
+      const EncodeResult r = EncodeWithFlags<Traits>(x[i]);
+      if (sat[i] != r.code) log.Add("kSatFinite", bits, sat[i], r.code);
+      if constexpr (std::is_same_v<Traits, Fp4E2M1Traits>) {
+        const std::uint32_t nibble = i % 2 == 0 ? packed[i / 2] & 0xF : packed[i / 2] >> 4;
+        if (nibble != r.code) log.Add("packed", bits, nibble, r.code);
+      }
+      std::uint32_t want_nonsat = r.code;
+      std::uint32_t want_mlsat = r.code;
+      if (r.flags & kFlagOverflow) {
+        want_nonsat = EncodeWithFlags<Traits>(x[i], {.overflow = Overflow::kNonSat}).code;
+        want_mlsat = EncodeWithFlags<Traits>(x[i], {.overflow = Overflow::kMlDtypesSat}).code;
+      }
+      if (nonsat[i] != want_nonsat) log.Add("kNonSat", bits, nonsat[i], want_nonsat);
+      if (mlsat[i] != want_mlsat) log.Add("kMlDtypesSat", bits, mlsat[i], want_mlsat);
+    }
+  });
+  log.Expect();
+}
+
+TEST(InlineExhaustive, E4M3) { SweepSmallFloat<Fp8E4M3Traits>("E4M3"); }
+TEST(InlineExhaustive, E5M2) { SweepSmallFloat<Fp8E5M2Traits>("E5M2"); }
+TEST(InlineExhaustive, E2M1) { SweepSmallFloat<Fp4E2M1Traits>("E2M1"); }
+
+TEST(InlineExhaustive, ArchIsTheWidestBuilt) {
+  EXPECT_STREQ(Arch::name(), TRNMX_INLINE_EXPECTED_ARCH);
+}
+
+}  // namespace
+}  // namespace trnmx::test
