@@ -50,7 +50,7 @@ need_conan() {
 
 base_packages=(g++ cmake ninja-build pkgconf libcli11-dev libhwy-dev libpthreadpool-dev zlib1g-dev)
 test_packages=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev
-               libeigen3-dev libssl-dev)
+               libeigen3-dev libssl-dev libxsimd-dev)
 
 configure() {  # configure DIR CMAKE_ARGS...
   local dir=$1; shift
