@@ -201,7 +201,7 @@ HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeFloatCodes(DI di, V code) {
 
 // MXINT8 codes (low byte of int32 lanes) -> n * 2^-6, as DecodeMxInt8.
 template <class DI, class V = hn::Vec<DI>>
-HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeInt8Codes(DI di, V code) {
+HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeInt8Codes(DI /*di*/, V code) {
   const hn::Rebind<float, DI> df;
   const V n = hn::ShiftRight<24>(hn::ShiftLeft<24>(code));  // sign-extend the low byte
   return hn::Mul(hn::ConvertTo(df, n), hn::Set(df, 0x1p-6f));
