@@ -39,14 +39,14 @@ HWY_NOINLINE void EncodeElements(const float* HWY_RESTRICT in, std::size_t n, Ou
   const DI di;
   const hn::Rebind<float, decltype(di)> df;
   const hn::Rebind<Out, decltype(di)> dout;
-  const EncodeVecs<DI> k(di, consts);
+  const EncodeVecs<Traits, DI> k(di, consts);
   const std::size_t N = hn::Lanes(di);
   std::size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
     const auto b0 = hn::BitCast(di, hn::LoadU(df, in + i));
     const auto b1 = hn::BitCast(di, hn::LoadU(df, in + i + N));
-    hn::StoreU(hn::DemoteTo(dout, EncodeFloatCodes<Traits, R>(di, b0, k)), dout, out + i);
-    hn::StoreU(hn::DemoteTo(dout, EncodeFloatCodes<Traits, R>(di, b1, k)), dout, out + i + N);
+    hn::StoreU(NarrowCodes(dout, EncodeFloatCodes<Traits, R>(di, b0, k)), dout, out + i);
+    hn::StoreU(NarrowCodes(dout, EncodeFloatCodes<Traits, R>(di, b1, k)), dout, out + i + N);
   }
   for (; i < n; i += N) {
     HWY_ALIGN float buf[hn::MaxLanes(di)] = {};
@@ -54,7 +54,7 @@ HWY_NOINLINE void EncodeElements(const float* HWY_RESTRICT in, std::size_t n, Ou
     const std::size_t len = n - i < N ? n - i : N;
     std::memcpy(buf, in + i, len * sizeof(float));
     const auto b = hn::BitCast(di, hn::Load(df, buf));
-    hn::Store(hn::DemoteTo(dout, EncodeFloatCodes<Traits, R>(di, b, k)), dout, obuf);
+    hn::Store(NarrowCodes(dout, EncodeFloatCodes<Traits, R>(di, b, k)), dout, obuf);
     std::memcpy(out + i, obuf, len * sizeof(Out));
   }
 }
@@ -68,14 +68,14 @@ HWY_NOINLINE void EncodePackedFp4(const float* HWY_RESTRICT in, std::size_t n,
   const DI di;
   const hn::Rebind<float, decltype(di)> df;
   const hn::Rebind<std::uint8_t, decltype(di)> d8;
-  const EncodeVecs<DI> k(di, consts);
+  const EncodeVecs<Fp4E2M1Traits, DI> k(di, consts);
   const std::size_t N = hn::Lanes(di);
   const auto pack = [&](const float* p, std::uint8_t* o) HWY_ATTR {
     hn::Vec<decltype(df)> even, odd;
     hn::LoadInterleaved2(df, p, even, odd);
     const auto lo = EncodeFloatCodes<Fp4E2M1Traits, R>(di, hn::BitCast(di, even), k);
     const auto hi = EncodeFloatCodes<Fp4E2M1Traits, R>(di, hn::BitCast(di, odd), k);
-    hn::StoreU(hn::DemoteTo(d8, hn::Or(lo, hn::ShiftLeft<4>(hi))), d8, o);
+    hn::StoreU(NarrowCodes(d8, hn::Or(lo, hn::ShiftLeft<4>(hi))), d8, o);
   };
   std::size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) pack(in + i, out + i / 2);

@@ -136,6 +136,36 @@ TEST(BulkTest, KnownAnswers) {
   });
 }
 
+// The examples of bulk.h's comments, as written there.
+TEST(BulkTest, HeaderExamples) {
+  std::vector<float> x = {1.0f, 3.0f, 1000.0f, -0.25f};
+  std::vector<Fp8E4M3> q(x.size());
+  ASSERT_TRUE(BulkEncode(x, q).ok());
+  EXPECT_EQ(q, (std::vector<Fp8E4M3>{Fp8E4M3::FromBits(0x38), Fp8E4M3::FromBits(0x44),
+                                     Fp8E4M3::FromBits(0x7E), Fp8E4M3::FromBits(0xA8)}));
+  std::vector<float> back(x.size());
+  ASSERT_TRUE(BulkDecode(q, back).ok());
+  EXPECT_EQ(back, (std::vector<float>{1.0f, 3.0f, 448.0f, -0.25f}));
+  std::vector<Bf16> h(x.size());
+  ASSERT_TRUE(BulkEncode(x, h).ok());
+  EXPECT_EQ(h, (std::vector<Bf16>{Bf16::FromBits(0x3F80), Bf16::FromBits(0x4040),
+                                  Bf16::FromBits(0x447A), Bf16::FromBits(0xBE80)}));
+  std::vector<std::uint8_t> packed((x.size() + 1) / 2);
+  ASSERT_TRUE(BulkEncodePackedFp4(x, packed).ok());
+  EXPECT_EQ(packed, (std::vector<std::uint8_t>{0x52, 0x87}));
+
+  const float y[] = {0.5f, 6.0f, -1.0f};
+  std::uint8_t p[2];
+  ASSERT_TRUE(BulkEncodePackedFp4(y, p).ok());
+  EXPECT_EQ(p[0], 0x71);
+  EXPECT_EQ(p[1], 0x0A);
+  float z[3];
+  ASSERT_TRUE(BulkDecodePackedFp4(p, z).ok());
+  EXPECT_EQ(z[0], 0.5f);
+  EXPECT_EQ(z[1], 6.0f);
+  EXPECT_EQ(z[2], -1.0f);
+}
+
 // Every length 0..300 at input offsets 0..7 floats and output offsets 0..7
 // codes, default options; guard codes around the output stay untouched.
 TEST(BulkTest, LengthsAndMisalignment) {
