@@ -2,7 +2,15 @@
 #
 # -ffp-contract=off: the bit-exactness contract of every kernel names each
 # fused multiply-add explicitly; the compiler must not fuse a*b+c on its own.
+#
+# Highway target policy (architecture.md section 4), set here once for the
+# library, tests and benchmarks alike: no -march, so every attainable x86
+# target is compiled and dispatched at run time (EMU128, SSSE3, SSE4, AVX2,
+# AVX3), plus AVX3_DL, which Highway 1.0.3 compiles only on request
+# (HWY_WANT_AVX3_DL). The tests read the same target list
+# (hwy::SupportedAndGeneratedTargets) and so run on each of these targets.
 function(trnmx_set_compile_options target)
+  target_compile_definitions(${target} PRIVATE HWY_WANT_AVX3_DL)
   target_compile_options(${target} PRIVATE
     $<$<CXX_COMPILER_ID:GNU,Clang>:-ffp-contract=off -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>
     $<$<AND:$<BOOL:${TRNMX_WERROR}>,$<CXX_COMPILER_ID:GNU,Clang>>:-Werror>)

@@ -1,0 +1,324 @@
+// Per-target vector FP32 <-> element codecs, shared by bulk_codec-inl.h and
+// mx_line-inl.h. Integer ops only on the encode side, identical bits to
+// codec.h (EncodeWithFlags / DecodeBits) and int8.h on every target.
+//
+// Encoding, lane by lane, for |x| bits a (sign handled apart), m mantissa
+// bits, bias b, emin = 1 - b:
+//
+//   E' = max(a >> 23, 1)           exponent field; FP32 subnormals act as E = 1
+//   v = a - min((E' - 1) << 23, (127 - b) << 23)
+//                                   in the target's normal range: a with its
+//                                   exponent rebased to the target's bias;
+//                                   below it: the 24-bit significand sig
+//   sh = max(emin + 127 + 23 - m - E', 23 - m)
+//                                   bits to drop: 23 - m in the normal range,
+//                                   more for target subnormals; from 25 on
+//                                   every rounding gives 0 (sig < 2^24)
+//   code = round(v >> sh)          RNE: (v + 2^(sh-1) - 1 + odd) >> sh; a
+//                                   carry into the exponent (or from the top
+//                                   subnormal into the smallest normal) is
+//                                   the correct next code
+//
+// which equals codec.h's ((q + b - 1) << m) + n; then code > MAX -> the
+// overflow code, +-Inf and NaN -> their policy codes (element_consts.h), the
+// sign OR-ed on top. Non-finite inputs are handled in a branch taken only for
+// vectors that contain one, so the common case is a fixed, branch-free
+// sequence of about 20 integer ops per vector. MXINT8 is the same rounding of
+// sig with sh = 144 - E' (a fixed-point conversion), then a clamp.
+#if defined(TRNMX_SRC_FORMATS_ELEMENT_CODEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TRNMX_SRC_FORMATS_ELEMENT_CODEC_INL_H_
+#undef TRNMX_SRC_FORMATS_ELEMENT_CODEC_INL_H_
+#else
+#define TRNMX_SRC_FORMATS_ELEMENT_CODEC_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "formats/element_consts.h"
+#include "trnmx/formats/policy.h"
+#include "trnmx/formats/scale_rule.h"
+#include "trnmx/formats/traits.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace trnmx {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Element format constants of the encoders.
+template <class Traits>
+struct EncodeShape {
+  static constexpr int kM = Traits::kMantissaBits;
+  // sh = clamp(kShBase - E', kShMin, 31): bits dropped (file comment).
+  static constexpr int kShBase = Traits::kEmin + 127 + 23 - kM;
+  static constexpr int kShMin = 23 - kM;
+  static constexpr std::uint32_t kMaxCode = Traits::kMaxMagnitudeCode;
+  static constexpr std::uint32_t kSignMask = Traits::kSignMask;
+  static constexpr std::uint32_t kRebias = static_cast<std::uint32_t>(127 - Traits::kBias) << 23;
+};
+// MXINT8: n = round(|x| * 64) drops 144 - E' bits, at least 1; limit 127.
+template <>
+struct EncodeShape<MxInt8Traits> {
+  static constexpr int kShBase = 144;
+  static constexpr int kShMin = 1;
+  static constexpr std::uint32_t kMaxCode = 127;
+  static constexpr std::uint32_t kSignMask = 0;
+  // No normal range: v = a - min((E' - 1) << 23, kRebias) must always be sig.
+  static constexpr std::uint32_t kRebias = 0x7FFFFFFF;
+};
+
+// Every vector constant of one encoder, broadcast once per call (kept in
+// registers or read as memory operands instead of being rematerialised per
+// vector), and the per-call policy constants of element_consts.h.
+template <class Traits, class DI>
+struct EncodeVecs {
+  using V = hn::Vec<DI>;
+  using Shape = EncodeShape<Traits>;
+  static constexpr std::int32_t I(std::uint32_t v) { return static_cast<std::int32_t>(v); }
+  bool flush;
+  V flush_below, overflow_finite, overflow_inf, nan_keep, nan_xor, nan_mag, nan_payload,
+      int8_negative_limit;
+  V one, abs_mask, below_inf, inf, sh_base, sh_min, sh_max, k32, low31, max_code, sign_mask, byte_mask, emax, k254, exp_one, rebias;
+  EncodeVecs(DI di, const internal::ElementEncodeConsts& k)
+      : flush(k.flush_below != 0),
+        flush_below(hn::Set(di, I(k.flush_below))),
+        overflow_finite(hn::Set(di, I(k.overflow_finite_mag))),
+        overflow_inf(hn::Set(di, I(k.overflow_inf_mag))),
+        nan_keep(hn::Set(di, I(k.nan_sign_keep))),
+        nan_xor(hn::Set(di, I(k.nan_sign_xor))),
+        nan_mag(hn::Set(di, I(k.nan_mag))),
+        nan_payload(hn::Set(di, I(k.nan_payload_mask))),
+        int8_negative_limit(hn::Set(di, I(k.int8_negative_limit))),
+        one(hn::Set(di, 1)),
+        abs_mask(hn::Set(di, 0x7FFFFFFF)),
+        below_inf(hn::Set(di, 0x7F7FFFFF)),
+        inf(hn::Set(di, 0x7F800000)),
+        sh_base(hn::Set(di, Shape::kShBase)),
+        sh_min(hn::Set(di, Shape::kShMin)),
+        sh_max(hn::Set(di, 31)),
+        k32(hn::Set(di, 32)),
+        low31(hn::Set(di, 0x7FFFFFFF)),
+        max_code(hn::Set(di, I(Shape::kMaxCode))),
+        sign_mask(hn::Set(di, I(Shape::kSignMask))),
+        byte_mask(hn::Set(di, 0xFF)),
+        emax(hn::Set(di, Traits::kEmax)),
+        k254(hn::Set(di, 254)),
+        exp_one(hn::Set(di, 0x00800000)),
+        rebias(hn::Set(di, I(Shape::kRebias))) {}
+};
+
+// Logical right shift by per-lane counts of non-negative int32 lanes; u32
+// srlv is native from AVX2 on, unlike Highway 1.0.3's signed variant.
+template <class DI, class V = hn::Vec<DI>>
+HWY_INLINE V ShrVar(DI di, V v, V count) {
+  const hn::RebindToUnsigned<DI> du;
+  return hn::BitCast(di, hn::BitCast(du, v) >> hn::BitCast(du, count));
+}
+
+// Whether a per-lane shift by 32 or more gives 0 (x86 vpsrlvd from AVX2 on);
+// elsewhere (Highway's SSSE3/SSE4 emulation, SCALAR's C++ shift) counts are
+// clamped to 31, which rounds the same (sig < 2^24: anything from 25 on is 0).
+#if HWY_TARGET <= HWY_AVX2 && HWY_ARCH_X86
+inline constexpr bool kWideShiftsGiveZero = true;
+#else
+inline constexpr bool kWideShiftsGiveZero = false;
+#endif
+
+// round(sig / 2^sh) by rounding mode R; sig < 2^24, sh >= 1 per lane (and
+// <= 31 unless kWideShiftsGiveZero).
+template <Rounding R, class Traits, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V RoundShiftVar(DI di, V sig, V sh, const EncodeVecs<Traits, DI>& k) {
+  if constexpr (R == Rounding::kTowardZero) {
+    return ShrVar(di, sig, sh);
+  } else {
+    // 2^(sh-1) - 1 without a shift by 32 (0 when sh > 32).
+    const V half_m1 = ShrVar(di, k.low31, hn::Sub(k.k32, sh));
+    if constexpr (R == Rounding::kTiesAway) {
+      return ShrVar(di, hn::Add(sig, hn::Add(half_m1, k.one)), sh);
+    } else {
+      const V odd = hn::And(ShrVar(di, sig, sh), k.one);
+      return ShrVar(di, hn::Add(hn::Add(sig, half_m1), odd), sh);
+    }
+  }
+}
+
+// round(v / 2^kShift) for 0 <= v < 2^31 - 2^kShift.
+template <Rounding R, int kShift, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V RoundShiftConst(DI di, V v) {
+  if constexpr (R == Rounding::kTowardZero) {
+    return hn::ShiftRight<kShift>(v);
+  } else if constexpr (R == Rounding::kTiesAway) {
+    return hn::ShiftRight<kShift>(hn::Add(v, hn::Set(di, 1 << (kShift - 1))));
+  } else {
+    const V odd = hn::And(hn::ShiftRight<kShift>(v), hn::Set(di, 1));
+    return hn::ShiftRight<kShift>(hn::Add(hn::Add(v, hn::Set(di, (1 << (kShift - 1)) - 1)), odd));
+  }
+}
+
+// |x| bits a (after the optional flush) -> the magnitude code with carry,
+// before the overflow check. With E' = max(E, 1) and rebias = (127 - b) << 23:
+//   v = a - min((E' - 1) << 23, rebias)
+// is a - rebias in the target's normal range (its exponent field already
+// rebased, so rounding v >> (23 - m) carries into it) and the significand
+// sig = a - ((E' - 1) << 23) below it, where the code is n itself; then
+//   code = round(v >> sh), sh = max(kShBase - E', kShMin).
+// Only three variable shifts and one immediate shift per vector: on CPUs
+// that run 512-bit shifts on one port they are the bottleneck.
+template <Rounding R, class Traits, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V RoundToCode(DI di, V a, const EncodeVecs<Traits, DI>& k) {
+  const V exp = hn::And(a, k.inf);  // E << 23
+  // For E = 0 this takes a + 2^23 instead of sig = a, and sh below is
+  // kShBase instead of kShBase - 1: both >= 25 for every format here, where
+  // any v < 2^24 rounds to 0 either way (kShBase >= 141 > 25 + 1).
+  static_assert(EncodeShape<Traits>::kShBase - 1 >= 25);
+  const V v = hn::Sub(a, hn::Min(hn::Sub(exp, k.exp_one), k.rebias));
+  V sh = hn::Max(hn::Sub(k.sh_base, hn::ShiftRight<23>(exp)), k.sh_min);
+  if constexpr (!kWideShiftsGiveZero) sh = hn::Min(sh, k.sh_max);
+  return RoundShiftVar<R>(di, v, sh, k);
+}
+
+// FP32 bits -> codes of the float format Traits (low bits of each int32
+// lane). kMaybeSpecial = false promises finite inputs (MX blocks whose amax
+// is finite) and drops the non-finite check.
+template <class Traits, Rounding R, bool kMaybeSpecial = true, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V EncodeFloatCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
+  constexpr int m = Traits::kMantissaBits;
+  static_assert(Traits::kEmin >= -126 && m <= 10);
+  V a = hn::And(bits, k.abs_mask);
+  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below), a);
+  V mag;
+  if constexpr (Traits::kBias == 127) {
+    // BF16: FP32's exponent range, so the rounding of a itself carries into
+    // the exponent and FP32 subnormals map to BF16 subnormals (section 4).
+    mag = RoundShiftConst<R, 23 - m>(di, a);
+  } else {
+    mag = RoundToCode<R>(di, a, k);
+  }
+  mag = hn::IfThenElse(hn::Gt(mag, k.max_code), k.overflow_finite, mag);
+  // The sign by a compare and a masked OR (no shift).
+  const auto negative = hn::Lt(bits, hn::Zero(di));
+  V code = hn::IfThenElse(negative, hn::Or(mag, k.sign_mask), mag);
+  if constexpr (kMaybeSpecial) {
+    if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(a, k.below_inf)))) {
+      const V sign_code = hn::IfThenElseZero(negative, k.sign_mask);
+      code = hn::IfThenElse(hn::Eq(a, k.inf), hn::Or(sign_code, k.overflow_inf), code);
+      const V payload = hn::And(hn::ShiftRight<23 - m>(a), k.nan_payload);
+      const V nan_code =
+          hn::Or(hn::Xor(hn::And(sign_code, k.nan_keep), k.nan_xor), hn::Or(k.nan_mag, payload));
+      code = hn::IfThenElse(hn::Gt(a, k.inf), nan_code, code);
+    }
+  }
+  return code;
+}
+
+// FP32 bits -> MXINT8 codes (int8 n = round(x * 64), clamped; int8.h).
+// |x| * 64 = sig * 2^(E - 144): drop 144 - E bits; E >= 144 (and Inf) keeps
+// more than 2^22 after dropping 1 bit and clamps as int8.h does.
+template <Rounding R, bool kMaybeSpecial = true, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V EncodeInt8Codes(DI di, V bits, const EncodeVecs<MxInt8Traits, DI>& k) {
+  V a = hn::And(bits, k.abs_mask);
+  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below), a);
+  V n = RoundToCode<R>(di, a, k);  // rebias 0: v = sig, a fixed-point rounding
+  const auto negative = hn::Lt(bits, hn::Zero(di));
+  n = hn::Min(n, hn::IfThenElse(negative, k.int8_negative_limit, k.max_code));
+  V code = hn::And(hn::IfThenElse(negative, hn::Sub(hn::Zero(di), n), n), k.byte_mask);
+  if constexpr (kMaybeSpecial) code = hn::IfThenZeroElse(hn::Gt(a, k.inf), code);  // NaN -> 0
+  return code;
+}
+
+// int32 lanes holding values 0..255 (or 0..65535) -> one narrow lane each,
+// in order. vpmovdb/vpmovdw for 512-bit vectors (Highway 1.0.3's DemoteTo
+// takes four ops there); DemoteTo (exact for these values) elsewhere.
+template <class DN, class V>
+HWY_INLINE hn::Vec<DN> NarrowCodes(DN dn, V v) {
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+  if constexpr (sizeof(v.raw) == 64) {
+    using T = hn::TFromD<DN>;
+    if constexpr (sizeof(T) == 1) {
+      return hn::Vec<DN>{_mm512_cvtepi32_epi8(v.raw)};
+    } else {
+      return hn::Vec<DN>{_mm512_cvtepi32_epi16(v.raw)};
+    }
+  } else {
+    return hn::DemoteTo(dn, v);
+  }
+#else
+  return hn::DemoteTo(dn, v);
+#endif
+}
+
+// Codes of the float format Traits (low bits of int32 lanes; higher bits are
+// ignored as in DecodeBits) -> FP32, exactly.
+template <class Traits, class DI, class V = hn::Vec<DI>>
+HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeFloatCodes(DI di, V code) {
+  const hn::Rebind<float, DI> df;
+  constexpr int m = Traits::kMantissaBits;
+  constexpr int b = Traits::kBias;
+  constexpr int total = Traits::kTotalBits;
+  if constexpr (b == 127 && m == 7) {
+    return hn::BitCast(df, hn::ShiftLeft<16>(code));  // BF16: bits << 16.
+  } else {
+    constexpr std::int32_t kSign = static_cast<std::int32_t>(Traits::kSignMask);
+    const V sign32 = hn::ShiftLeft<32 - total>(hn::And(code, hn::Set(di, kSign)));
+    const V mag = hn::And(code, hn::Set(di, kSign - 1));
+    const V normal = hn::Add(hn::ShiftLeft<23 - m>(mag), hn::Set(di, (127 - b) << 23));
+    // Subnormals: M * 2^(1 - b - m), exact (M < 2^10, the product is normal).
+    const V sub = hn::BitCast(
+        di, hn::Mul(hn::ConvertTo(df, mag), hn::Set(df, static_cast<float>(detail::Pow2(1 - b - m)))));
+    V r = hn::IfThenElse(hn::Lt(mag, hn::Set(di, 1 << m)), sub, normal);
+    if constexpr (Traits::kNonFinite == NonFinite::kIeee) {
+      const V mant = hn::And(mag, hn::Set(di, static_cast<std::int32_t>(Traits::kMantissaMask)));
+      V special;
+      if constexpr (m >= 7) {  // FP16: the payload fits; keep it (DecodeBits).
+        special = hn::Or(hn::Set(di, 0x7F800000), hn::ShiftLeft<23 - m>(mant));
+      } else {  // E5M2: Inf, or the quiet NaN 7FC00000.
+        special = hn::IfThenElse(hn::Eq(mant, hn::Zero(di)), hn::Set(di, 0x7F800000),
+                                 hn::Set(di, 0x7FC00000));
+      }
+      // Highway 1.0.3 has no integer >=: E == all ones <=> mag > (ones << m) - 1.
+      const V below = hn::Set(di, static_cast<std::int32_t>((Traits::kExponentAllOnes << m) - 1));
+      r = hn::IfThenElse(hn::Gt(mag, below), special, r);
+    } else if constexpr (Traits::kNonFinite == NonFinite::kNanAllOnes) {
+      const V nan = hn::Set(di, static_cast<std::int32_t>(Traits::kMaxMagnitudeCode + 1));
+      r = hn::IfThenElse(hn::Eq(mag, nan), hn::Set(di, 0x7FC00000), r);
+    }
+    return hn::BitCast(df, hn::Or(r, sign32));
+  }
+}
+
+// MXINT8 codes (low byte of int32 lanes) -> n * 2^-6, as DecodeMxInt8.
+template <class DI, class V = hn::Vec<DI>>
+HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeInt8Codes(DI /*di*/, V code) {
+  const hn::Rebind<float, DI> df;
+  const V n = hn::ShiftRight<24>(hn::ShiftLeft<24>(code));  // sign-extend the low byte
+  return hn::Mul(hn::ConvertTo(df, n), hn::Set(df, 0x1p-6f));
+}
+
+// Copies `bytes` bytes; every whole 64-byte line of dst is written with
+// non-temporal stores, the unaligned head and tail with memcpy. The caller
+// issues hwy::FlushStream() before other threads read dst.
+HWY_INLINE void StreamBytes(std::uint8_t* HWY_RESTRICT dst, const std::uint8_t* HWY_RESTRICT src,
+                            std::size_t bytes) {
+  const hn::ScalableTag<std::uint8_t> d8;
+  const std::size_t N = hn::Lanes(d8);
+  std::size_t head = (0 - reinterpret_cast<std::uintptr_t>(dst)) & 63;
+  if (head > bytes) head = bytes;
+  std::memcpy(dst, src, head);
+  std::size_t i = head;
+  if (N <= 64) {
+    for (; i + 64 <= bytes; i += 64) {
+      for (std::size_t j = 0; j < 64; j += N) hn::Stream(hn::LoadU(d8, src + i + j), d8, dst + i + j);
+    }
+  }
+  std::memcpy(dst + i, src + i, bytes - i);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace trnmx
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard toggle

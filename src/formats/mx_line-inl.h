@@ -1,0 +1,429 @@
+// Per-target MX line kernels (mx_line.h): quantize / dequantize one line of
+// 32-element blocks with the packing of formats.md section 9, bit for bit
+// equal to QuantizeMxBlock / DequantizeMxBlock (mx_block.h) plus packing.
+//
+// Quantizing a block:
+//   1. load its 32 values in the packer's order (FP8/INT8 natural; FP4 even /
+//      odd elements; FP6 the four elements of each 3-byte group), so that
+//      every element lands in the lane its code needs;
+//   2. amax = max over lanes of (bits & 7FFFFFFF), an integer max: any lane
+//      order gives the same value (section 6.2 step 2);
+//   3. amax > 7F800000 (NaN) or == 7F800000 under SpecialBlock::kDefault ->
+//      scale FF and zero codes; == 7F800000 under kSatFiniteBlock -> scale FE
+//      and saturating elements; else scale = ScaleCodeFromAmax (the scalar
+//      rule, once per block) and r = ReciprocalE8M0(scale);
+//   4. codes = encode(V_i * r) with one FP32 multiply per element, exactly
+//      as the reference; pack and store.
+// A tail block is run from a zero-padded copy: +0 padding leaves amax alone
+// and encodes as code 00, the layout's padding.
+#if defined(TRNMX_SRC_FORMATS_MX_LINE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TRNMX_SRC_FORMATS_MX_LINE_INL_H_
+#undef TRNMX_SRC_FORMATS_MX_LINE_INL_H_
+#else
+#define TRNMX_SRC_FORMATS_MX_LINE_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "formats/element_codec-inl.h"
+#include "formats/kernel_args.h"
+#include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/scale_rule.h"
+#include "trnmx/formats/traits.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace trnmx {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+inline constexpr std::size_t kMxBlock = 32;
+
+// Vectors of int32 lanes used for a format: FP6 packs four codes into three
+// bytes per lane group and uses at most 8 lanes (one block per
+// LoadInterleaved4); the others up to 16.
+template <int kBits>
+using MxTag = hn::CappedTag<std::int32_t, kBits == 6 ? 8 : 16>;
+
+template <class Traits, Rounding R, bool kMaybeSpecial, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V EncodeMxCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
+  if constexpr (detail::kIsMxInt8<Traits>) {
+    return EncodeInt8Codes<R, kMaybeSpecial>(di, bits, k);
+  } else {
+    return EncodeFloatCodes<Traits, R, kMaybeSpecial>(di, bits, k);
+  }
+}
+
+template <class Traits, class DI, class V = hn::Vec<DI>>
+HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeMxCodes(DI di, V codes) {
+  if constexpr (detail::kIsMxInt8<Traits>) {
+    return DecodeInt8Codes(di, codes);
+  } else {
+    return DecodeFloatCodes<Traits>(di, codes);
+  }
+}
+
+// Step 4: codes = encode(x * r), packed into kBits * 4 bytes at `out`.
+template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, class DI>
+HWY_INLINE void EncodeAndPack(DI di, const hn::Vec<DI>* HWY_RESTRICT x, hn::Vec<hn::Rebind<float, DI>> r,
+                              const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
+  using V = hn::Vec<DI>;
+  const hn::Rebind<float, DI> df;
+  const hn::Rebind<std::uint8_t, DI> d8;
+  constexpr std::size_t N = hn::MaxLanes(DI());
+  constexpr std::size_t kV = kMxBlock / N;
+  V c[kV];
+  for (std::size_t v = 0; v < kV; ++v) {
+    const V y = hn::BitCast(di, hn::Mul(hn::BitCast(df, x[v]), r));
+    c[v] = EncodeMxCodes<Traits, R, kMaybeSpecial>(di, y, k);
+  }
+  if constexpr (kBits == 8) {
+    for (std::size_t v = 0; v < kV; ++v) hn::StoreU(NarrowCodes(d8, c[v]), d8, out + v * N);
+  } else if constexpr (kBits == 4) {
+    for (std::size_t p = 0; p < kV / 2; ++p) {
+      hn::StoreU(NarrowCodes(d8, hn::Or(c[2 * p], hn::ShiftLeft<4>(c[2 * p + 1]))), d8, out + p * N);
+    }
+  } else {
+    // Group a, b, c, d -> 24 bits a | b << 6 | c << 12 | d << 18, stored
+    // little-endian in 3 bytes (section 9).
+    for (std::size_t q = 0; q < kV / 4; ++q) {
+      const V w = hn::Or(hn::Or(c[4 * q], hn::ShiftLeft<6>(c[4 * q + 1])),
+                         hn::Or(hn::ShiftLeft<12>(c[4 * q + 2]), hn::ShiftLeft<18>(c[4 * q + 3])));
+      const auto b0 = NarrowCodes(d8, hn::And(w, k.byte_mask));
+      const auto b1 = NarrowCodes(d8, hn::And(hn::ShiftRight<8>(w), k.byte_mask));
+      const auto b2 = NarrowCodes(d8, hn::ShiftRight<16>(w));
+      hn::StoreInterleaved3(b0, b1, b2, d8, out + q * 3 * N);
+    }
+  }
+}
+
+// Loads the 32 values of a block in packing order: FP8/INT8 natural, FP4
+// even / odd elements, FP6 the four elements of each 3-byte group.
+template <int kBits, class DI>
+HWY_INLINE void LoadBlock(DI di, const float* HWY_RESTRICT in, hn::Vec<DI>* HWY_RESTRICT x) {
+  const hn::Rebind<float, DI> df;
+  constexpr std::size_t N = hn::MaxLanes(DI());
+  constexpr std::size_t kV = kMxBlock / N;
+  if constexpr (kBits == 8) {
+    for (std::size_t v = 0; v < kV; ++v) x[v] = hn::BitCast(di, hn::LoadU(df, in + v * N));
+  } else if constexpr (kBits == 4) {
+    for (std::size_t p = 0; p < kV / 2; ++p) {
+      hn::Vec<hn::Rebind<float, DI>> even, odd;
+      hn::LoadInterleaved2(df, in + p * 2 * N, even, odd);
+      x[2 * p] = hn::BitCast(di, even);
+      x[2 * p + 1] = hn::BitCast(di, odd);
+    }
+  } else {
+    static_assert(kBits == 6);
+    for (std::size_t q = 0; q < kV / 4; ++q) {
+      hn::Vec<hn::Rebind<float, DI>> a, b, c, d;
+      hn::LoadInterleaved4(df, in + q * 4 * N, a, b, c, d);
+      x[4 * q] = hn::BitCast(di, a);
+      x[4 * q + 1] = hn::BitCast(di, b);
+      x[4 * q + 2] = hn::BitCast(di, c);
+      x[4 * q + 3] = hn::BitCast(di, d);
+    }
+  }
+}
+
+// Quantizes the 32 values at `in` into kBits * 4 bytes at `out` and one
+// scale byte.
+template <class Traits, Rounding R, int kBits, class DI>
+HWY_INLINE void QuantizeBlock(DI di, const float* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
+                              std::uint8_t* HWY_RESTRICT scale, const internal::MxQuantizeArgs& args,
+                              const EncodeVecs<Traits, DI>& k, const EncodeVecs<Traits, DI>& k_sat) {
+  using V = hn::Vec<DI>;
+  const hn::Rebind<float, DI> df;
+  constexpr std::size_t N = hn::MaxLanes(DI());
+  constexpr std::size_t kV = kMxBlock / N;
+  static_assert(kV * N == kMxBlock);
+
+  // 1. Load in packing order.
+  V x[kV];
+  LoadBlock<kBits>(di, in, x);
+
+  // 2. amax of the FP32 bits, broadcast to every lane.
+  V amax_v = hn::And(x[0], k.abs_mask);
+  for (std::size_t v = 1; v < kV; ++v) amax_v = hn::Max(amax_v, hn::And(x[v], k.abs_mask));
+  amax_v = hn::MaxOfLanes(di, amax_v);
+
+  // 3. Scale.
+  if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(amax_v, k.below_inf)))) {
+    if (static_cast<std::uint32_t>(hn::GetLane(amax_v)) > 0x7F800000u ||
+        args.special == SpecialBlock::kDefault) {
+      *scale = kE8M0Nan;
+      std::memset(out, 0, kBits * 4);
+      return;
+    }
+    // kSatFiniteBlock with +-Inf: scale FE, saturating elements.
+    *scale = 0xFE;
+    EncodeAndPack<Traits, R, kBits, true>(di, x, hn::Set(df, ReciprocalE8M0(0xFE)), k_sat, out);
+    return;
+  }
+  hn::Vec<hn::Rebind<float, DI>> r;
+  if (args.rule == ScaleRule::kOcpFloor) {
+    // code = max(E - emax, 0) (ScaleCodeFromAmax; E <= 254 needs no upper
+    // clamp), reciprocal (254 - code) << 23, in the vector domain.
+    const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(amax_v), k.emax), hn::Zero(di));
+    *scale = static_cast<std::uint8_t>(hn::GetLane(code));
+    V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254, code));
+    if constexpr (Traits::kEmax == 0) {  // MXINT8 reaches code FE: 2^-127
+      r_bits = hn::IfThenElse(hn::Eq(code, k.k254), hn::Set(di, 0x00400000), r_bits);
+    }
+    r = hn::BitCast(df, r_bits);
+  } else {
+    const std::uint32_t code =
+        ScaleCodeFromAmax<Traits>(static_cast<std::uint32_t>(hn::GetLane(amax_v)), args.rule).bits;
+    *scale = static_cast<std::uint8_t>(code);
+    r = hn::Set(df, ReciprocalE8M0(code));
+  }
+  EncodeAndPack<Traits, R, kBits, false>(di, x, r, k, out);
+}
+
+// 16-lane int32 vectors exist only on the AVX3 targets.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define TRNMX_MX_GROUPS 1
+#else
+#define TRNMX_MX_GROUPS 0
+#endif
+
+#if TRNMX_MX_GROUPS
+template <class DI>
+using IndicesFor = decltype(hn::SetTableIndices(DI(), static_cast<const std::int32_t*>(nullptr)));
+
+// Four blocks at once, 16-lane vectors and kOcpFloor only: one shared
+// reduction tree gives the four amax (about 7 ops per block instead of 14)
+// and one vector computes the four scales. Falls back to QuantizeBlock when a
+// block holds a NaN or Inf.
+template <class Traits, Rounding R, int kBits, class DI>
+HWY_INLINE void QuantizeGroup4(DI di, const float* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
+                               std::uint8_t* HWY_RESTRICT scales, const internal::MxQuantizeArgs& args,
+                               const EncodeVecs<Traits, DI>& k, const EncodeVecs<Traits, DI>& k_sat,
+                               const IndicesFor<DI>* lane_of_block) {
+  using V = hn::Vec<DI>;
+  const hn::Rebind<float, DI> df;
+  const hn::Rebind<std::uint8_t, DI> d8;
+  constexpr std::size_t kV = kMxBlock / 16;
+  constexpr std::size_t kBlockBytes = kBits * 4;
+  V x[4][kV];
+  V m[4];
+  for (std::size_t j = 0; j < 4; ++j) {
+    LoadBlock<kBits>(di, in + j * kMxBlock, x[j]);
+    m[j] = hn::And(x[j][0], k.abs_mask);
+    for (std::size_t v = 1; v < kV; ++v) m[j] = hn::Max(m[j], hn::And(x[j][v], k.abs_mask));
+  }
+  // 128-bit blocks: a01 = [A A B B], a23 = [C C D D] (each the max of its
+  // block's halves), u = [A C B D], then the max within each 128 bits.
+  V a01 = hn::Max(hn::ConcatLowerLower(di, m[1], m[0]), hn::ConcatUpperUpper(di, m[1], m[0]));
+  V a23 = hn::Max(hn::ConcatLowerLower(di, m[3], m[2]), hn::ConcatUpperUpper(di, m[3], m[2]));
+  a01 = hn::Max(a01, hn::SwapAdjacentBlocks(a01));
+  a23 = hn::Max(a23, hn::SwapAdjacentBlocks(a23));
+  V u = hn::OddEvenBlocks(a23, a01);
+  u = hn::Max(u, hn::Shuffle1032(u));
+  u = hn::Max(u, hn::Shuffle0321(u));
+  if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf)))) {
+    for (std::size_t j = 0; j < 4; ++j) {
+      QuantizeBlock<Traits, R, kBits>(di, in + j * kMxBlock, out + j * kBlockBytes, scales + j, args, k,
+                                      k_sat);
+    }
+    return;
+  }
+  const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(u), k.emax), hn::Zero(di));
+  V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254, code));
+  if constexpr (Traits::kEmax == 0) {
+    r_bits = hn::IfThenElse(hn::Eq(code, k.k254), hn::Set(di, 0x00400000), r_bits);
+  }
+  HWY_ALIGN std::uint8_t code_bytes[16];
+  hn::Store(NarrowCodes(d8, code), d8, code_bytes);
+  scales[0] = code_bytes[0];   // A
+  scales[1] = code_bytes[8];   // B
+  scales[2] = code_bytes[4];   // C
+  scales[3] = code_bytes[12];  // D
+  for (std::size_t j = 0; j < 4; ++j) {
+    const auto r = hn::BitCast(df, hn::TableLookupLanes(r_bits, lane_of_block[j]));
+    EncodeAndPack<Traits, R, kBits, false>(di, x[j], r, k, out + j * kBlockBytes);
+  }
+}
+#endif  // TRNMX_MX_GROUPS
+
+// Elements per streaming round: 64 blocks (at most 2 KiB of codes in L1).
+inline constexpr std::size_t kMxStageBlocks = 64;
+
+template <class Traits, Rounding R, int kBits>
+HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float* HWY_RESTRICT src,
+                               std::size_t n, std::uint8_t* HWY_RESTRICT codes,
+                               std::uint8_t* HWY_RESTRICT scales) {
+  using DI = MxTag<kBits>;
+  const DI di;
+  const EncodeVecs<Traits, DI> k(di, args.consts);
+  const EncodeVecs<Traits, DI> k_sat(di, args.sat_consts);
+  constexpr std::size_t kBlockBytes = kBits * 4;
+  const std::size_t full = n / kMxBlock;
+#if TRNMX_MX_GROUPS
+  constexpr std::size_t N = hn::MaxLanes(DI());
+  // 16-lane vectors: groups of four blocks under kOcpFloor.
+  constexpr bool kGroups = N == 16 && kBits != 6;
+  const bool groups = kGroups && args.rule == ScaleRule::kOcpFloor;
+  // Lane of u (QuantizeGroup4) holding block j's amax: A C B D order.
+  HWY_ALIGN std::int32_t lanes[4][N];
+  for (std::size_t j = 0; j < 4; ++j) {
+    for (std::size_t i = 0; i < N; ++i) lanes[j][i] = static_cast<std::int32_t>(j == 0 ? 0 : j == 1 ? 8 : j == 2 ? 4 : 12);
+  }
+#endif
+  const auto run = [&](std::size_t first, std::size_t count, std::uint8_t* dst) HWY_ATTR {
+    std::size_t b = 0;
+#if TRNMX_MX_GROUPS
+    if constexpr (kGroups) {
+      if (groups) {
+        const IndicesFor<DI> lane_of_block[4] = {
+            hn::SetTableIndices(di, lanes[0]), hn::SetTableIndices(di, lanes[1]),
+            hn::SetTableIndices(di, lanes[2]), hn::SetTableIndices(di, lanes[3])};
+        for (; b + 4 <= count; b += 4) {
+          QuantizeGroup4<Traits, R, kBits>(di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
+                                           scales + first + b, args, k, k_sat, lane_of_block);
+        }
+      }
+    }
+#endif
+    for (; b < count; ++b) {
+      QuantizeBlock<Traits, R, kBits>(di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
+                                      scales + first + b, args, k, k_sat);
+    }
+  };
+  if (!args.stream) {
+    run(0, full, codes);
+  } else {
+    HWY_ALIGN std::uint8_t stage[kMxStageBlocks * kBlockBytes];
+    for (std::size_t first = 0; first < full; first += kMxStageBlocks) {
+      const std::size_t count = full - first < kMxStageBlocks ? full - first : kMxStageBlocks;
+      run(first, count, stage);
+      StreamBytes(codes + first * kBlockBytes, stage, count * kBlockBytes);
+    }
+    hwy::FlushStream();
+  }
+  if (const std::size_t rem = n - full * kMxBlock; rem != 0) {
+    HWY_ALIGN float buf[kMxBlock] = {};
+    std::memcpy(buf, src + full * kMxBlock, rem * sizeof(float));
+    QuantizeBlock<Traits, R, kBits>(di, buf, codes + full * kBlockBytes, scales + full, args, k, k_sat);
+  }
+}
+
+template <class Traits, int kBits>
+HWY_INLINE void QuantizeByRounding(const internal::MxQuantizeArgs& args, const float* src,
+                                   std::size_t n, std::uint8_t* codes, std::uint8_t* scales) {
+  switch (args.rounding) {
+    case Rounding::kTiesAway:
+      return QuantizeLine<Traits, Rounding::kTiesAway, kBits>(args, src, n, codes, scales);
+    case Rounding::kTowardZero:
+      return QuantizeLine<Traits, Rounding::kTowardZero, kBits>(args, src, n, codes, scales);
+    default:
+      return QuantizeLine<Traits, Rounding::kNearestEven, kBits>(args, src, n, codes, scales);
+  }
+}
+
+// Exported. args.format is an MX format with 32-element blocks (not NVFP4).
+void QuantizeMxLineKernel(const internal::MxQuantizeArgs& args, const float* HWY_RESTRICT src,
+                          std::size_t n, std::uint8_t* HWY_RESTRICT codes,
+                          std::uint8_t* HWY_RESTRICT scales) {
+  switch (args.format) {
+    case MxFormat::kMxfp8E4M3: return QuantizeByRounding<Fp8E4M3Traits, 8>(args, src, n, codes, scales);
+    case MxFormat::kMxfp8E5M2: return QuantizeByRounding<Fp8E5M2Traits, 8>(args, src, n, codes, scales);
+    case MxFormat::kMxfp6E2M3: return QuantizeByRounding<Fp6E2M3Traits, 6>(args, src, n, codes, scales);
+    case MxFormat::kMxfp6E3M2: return QuantizeByRounding<Fp6E3M2Traits, 6>(args, src, n, codes, scales);
+    case MxFormat::kMxfp4: return QuantizeByRounding<Fp4E2M1Traits, 4>(args, src, n, codes, scales);
+    case MxFormat::kMxint8: return QuantizeByRounding<MxInt8Traits, 8>(args, src, n, codes, scales);
+    case MxFormat::kNvfp4: return;
+  }
+}
+
+// Writes the 32 values of one block to `out`.
+template <class Traits, int kBits, class DI>
+HWY_INLINE void DequantizeBlock(DI di, const std::uint8_t* HWY_RESTRICT in, std::uint8_t scale,
+                                float* HWY_RESTRICT out) {
+  const hn::Rebind<float, DI> df;
+  const hn::Rebind<std::uint8_t, DI> d8;
+  constexpr std::size_t N = hn::MaxLanes(DI());
+  constexpr std::size_t kV = kMxBlock / N;
+  if (HWY_UNLIKELY(scale == kE8M0Nan)) {
+    // Scale NaN: every element NaN (formats.md section 2), always the quiet
+    // NaN 7FC00000 rather than whichever NaN a multiply would propagate.
+    const auto nan = hn::BitCast(df, hn::Set(di, 0x7FC00000));
+    for (std::size_t v = 0; v < kV; ++v) hn::StoreU(nan, df, out + v * N);
+    return;
+  }
+  const auto xs = hn::Set(df, DecodeE8M0(scale));
+  if constexpr (kBits == 8) {
+    for (std::size_t v = 0; v < kV; ++v) {
+      const auto c = hn::PromoteTo(di, hn::LoadU(d8, in + v * N));
+      hn::StoreU(hn::Mul(DecodeMxCodes<Traits>(di, c), xs), df, out + v * N);
+    }
+  } else if constexpr (kBits == 4) {
+    for (std::size_t p = 0; p < kV / 2; ++p) {
+      const auto bytes = hn::PromoteTo(di, hn::LoadU(d8, in + p * N));
+      const auto lo = DecodeMxCodes<Traits>(di, hn::And(bytes, hn::Set(di, 0xF)));
+      const auto hi = DecodeMxCodes<Traits>(di, hn::ShiftRight<4>(bytes));
+      hn::StoreInterleaved2(hn::Mul(lo, xs), hn::Mul(hi, xs), df, out + p * 2 * N);
+    }
+  } else {
+    const auto k6 = hn::Set(di, 0x3F);
+    for (std::size_t q = 0; q < kV / 4; ++q) {
+      hn::Vec<hn::Rebind<std::uint8_t, DI>> b0, b1, b2;
+      hn::LoadInterleaved3(d8, in + q * 3 * N, b0, b1, b2);
+      const auto w = hn::Or(hn::PromoteTo(di, b0),
+                            hn::Or(hn::ShiftLeft<8>(hn::PromoteTo(di, b1)),
+                                   hn::ShiftLeft<16>(hn::PromoteTo(di, b2))));
+      const auto f0 = DecodeMxCodes<Traits>(di, hn::And(w, k6));
+      const auto f1 = DecodeMxCodes<Traits>(di, hn::And(hn::ShiftRight<6>(w), k6));
+      const auto f2 = DecodeMxCodes<Traits>(di, hn::And(hn::ShiftRight<12>(w), k6));
+      const auto f3 = DecodeMxCodes<Traits>(di, hn::ShiftRight<18>(w));
+      hn::StoreInterleaved4(hn::Mul(f0, xs), hn::Mul(f1, xs), hn::Mul(f2, xs), hn::Mul(f3, xs), df,
+                            out + q * 4 * N);
+    }
+  }
+}
+
+template <class Traits, int kBits>
+HWY_NOINLINE void DequantizeLine(const std::uint8_t* HWY_RESTRICT codes,
+                                 const std::uint8_t* HWY_RESTRICT scales, std::size_t n,
+                                 float* HWY_RESTRICT dst) {
+  using DI = MxTag<kBits>;
+  const DI di;
+  constexpr std::size_t kBlockBytes = kBits * 4;
+  const std::size_t full = n / kMxBlock;
+  for (std::size_t b = 0; b < full; ++b) {
+    DequantizeBlock<Traits, kBits>(di, codes + b * kBlockBytes, scales[b], dst + b * kMxBlock);
+  }
+  if (const std::size_t rem = n - full * kMxBlock; rem != 0) {
+    HWY_ALIGN float buf[kMxBlock];
+    DequantizeBlock<Traits, kBits>(di, codes + full * kBlockBytes, scales[full], buf);
+    std::memcpy(dst + full * kMxBlock, buf, rem * sizeof(float));
+  }
+}
+
+// Exported. `format` is an MX format with 32-element blocks (not NVFP4).
+void DequantizeMxLineKernel(MxFormat format, const std::uint8_t* HWY_RESTRICT codes,
+                            const std::uint8_t* HWY_RESTRICT scales, std::size_t n,
+                            float* HWY_RESTRICT dst) {
+  switch (format) {
+    case MxFormat::kMxfp8E4M3: return DequantizeLine<Fp8E4M3Traits, 8>(codes, scales, n, dst);
+    case MxFormat::kMxfp8E5M2: return DequantizeLine<Fp8E5M2Traits, 8>(codes, scales, n, dst);
+    case MxFormat::kMxfp6E2M3: return DequantizeLine<Fp6E2M3Traits, 6>(codes, scales, n, dst);
+    case MxFormat::kMxfp6E3M2: return DequantizeLine<Fp6E3M2Traits, 6>(codes, scales, n, dst);
+    case MxFormat::kMxfp4: return DequantizeLine<Fp4E2M1Traits, 4>(codes, scales, n, dst);
+    case MxFormat::kMxint8: return DequantizeLine<MxInt8Traits, 8>(codes, scales, n, dst);
+    case MxFormat::kNvfp4: return;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace trnmx
+HWY_AFTER_NAMESPACE();
+
+#undef TRNMX_MX_GROUPS
+
+#endif  // include guard toggle

@@ -1,0 +1,80 @@
+// SIMD MX line kernels (mx_line.h): which parameters the vector path
+// supports, policy resolution, and Highway dynamic dispatch to
+// mx_line-inl.h. The scalar versions and the tensor layer live elsewhere.
+#include "formats/mx_line.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "formats/mx_line-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "formats/mx_line-inl.h"
+
+#if HWY_ONCE
+
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/element_consts.h"
+#include "formats/kernel_args.h"
+
+namespace trnmx::internal {
+
+HWY_EXPORT(QuantizeMxLineKernel);
+HWY_EXPORT(DequantizeMxLineKernel);
+
+namespace {
+
+// Fills the element constants for Traits; false when the vector path does
+// not implement `params` (the scalar path then runs).
+template <class Traits>
+bool Resolve(const MxLineParams& params, MxQuantizeArgs& args) {
+  if (!IsScaleRuleDefined<Traits>(params.rule)) return false;  // scalar reports it
+  args.consts = MakeElementEncodeConsts<Traits>(params.element);
+  EncodeOptions sat = params.element;
+  sat.overflow = Overflow::kSatFinite;
+  args.sat_consts = MakeElementEncodeConsts<Traits>(sat);
+  return true;
+}
+
+}  // namespace
+
+bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_t n,
+                        std::uint8_t* codes, std::uint8_t* scales) {
+  if (!SimdSupportsRounding(params.element.rounding)) return false;  // stochastic: scalar
+  if (params.special != SpecialBlock::kDefault && params.special != SpecialBlock::kSatFiniteBlock) {
+    return false;
+  }
+  MxQuantizeArgs args;
+  args.format = params.format;
+  args.rule = params.rule;
+  args.rounding = params.element.rounding;
+  args.special = params.special;
+  bool ok = false;
+  switch (params.format) {
+    case MxFormat::kMxfp8E4M3: ok = Resolve<Fp8E4M3Traits>(params, args); break;
+    case MxFormat::kMxfp8E5M2: ok = Resolve<Fp8E5M2Traits>(params, args); break;
+    case MxFormat::kMxfp6E2M3: ok = Resolve<Fp6E2M3Traits>(params, args); break;
+    case MxFormat::kMxfp6E3M2: ok = Resolve<Fp6E3M2Traits>(params, args); break;
+    case MxFormat::kMxfp4: ok = Resolve<Fp4E2M1Traits>(params, args); break;
+    case MxFormat::kMxint8: ok = Resolve<MxInt8Traits>(params, args); break;
+    case MxFormat::kNvfp4: ok = false; break;  // UE4M3 scales and a tensor scale: scalar only
+  }
+  if (!ok) return false;
+  const std::size_t blocks = (n + kMxBlockSize - 1) / kMxBlockSize;
+  args.stream = blocks * GetMxFormatInfo(params.format).block_bytes >= kStreamMinBytes;
+  if (n != 0) HWY_DYNAMIC_DISPATCH(QuantizeMxLineKernel)(args, src, n, codes, scales);
+  return true;
+}
+
+bool DequantizeMxLineSimd(MxFormat format, const std::uint8_t* codes, const std::uint8_t* scales,
+                          std::size_t n, float tensor_scale, float* dst) {
+  // NVFP4, and a tensor scale other than 1 (meaningless for MX formats): scalar.
+  if (format == MxFormat::kNvfp4 || tensor_scale != 1.0f) return false;
+  if (n != 0) HWY_DYNAMIC_DISPATCH(DequantizeMxLineKernel)(format, codes, scales, n, dst);
+  return true;
+}
+
+}  // namespace trnmx::internal
+
+#endif  // HWY_ONCE

@@ -1,0 +1,390 @@
+// SIMD MX line kernels (src/formats/mx_line.h: QuantizeMxLineSimd,
+// DequantizeMxLineSimd) against the one-block reference (mx_block.h:
+// QuantizeMxBlock / DequantizeMxBlock) plus the packing rule of formats.md
+// section 9, bit for bit, on every compiled Highway target: every MX format
+// with 32-element blocks, every scale rule defined for it, both special-block
+// policies, rounding/overflow/subnormal/int8-range options, lengths 0..300
+// (tails) at misaligned offsets, seeded random blocks with NaN, Inf, zeros,
+// FP32 subnormals, huge values and planted ties. ctest label: unit.
+#include "formats/mx_line.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "formats/bulk_test_util.h"
+#include "support/hwy_targets.h"
+#include "trnmx/formats/mx_block.h"
+#include "trnmx/formats/mx_format.h"
+
+namespace trnmx::test {
+namespace {
+
+using internal::DequantizeMxLineSimd;
+using internal::MxLineParams;
+using internal::QuantizeMxLineSimd;
+using testing::ForEachHwyTarget;
+using testing::HwyTarget;
+
+constexpr MxFormat kFormats[] = {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2, MxFormat::kMxfp6E2M3,
+                                 MxFormat::kMxfp6E3M2, MxFormat::kMxfp4,     MxFormat::kMxint8};
+constexpr ScaleRule kRules[] = {ScaleRule::kOcpFloor, ScaleRule::kCeil, ScaleRule::kEven,
+                                ScaleRule::kRceil,    ScaleRule::kNki,  ScaleRule::kGgml};
+
+// Calls fn.template operator()<Traits>() for the element traits of `format`.
+template <class Fn>
+void WithTraits(MxFormat format, Fn&& fn) {
+  switch (format) {
+    case MxFormat::kMxfp8E4M3: return fn.template operator()<Fp8E4M3Traits>();
+    case MxFormat::kMxfp8E5M2: return fn.template operator()<Fp8E5M2Traits>();
+    case MxFormat::kMxfp6E2M3: return fn.template operator()<Fp6E2M3Traits>();
+    case MxFormat::kMxfp6E3M2: return fn.template operator()<Fp6E3M2Traits>();
+    case MxFormat::kMxfp4: return fn.template operator()<Fp4E2M1Traits>();
+    case MxFormat::kMxint8: return fn.template operator()<MxInt8Traits>();
+    case MxFormat::kNvfp4: break;
+  }
+  FAIL() << "no traits";
+}
+
+bool RuleDefined(MxFormat format, ScaleRule rule) {
+  bool defined = false;
+  WithTraits(format, [&]<class Traits>() { defined = IsScaleRuleDefined<Traits>(rule); });
+  return defined;
+}
+
+// MxLineParams without designated initializers (its `element` member has no
+// default member initializer, which -Wmissing-field-initializers flags).
+MxLineParams Params(MxFormat format, ScaleRule rule = ScaleRule::kOcpFloor, const EncodeOptions& element = {},
+                    SpecialBlock special = SpecialBlock::kDefault) {
+  MxLineParams p;
+  p.format = format;
+  p.rule = rule;
+  p.element = element;
+  p.special = special;
+  return p;
+}
+
+// formats.md section 9: FP8/INT8 one byte; FP4 element 2i in bits 3..0;
+// FP6 four codes a b c d -> (a | b << 6), (b >> 2 | c << 4), (c >> 4 | d << 2).
+void PackBlock(int bits, const std::array<std::uint8_t, 32>& c, std::uint8_t* out) {
+  if (bits == 8) {
+    for (int i = 0; i < 32; ++i) out[i] = c[i];
+  } else if (bits == 4) {
+    for (int i = 0; i < 16; ++i) out[i] = static_cast<std::uint8_t>(c[2 * i] | (c[2 * i + 1] << 4));
+  } else {
+    for (int g = 0; g < 8; ++g) {
+      const unsigned a = c[4 * g], b = c[4 * g + 1], cc = c[4 * g + 2], d = c[4 * g + 3];
+      out[3 * g] = static_cast<std::uint8_t>((a | (b << 6)) & 0xFF);
+      out[3 * g + 1] = static_cast<std::uint8_t>(((b >> 2) | (cc << 4)) & 0xFF);
+      out[3 * g + 2] = static_cast<std::uint8_t>((cc >> 4) | (d << 2));
+    }
+  }
+}
+
+std::array<std::uint8_t, 32> UnpackBlock(int bits, const std::uint8_t* in) {
+  std::array<std::uint8_t, 32> c{};
+  for (int i = 0; i < 32; ++i) {
+    if (bits == 8) {
+      c[i] = in[i];
+    } else if (bits == 4) {
+      c[i] = static_cast<std::uint8_t>((in[i / 2] >> (4 * (i % 2))) & 0xF);
+    } else {
+      const unsigned bit = 6u * static_cast<unsigned>(i);
+      const unsigned word = in[bit / 8] | (bit / 8 + 1 < 24 ? in[bit / 8 + 1] << 8 : 0u);
+      c[i] = static_cast<std::uint8_t>((word >> (bit % 8)) & 0x3F);
+    }
+  }
+  return c;
+}
+
+TEST(MxLineSimdTest, PackingRuleExample) {
+  std::array<std::uint8_t, 32> c{};
+  c[0] = 0x01, c[1] = 0x02, c[2] = 0x03, c[3] = 0x3F;
+  std::uint8_t out[24];
+  PackBlock(6, c, out);
+  EXPECT_EQ(out[0], 0x81);  // formats.md section 9: 01 02 03 3F -> 81 30 FC
+  EXPECT_EQ(out[1], 0x30);
+  EXPECT_EQ(out[2], 0xFC);
+  EXPECT_EQ(UnpackBlock(6, out), c);
+}
+
+struct Line {
+  std::vector<std::uint8_t> codes;
+  std::vector<std::uint8_t> scales;
+};
+
+// The reference: QuantizeMxBlock per block, packed.
+Line Reference(const MxLineParams& p, std::span<const float> x) {
+  const MxFormatInfo& info = GetMxFormatInfo(p.format);
+  const std::size_t blocks = (x.size() + 31) / 32;
+  Line line{std::vector<std::uint8_t>(blocks * info.block_bytes), std::vector<std::uint8_t>(blocks)};
+  WithTraits(p.format, [&]<class Traits>() {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t len = std::min<std::size_t>(32, x.size() - 32 * b);
+      const MxBlockCodes q = QuantizeMxBlock<Traits>(x.subspan(32 * b, len), p.rule, p.element, p.special);
+      line.scales[b] = q.scale.bits;
+      PackBlock(info.element_bits, q.codes, line.codes.data() + b * info.block_bytes);
+    }
+  });
+  return line;
+}
+
+// DequantizeMxBlock on the unpacked codes.
+std::vector<float> ReferenceDequant(MxFormat f, const Line& line, std::size_t n) {
+  const MxFormatInfo& info = GetMxFormatInfo(f);
+  std::vector<float> out(n);
+  WithTraits(f, [&]<class Traits>() {
+    for (std::size_t b = 0; 32 * b < n; ++b) {
+      MxBlockCodes q;
+      q.scale = ScaleE8M0::FromBits(line.scales[b]);
+      q.codes = UnpackBlock(info.element_bits, line.codes.data() + b * info.block_bytes);
+      const std::size_t len = std::min<std::size_t>(32, n - 32 * b);
+      DequantizeMxBlock<Traits>(q, std::span<float>(out.data() + 32 * b, len));
+    }
+  });
+  return out;
+}
+
+// Random MX lines: per block one of several kinds (see below).
+std::vector<float> MakeMxLine(std::size_t n, double max_normal, std::mt19937_64& rng) {
+  std::vector<float> x(n);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const std::vector<float> elems = MakeInputs<Fp8E4M3Traits>(64, rng);  // ties, specials
+  for (std::size_t b = 0; b < n; b += 32) {
+    const std::size_t len = std::min<std::size_t>(32, n - b);
+    const int kind = static_cast<int>(rng() % 16);
+    const int e = static_cast<int>(rng() % 300) - 150;  // block magnitude 2^e
+    for (std::size_t i = 0; i < len; ++i) {
+      double v = normal(rng);
+      float f;
+      switch (kind) {
+        case 0:  // all zeros, random signs
+          f = (rng() & 1) ? -0.0f : 0.0f;
+          break;
+        case 1:  // FP32 subnormals and the smallest normals
+          f = std::bit_cast<float>(static_cast<std::uint32_t>(rng() % 0x01000000u) |
+                                   ((rng() & 1) ? 0x80000000u : 0u));
+          break;
+        case 2:  // near FLT_MAX
+          f = static_cast<float>(v * 1e38);
+          if (!std::isfinite(f)) f = 3e38f;
+          break;
+        case 3:  // element-format values, codes and midpoints, times 2^k
+          f = std::ldexp(elems[rng() % elems.size()], static_cast<int>(rng() % 20) - 10);
+          if (!std::isfinite(f) && (rng() & 1)) f = 1.0f;
+          break;
+        case 4: {  // planted ties: MAX * 2^k sets the scale, the rest are midpoints
+          const double unit = std::ldexp(1.0, static_cast<int>(rng() % 40) - 20);
+          if (i == 0) {
+            f = static_cast<float>(max_normal * unit);
+          } else {
+            const double q = std::floor(std::fabs(v) * 8) / 8 + 1.0 / 16;  // odd multiple of 1/16
+            f = static_cast<float>((v < 0 ? -q : q) * unit);
+          }
+          break;
+        }
+        default:
+          f = static_cast<float>(std::ldexp(v, e));
+          break;
+      }
+      x[b + i] = f;
+    }
+    // Occasional specials anywhere (NaN, Inf, signed zeros).
+    if (rng() % 6 == 0) {
+      const std::uint32_t specials[] = {0x7FC00000, 0xFFC00000, 0x7F800001, 0x7F800000, 0xFF800000,
+                                        0x80000000};
+      x[b + rng() % len] = std::bit_cast<float>(specials[rng() % std::size(specials)]);
+    }
+  }
+  return x;
+}
+
+double MaxNormal(MxFormat f) {
+  double m = 1.0;
+  WithTraits(f, [&]<class Traits>() {
+    if constexpr (detail::kIsMxInt8<Traits>) {
+      m = 1.984375;
+    } else {
+      m = Traits::kMaxNormal;
+    }
+  });
+  return m;
+}
+
+std::string Describe(const MxLineParams& p) {
+  return std::string(GetMxFormatInfo(p.format).name) + " " + std::string(ScaleRuleName(p.rule)) +
+         " special=" + std::to_string(static_cast<int>(p.special)) +
+         " rounding=" + std::to_string(static_cast<int>(p.element.rounding)) +
+         " overflow=" + std::to_string(static_cast<int>(p.element.overflow)) +
+         " subnormals=" + std::to_string(static_cast<int>(p.element.subnormals)) +
+         " int8=" + std::to_string(static_cast<int>(p.element.int8_range));
+}
+
+// Quantizes x with the SIMD kernel at byte offsets `off` of the outputs,
+// compares against the reference (guards untouched), then dequantizes at a
+// float offset and compares against DequantizeMxBlock.
+void CheckLine(const MxLineParams& p, std::span<const float> x, std::size_t off) {
+  SCOPED_TRACE(Describe(p) + " n=" + std::to_string(x.size()) + " off=" + std::to_string(off));
+  const Line want = Reference(p, x);
+  std::vector<std::uint8_t> codes(want.codes.size() + 16, 0xA5);
+  std::vector<std::uint8_t> scales(want.scales.size() + 16, 0xA5);
+  ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), x.size(), codes.data() + off, scales.data() + off));
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    const bool inside = i >= off && i < off + want.codes.size();
+    ASSERT_EQ(codes[i], inside ? want.codes[i - off] : 0xA5)
+        << "code byte " << i - off << " (block " << (i - off) / GetMxFormatInfo(p.format).block_bytes << ")";
+  }
+  for (std::size_t i = 0; i < scales.size(); ++i) {
+    const bool inside = i >= off && i < off + want.scales.size();
+    ASSERT_EQ(scales[i], inside ? want.scales[i - off] : 0xA5) << "scale " << i - off;
+  }
+  const std::vector<float> back_want = ReferenceDequant(p.format, want, x.size());
+  std::vector<float> back(x.size() + 16, 42.0f);
+  ASSERT_TRUE(DequantizeMxLineSimd(p.format, codes.data() + off, scales.data() + off, x.size(), 1.0f,
+                                   back.data() + (off % 8)));
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    const bool inside = i >= off % 8 && i < off % 8 + x.size();
+    if (!inside) {
+      ASSERT_EQ(Bits(back[i]), Bits(42.0f)) << "dequant guard " << i;
+      continue;
+    }
+    const std::size_t k = i - off % 8;
+    if (want.scales[k / 32] == 0xFF) {
+      // Scale NaN: the kernel writes the quiet NaN; the reference's NaN sign
+      // for a NaN element code times a NaN scale depends on operand order.
+      ASSERT_TRUE(std::isnan(back_want[k]));
+      ASSERT_EQ(Bits(back[i]), 0x7FC00000u) << "dequant " << k;
+    } else {
+      ASSERT_EQ(Bits(back[i]), Bits(back_want[k])) << "dequant " << k << " code block " << k / 32;
+    }
+  }
+}
+
+TEST(MxLineSimdTest, KnownAnswers) {
+  // formats.md section 12.5.
+  ForEachHwyTarget([](const HwyTarget& target) {
+    SCOPED_TRACE(target.name);
+    const float v[] = {960, 957, 902.4f, 1, -0.001f, 0, -0.0f, 17};
+    std::uint8_t codes[32], scale;
+    ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxfp8E4M3), v, 8, codes, &scale));
+    EXPECT_EQ(scale, 0x80);
+    const std::uint8_t want[] = {0x7E, 0x7E, 0x7E, 0x30, 0x80, 0x00, 0x80, 0x50};
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(codes[i], want[i]) << i;
+    for (int i = 8; i < 32; ++i) EXPECT_EQ(codes[i], 0) << "padding " << i;
+    float back[8];
+    ASSERT_TRUE(DequantizeMxLineSimd(MxFormat::kMxfp8E4M3, codes, &scale, 8, 1.0f, back));
+    const float back_want[] = {896, 896, 896, 1, -0.0f, 0, -0.0f, 16};
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(Bits(back[i]), Bits(back_want[i])) << i;
+
+    const float e2m1[] = {7, 2.5f, 0.75f, 1.25f, 1.75f, 3.5f, 5, -0.75f, -0.1f, 6.5f, 1};
+    std::uint8_t p4[16];
+    ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxfp4), e2m1, 11, p4, &scale));
+    EXPECT_EQ(scale, 0x7F);
+    const std::uint8_t p4_want[] = {0x47, 0x22, 0x64, 0xA6, 0x78, 0x02};  // 7 4 2 2 4 6 6 A 8 7 2
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(p4[i], p4_want[i]) << i;
+
+    const float i8[] = {1.0f, 0.5f, -1.0f, 1.0f / 128, 0.01171875f, -0.01171875f, 1.99f, -1.999f};
+    std::uint8_t c8[32];
+    ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxint8), i8, 8, c8, &scale));
+    EXPECT_EQ(scale, 0x7F);
+    const std::uint8_t c8_want[] = {0x40, 0x20, 0xC0, 0x00, 0x01, 0xFF, 0x7F, 0x81};
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(c8[i], c8_want[i]) << i;
+    const MxLineParams minus128 =
+        Params(MxFormat::kMxint8, ScaleRule::kOcpFloor, {.int8_range = Int8Range::kAllowMinus128});
+    ASSERT_TRUE(QuantizeMxLineSimd(minus128, i8, 8, c8, &scale));
+    EXPECT_EQ(c8[7], 0x80);
+  });
+}
+
+// Every length 0..300 at offsets 0..7, default parameters, every format.
+TEST(MxLineSimdTest, LengthsAndOffsets) {
+  std::printf("seed 0x%llx\n", static_cast<unsigned long long>(TestSeed()));
+  std::mt19937_64 rng(TestSeed() + 10);
+  ForEachHwyTarget([&](const HwyTarget& target) {
+    SCOPED_TRACE(target.name);
+    for (const MxFormat f : kFormats) {
+      const std::vector<float> x = MakeMxLine(300 + 8, MaxNormal(f), rng);
+      for (std::size_t n = 0; n <= 300; ++n) {
+        const std::size_t off = n % 8;
+        CheckLine(Params(f), std::span<const float>(x.data() + (n * 3) % 8, n), off);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  });
+}
+
+// Every format x defined rule x special policy x element options.
+TEST(MxLineSimdTest, EveryRuleAndOption) {
+  std::mt19937_64 rng(TestSeed() + 11);
+  std::vector<EncodeOptions> options = {
+      {},
+      {.rounding = Rounding::kTiesAway},
+      {.rounding = Rounding::kTowardZero},
+      {.overflow = Overflow::kNonSat},
+      {.rounding = Rounding::kTowardZero, .overflow = Overflow::kNonSat},
+      {.overflow = Overflow::kMlDtypesSat},
+      {.subnormals = Subnormals::kFlush},
+      {.int8_range = Int8Range::kAllowMinus128},
+  };
+  ForEachHwyTarget([&](const HwyTarget& target) {
+    SCOPED_TRACE(target.name);
+    for (const MxFormat f : kFormats) {
+      const std::vector<float> x = MakeMxLine(32 * 64 + 17, MaxNormal(f), rng);
+      for (const ScaleRule rule : kRules) {
+        if (!RuleDefined(f, rule)) continue;
+        for (const SpecialBlock special : {SpecialBlock::kDefault, SpecialBlock::kSatFiniteBlock}) {
+          for (const EncodeOptions& o : options) {
+            CheckLine(Params(f, rule, o, special), x, 3);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  });
+}
+
+// A line of >= 8 MiB of codes takes the non-temporal path.
+TEST(MxLineSimdTest, StreamingLine) {
+  std::mt19937_64 rng(TestSeed() + 12);
+  const std::size_t n = (std::size_t{8} << 20) + 32 * 100 + 5;
+  const std::vector<float> x = MakeMxLine(n, MaxNormal(MxFormat::kMxfp8E4M3), rng);
+  const MxLineParams p = Params(MxFormat::kMxfp8E4M3);
+  const Line want = Reference(p, x);
+  ForEachHwyTarget([&](const HwyTarget& target) {
+    SCOPED_TRACE(target.name);
+    Line got{std::vector<std::uint8_t>(want.codes.size() + 1), std::vector<std::uint8_t>(want.scales.size())};
+    ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, got.codes.data() + 1, got.scales.data()));
+    ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), got.codes.begin() + 1));
+    ASSERT_EQ(got.scales, want.scales);
+  });
+}
+
+TEST(MxLineSimdTest, UnsupportedParametersWriteNothing) {
+  const std::vector<float> x(64, 1.0f);
+  std::vector<std::uint8_t> codes(64, 0xA5), scales(4, 0xA5);
+  MxLineParams stochastic;
+  stochastic.element.rounding = Rounding::kStochastic;
+  EXPECT_FALSE(QuantizeMxLineSimd(stochastic, x.data(), 64, codes.data(), scales.data()));
+  EXPECT_FALSE(QuantizeMxLineSimd(Params(MxFormat::kNvfp4), x.data(), 64, codes.data(), scales.data()));
+  EXPECT_FALSE(QuantizeMxLineSimd(Params(MxFormat::kMxfp6E2M3, ScaleRule::kNki), x.data(), 64,
+                                  codes.data(), scales.data()));
+  EXPECT_FALSE(QuantizeMxLineSimd(Params(MxFormat::kMxint8, ScaleRule::kRceil), x.data(), 64,
+                                  codes.data(), scales.data()));
+  for (const std::uint8_t b : codes) EXPECT_EQ(b, 0xA5);
+  for (const std::uint8_t b : scales) EXPECT_EQ(b, 0xA5);
+  std::vector<float> out(64, 42.0f);
+  EXPECT_FALSE(DequantizeMxLineSimd(MxFormat::kNvfp4, codes.data(), scales.data(), 64, 1.0f, out.data()));
+  EXPECT_FALSE(DequantizeMxLineSimd(MxFormat::kMxfp4, codes.data(), scales.data(), 64, 2.0f, out.data()));
+  for (const float v : out) EXPECT_EQ(v, 42.0f);
+}
+
+}  // namespace
+}  // namespace trnmx::test
