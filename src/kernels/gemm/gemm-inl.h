@@ -1,0 +1,513 @@
+// Per-target dense GEMM (Highway dynamic dispatch; included once per target
+// by gemm.cc through hwy/foreach_target.h).
+//
+// Numerics (gemm.h): every output is one FP32 FMA chain over k = 0..K-1 in
+// increasing order, starting from +0. The kernels vectorise across N (32
+// columns = one B panel) and unroll across M (MR rows); K is never split
+// between vectors or threads, and a K block that is not the first reloads the
+// partial sums stored by the previous one, so the chain is the same for every
+// blocking, target and thread count. Targets without a fused multiply-add
+// instruction (HWY_NATIVE_FMA == 0: SSSE3, SSE4, EMU128) run a scalar kernel
+// with std::fma: slower, same bits.
+//
+// Loop nest (BLIS order):
+//   for jc in N by NC:                         B block columns
+//     for pc in K by KC:                       K blocks, in order
+//       pack B[pc.., jc..] into 32-column panels     (parallel over panels)
+//       parallel for (ic in M by MC) x (groups of panels):
+//         pack A[ic.., pc..] into MR-row panels       (per task)
+//         for each panel jr, for each MR rows ir: micro-kernel
+//         on the last K block: epilogue of the task's outputs
+// Partial sums live in C itself when C is FP32 with unit column stride and
+// beta == 0 (C_old is then never read), else in an M x NC FP32 scratch.
+#if defined(TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
+#undef TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
+#else
+#define TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
+#endif
+
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "formats/mx_decode.h"
+#include "kernels/gemm/gemm_dense.h"
+#include "trnmx/formats/codec.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace trnmx {
+namespace HWY_NAMESPACE {
+namespace gemm {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using internal::DenseGemmArgs;
+using internal::DenseSource;
+using internal::DenseSourceKind;
+using internal::kGemmPanelCols;
+
+// ---------------------------------------------------------------------------
+// Register tile: MR rows x NR = 32 columns (NV vectors of LANES floats).
+// ---------------------------------------------------------------------------
+#undef TRNMX_GEMM_VECTOR_KERNEL
+#if HWY_NATIVE_FMA && !HWY_HAVE_SCALABLE && HWY_MAX_BYTES >= 16
+#define TRNMX_GEMM_VECTOR_KERNEL 1
+#else
+#define TRNMX_GEMM_VECTOR_KERNEL 0
+#endif
+
+template <std::size_t kRows, std::size_t kLanes, std::size_t kRegisters>
+struct TileShape {
+  static constexpr std::size_t kMr = kRows;
+  static constexpr std::size_t kNr = kGemmPanelCols;
+  static constexpr std::size_t kNv = kNr / kLanes;
+  // Accumulators + the B vectors of one k + one broadcast A value.
+  static_assert(kNr % kLanes == 0, "a panel is a whole number of vectors");
+  static_assert(kMr * kNv + kNv + 1 <= kRegisters || kMr * kNv + kMr + 1 <= kRegisters,
+                "the tile must fit the vector registers");
+  // Two FMA pipes of latency 4 need >= 8 independent chains.
+  static_assert(kMr * kNv >= 8, "too few independent accumulators to hide FMA latency");
+};
+
+#if TRNMX_GEMM_VECTOR_KERNEL
+constexpr std::size_t kLanes = HWY_LANES(float);
+#if HWY_ARCH_X86 && HWY_MAX_BYTES == 32
+using Tile = TileShape<3, kLanes, 16>;  // AVX2: 12 accumulators, 16 ymm.
+#elif HWY_MAX_BYTES >= 64
+using Tile = TileShape<14, kLanes, 32>;  // AVX-512: 28 accumulators, 32 zmm.
+#else
+using Tile = TileShape<3, kLanes, 32>;  // 128-bit with 32 registers (NEON).
+#endif
+#else
+using Tile = TileShape<4, 1, 1024>;  // Scalar std::fma kernel.
+#endif
+
+constexpr std::size_t kMr = Tile::kMr;
+constexpr std::size_t kNr = Tile::kNr;
+
+// C[0..kRows) x [0..32) (row stride ldc) = (load ? C : 0) + A panel * B panel
+// over kc values of k: acc = fma(a[k*kMr + r], b[k*ldb + j], acc).
+template <std::size_t kRows>
+HWY_NOINLINE void KernelFp32(std::size_t kc, const float* HWY_RESTRICT ap,
+                             const float* HWY_RESTRICT bp, std::size_t ldb,
+                             float* HWY_RESTRICT c, std::size_t ldc, bool load) {
+#if TRNMX_GEMM_VECTOR_KERNEL
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  constexpr std::size_t kNv = Tile::kNv;
+  V acc[kRows][kNv];
+  if (load) {
+    for (std::size_t r = 0; r < kRows; ++r) {
+      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::LoadU(d, c + r * ldc + v * kLanes);
+    }
+  } else {
+    for (std::size_t r = 0; r < kRows; ++r) {
+      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::Zero(d);
+    }
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    V b[kNv];
+    for (std::size_t v = 0; v < kNv; ++v) b[v] = hn::LoadU(d, bp + v * kLanes);
+    for (std::size_t r = 0; r < kRows; ++r) {
+      const V a = hn::Set(d, ap[r]);
+      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::MulAdd(a, b[v], acc[r][v]);
+    }
+    ap += kMr;
+    bp += ldb;
+  }
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t v = 0; v < kNv; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * kLanes);
+  }
+#else
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t j = 0; j < kNr; ++j) {
+      float acc = load ? c[r * ldc + j] : 0.0f;
+      for (std::size_t k = 0; k < kc; ++k) acc = std::fma(ap[k * kMr + r], bp[k * ldb + j], acc);
+      c[r * ldc + j] = acc;
+    }
+  }
+#endif
+}
+
+using KernelFn = void (*)(std::size_t, const float*, const float*, std::size_t, float*,
+                          std::size_t, bool);
+
+template <std::size_t... kIs>
+constexpr std::array<KernelFn, sizeof...(kIs)> MakeKernelTable(std::index_sequence<kIs...>) {
+  return {&KernelFp32<kIs + 1>...};
+}
+// kKernels[rows - 1]: the kernel for a tile of `rows` (1..kMr) rows.
+inline constexpr std::array<KernelFn, kMr> kKernels =
+    MakeKernelTable(std::make_index_sequence<kMr>());
+
+// ---------------------------------------------------------------------------
+// Element access and packing (exact: copies, BF16 widening, MX decoding).
+// ---------------------------------------------------------------------------
+inline float Bf16BitsToFloat(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+// Element (i, j) of a dense operand.
+inline float DenseAt(const GemmOperand& op, std::size_t i, std::size_t j) {
+  const std::size_t idx = i * op.row_stride + j * op.col_stride;
+  if (op.type == OperandType::kFp32) return static_cast<const float*>(op.data)[idx];
+  return Bf16BitsToFloat(static_cast<const std::uint16_t*>(op.data)[idx]);
+}
+
+// A rows [i0, i0 + rows) x columns [k0, k0 + kc) into dst[k * kMr + r].
+inline void PackA(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t k0,
+                  std::size_t kc, float* HWY_RESTRICT dst) {
+  if (a.type == OperandType::kMx) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      internal::DecodeMxLineSegment(a.mx, i0 + r, k0, kc, dst + r, kMr);
+    }
+    return;
+  }
+  if (a.type == OperandType::kFp32 && a.col_stride == 1) {
+    const float* src = static_cast<const float*>(a.data) + i0 * a.row_stride + k0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = src + r * a.row_stride;
+      for (std::size_t k = 0; k < kc; ++k) dst[k * kMr + r] = row[k];
+    }
+    return;
+  }
+  if (a.type == OperandType::kFp32 && a.row_stride == 1) {  // Column-major (A^T row-major).
+    const float* src = static_cast<const float*>(a.data) + i0 + k0 * a.col_stride;
+    for (std::size_t k = 0; k < kc; ++k) {
+      const float* col = src + k * a.col_stride;
+      for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = col[r];
+    }
+    return;
+  }
+  if (a.type == OperandType::kBf16 && a.col_stride == 1) {
+    const std::uint16_t* src =
+        static_cast<const std::uint16_t*>(a.data) + i0 * a.row_stride + k0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::uint16_t* row = src + r * a.row_stride;
+      for (std::size_t k = 0; k < kc; ++k) dst[k * kMr + r] = Bf16BitsToFloat(row[k]);
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = DenseAt(a, i0 + r, k0 + k);
+  }
+}
+
+// One 32-column panel of B: rows [k0, k0 + kc), columns [j0, j0 + cols)
+// into dst[k * 32 + c]; columns cols..31 get +0.
+inline void PackBPanel(const DenseSource& b, std::size_t k_total, std::size_t k0,
+                       std::size_t kc, std::size_t j0, std::size_t cols, float* HWY_RESTRICT dst) {
+  if (cols < kNr) {
+    for (std::size_t k = 0; k < kc; ++k) {
+      for (std::size_t c = cols; c < kNr; ++c) dst[k * kNr + c] = 0.0f;
+    }
+  }
+  if (b.kind == DenseSourceKind::kPanelsFp32) {
+    const float* src = static_cast<const float*>(b.panels) + (j0 / kNr) * k_total * kNr + k0 * kNr;
+    std::memcpy(dst, src, kc * kNr * sizeof(float));
+    return;
+  }
+  if (b.kind == DenseSourceKind::kPairsBf16) {
+    const std::size_t kp = (k_total + 1) / 2 * 2;
+    const std::uint16_t* src = static_cast<const std::uint16_t*>(b.panels) + (j0 / kNr) * kp * kNr;
+    for (std::size_t k = 0; k < kc; ++k) {
+      const std::size_t kk = k0 + k;
+      const std::uint16_t* row = src + (kk / 2) * 2 * kNr + (kk % 2);
+      for (std::size_t c = 0; c < cols; ++c) dst[k * kNr + c] = Bf16BitsToFloat(row[2 * c]);
+    }
+    return;
+  }
+  const GemmOperand& op = b.op;
+  if (op.type == OperandType::kMx) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      internal::DecodeMxLineSegment(op.mx, j0 + c, k0, kc, dst + c, kNr);
+    }
+    return;
+  }
+  if (op.type == OperandType::kFp32 && op.col_stride == 1) {
+    const float* src = static_cast<const float*>(op.data) + k0 * op.row_stride + j0;
+    for (std::size_t k = 0; k < kc; ++k) {
+      std::memcpy(dst + k * kNr, src + k * op.row_stride, cols * sizeof(float));
+    }
+    return;
+  }
+  if (op.type == OperandType::kFp32 && op.row_stride == 1) {  // K-contiguous columns.
+    const float* src = static_cast<const float*>(op.data) + k0 + j0 * op.col_stride;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const float* col = src + c * op.col_stride;
+      for (std::size_t k = 0; k < kc; ++k) dst[k * kNr + c] = col[k];
+    }
+    return;
+  }
+  if (op.type == OperandType::kBf16 && op.col_stride == 1) {
+    const std::uint16_t* src =
+        static_cast<const std::uint16_t*>(op.data) + k0 * op.row_stride + j0;
+    for (std::size_t k = 0; k < kc; ++k) {
+      const std::uint16_t* row = src + k * op.row_stride;
+      for (std::size_t c = 0; c < cols; ++c) dst[k * kNr + c] = Bf16BitsToFloat(row[c]);
+    }
+    return;
+  }
+  for (std::size_t c = 0; c < cols; ++c) {
+    for (std::size_t k = 0; k < kc; ++k) dst[k * kNr + c] = DenseAt(op, k0 + k, j0 + c);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Epilogue: r = acc; alpha; beta * C_old; bias; store FP32 or BF16 (RNE).
+// ---------------------------------------------------------------------------
+inline float EpilogueScalar(float acc, float alpha, float beta, float c_old, const float* bias,
+                            std::size_t j) {
+  float r = acc;
+  if (alpha != 1.0f) r = alpha * r;
+  if (beta != 0.0f) r = r + beta * c_old;
+  if (bias != nullptr) r = r + bias[j];
+  return r;
+}
+
+inline float ReadC(const GemmOutput& c, std::size_t i, std::size_t j) {
+  const std::size_t idx = i * c.row_stride + j * c.col_stride;
+  if (c.type == OutputType::kFp32) return static_cast<const float*>(c.data)[idx];
+  return Bf16BitsToFloat(static_cast<const std::uint16_t*>(c.data)[idx]);
+}
+
+inline void WriteC(const GemmOutput& c, std::size_t i, std::size_t j, float r) {
+  const std::size_t idx = i * c.row_stride + j * c.col_stride;
+  if (c.type == OutputType::kFp32) {
+    static_cast<float*>(c.data)[idx] = r;
+  } else {
+    static_cast<std::uint16_t*>(c.data)[idx] = Fp32ToBf16Rne(r).bits;
+  }
+}
+
+// Outputs [i0, i1) x [j0, j1); acc(i, j) at acc[(i - i0) * ldacc + (j - j0)]
+// (nullptr: every acc is +0, K == 0).
+inline void Epilogue(const GemmOutput& c, const GemmParams& p, std::size_t i0, std::size_t i1,
+                     std::size_t j0, std::size_t j1, const float* acc, std::size_t ldacc) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const hn::Rebind<std::uint16_t, decltype(d)> du16;
+  const hn::Rebind<std::int32_t, decltype(d)> di;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto alpha = hn::Set(d, p.alpha);
+  const auto beta = hn::Set(d, p.beta);
+  for (std::size_t i = i0; i < i1; ++i) {
+    // arow[j - j0]: acc of output (i, j).
+    const float* arow = acc != nullptr ? acc + (i - i0) * ldacc : nullptr;
+    std::size_t j = j0;
+    if (c.col_stride == 1 && acc != nullptr) {
+      for (; j + lanes <= j1; j += lanes) {
+        auto r = hn::LoadU(d, arow + (j - j0));
+        if (p.alpha != 1.0f) r = hn::Mul(alpha, r);
+        if (c.type == OutputType::kFp32) {
+          float* crow = static_cast<float*>(c.data) + i * c.row_stride;
+          if (p.beta != 0.0f) r = hn::Add(r, hn::Mul(beta, hn::LoadU(d, crow + j)));
+          if (p.bias != nullptr) r = hn::Add(r, hn::LoadU(d, p.bias + j));
+          hn::StoreU(r, d, crow + j);
+        } else {
+          std::uint16_t* crow = static_cast<std::uint16_t*>(c.data) + i * c.row_stride;
+          if (p.beta != 0.0f) {
+            const auto old = hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(du16, crow + j)));
+            r = hn::Add(r, hn::Mul(beta, hn::BitCast(d, old)));
+          }
+          if (p.bias != nullptr) r = hn::Add(r, hn::LoadU(d, p.bias + j));
+          // RNE to BF16 in integer ops (formats.md section 4; codec.h
+          // Fp32ToBf16Rne): NaN keeps its top bits and is made quiet.
+          const auto bits = hn::BitCast(du, r);
+          const auto rounded = hn::ShiftRight<16>(hn::Add(
+              bits, hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)))));
+          const auto nan = hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u));
+          const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))),
+                                     hn::Set(di, 0x7F800000));
+          const auto out = hn::IfThenElse(hn::RebindMask(du, is_nan), nan, rounded);
+          hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, out)), du16, crow + j);
+        }
+      }
+    }
+    for (; j < j1; ++j) {
+      const float a = arow != nullptr ? arow[j - j0] : 0.0f;
+      const float old = p.beta != 0.0f ? ReadC(c, i, j) : 0.0f;
+      WriteC(c, i, j, EpilogueScalar(a, p.alpha, p.beta, old, p.bias, j));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Driver.
+// ---------------------------------------------------------------------------
+struct AlignedBuffer {
+  hwy::AlignedFreeUniquePtr<float[]> data;
+  std::size_t size = 0;
+  float* Get(std::size_t n) {
+    if (n > size) {
+      data = hwy::AllocateAligned<float>(n);
+      size = n;
+    }
+    return data.get();
+  }
+};
+
+inline std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+inline std::size_t DivCeil(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
+
+inline void DenseGemm(const DenseGemmArgs& args) {
+  const std::size_t m = args.m;
+  const std::size_t n = args.n;
+  const std::size_t k = args.k;
+  const GemmOutput& c = args.c;
+  const GemmParams& p = args.params;
+  // Below ~1 MFLOP a fork-join costs more than it saves: run on the caller.
+  // (The split never changes the bits, only who computes which outputs.)
+  SerialExecutor serial;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  Executor& ex = flops < 1e6 && !args.blocking.force_parallel ? static_cast<Executor&>(serial)
+                                                               : *args.executor;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    ex.ParallelFor(m, [&](std::size_t i) { Epilogue(c, p, i, i + 1, 0, n, nullptr, 0); });
+    return;
+  }
+
+  // Cache blocks. KC x 32 floats of a B panel (32 KiB at KC = 256) stay in
+  // the 48 KiB L1 while the MC x KC A block (336 KiB) streams from the 1 MiB
+  // L2; the KC x NC B block is shared by the threads from the L3.
+  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : 256;
+  kc = std::min(kc, k);
+  std::size_t mc = args.blocking.mc != 0 ? args.blocking.mc : kMr * 24;
+  mc = std::max<std::size_t>(kMr, RoundUp(std::min(mc, RoundUp(m, kMr)), kMr));
+  std::size_t nc = args.blocking.nc != 0 ? args.blocking.nc : 4096;
+  nc = RoundUp(std::min(nc, n), kNr);
+
+  // Where the partial sums live between K blocks.
+  const bool c_is_acc = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f;
+  const bool need_epilogue = !c_is_acc || p.alpha != 1.0f || p.bias != nullptr;
+  hwy::AlignedFreeUniquePtr<float[]> scratch;
+  std::size_t ld_scratch = 0;
+  if (!c_is_acc) {
+    // Keep the M x NC scratch near 16 MiB: fewer columns per block when M is large.
+    const std::size_t max_cols = std::max<std::size_t>(kNr, (std::size_t{4} << 20) / m / kNr * kNr);
+    nc = std::min(nc, max_cols);
+    ld_scratch = nc;
+    scratch = hwy::AllocateAligned<float>(m * nc);
+  }
+
+  // B straight from memory (no packing) for few rows of A: the packing
+  // would cost as much as the multiplication.
+  const bool direct_b = args.b.kind == DenseSourceKind::kOperand &&
+                        args.b.op.type == OperandType::kFp32 && args.b.op.col_stride == 1 &&
+                        m <= 2 * kMr;
+  const bool prepacked = args.b.kind == DenseSourceKind::kPanelsFp32;
+  hwy::AlignedFreeUniquePtr<float[]> bbuf;
+  if (!direct_b && !prepacked) bbuf = hwy::AllocateAligned<float>(kc * nc);
+
+  const std::size_t threads = ex.NumThreads();
+  const std::size_t mb = DivCeil(m, mc);
+
+  for (std::size_t jc = 0; jc < n; jc += nc) {
+    const std::size_t ncur = std::min(nc, n - jc);
+    const std::size_t panels = DivCeil(ncur, kNr);
+    // Groups of panels per task: enough tasks to balance the threads.
+    std::size_t groups = 1;
+    if (threads > 1) groups = std::min(panels, DivCeil(4 * threads, mb));
+    const std::size_t per_group = DivCeil(panels, groups);
+    groups = DivCeil(panels, per_group);
+
+    for (std::size_t pc = 0; pc < k; pc += kc) {
+      const std::size_t kcur = std::min(kc, k - pc);
+      const bool first = pc == 0;
+      const bool last = pc + kcur == k;
+      if (bbuf) {
+        ex.ParallelFor(panels, [&](std::size_t jp) {
+          const std::size_t j0 = jc + jp * kNr;
+          PackBPanel(args.b, k, pc, kcur, j0, std::min(kNr, n - j0), bbuf.get() + jp * kcur * kNr);
+        });
+      }
+      ex.ParallelFor(mb * groups, [&](std::size_t task) {
+        const std::size_t ib = task / groups;
+        const std::size_t g = task % groups;
+        const std::size_t i0 = ib * mc;
+        const std::size_t mcur = std::min(mc, m - i0);
+        thread_local AlignedBuffer a_buf;
+        thread_local AlignedBuffer b_edge;
+        float* ap = a_buf.Get(RoundUp(mcur, kMr) * kcur);
+        for (std::size_t ir = 0; ir < mcur; ir += kMr) {
+          PackA(args.a.op, i0 + ir, std::min(kMr, mcur - ir), pc, kcur, ap + ir * kcur);
+        }
+        const std::size_t jp_end = std::min(panels, (g + 1) * per_group);
+        for (std::size_t jp = g * per_group; jp < jp_end; ++jp) {
+          const std::size_t j0 = jc + jp * kNr;
+          const std::size_t cols = std::min(kNr, n - j0);
+          const float* bp;
+          std::size_t ldb = kNr;
+          if (prepacked) {
+            bp = static_cast<const float*>(args.b.panels) + (j0 / kNr) * k * kNr + pc * kNr;
+          } else if (bbuf) {
+            bp = bbuf.get() + jp * kcur * kNr;
+          } else if (cols == kNr) {
+            const GemmOperand& bo = args.b.op;
+            bp = static_cast<const float*>(bo.data) + pc * bo.row_stride + j0;
+            ldb = bo.row_stride;
+          } else {
+            float* e = b_edge.Get(kcur * kNr);
+            PackBPanel(args.b, k, pc, kcur, j0, cols, e);
+            bp = e;
+          }
+          for (std::size_t ir = 0; ir < mcur; ir += kMr) {
+            const std::size_t rows = std::min(kMr, mcur - ir);
+            const std::size_t i = i0 + ir;
+            float* accp;
+            std::size_t ldacc;
+            if (c_is_acc) {
+              ldacc = c.row_stride;
+              accp = static_cast<float*>(c.data) + i * ldacc + j0;
+            } else {
+              ldacc = ld_scratch;
+              accp = scratch.get() + i * ldacc + (j0 - jc);
+            }
+            const KernelFn kernel = kKernels[rows - 1];
+            if (cols == kNr) {
+              kernel(kcur, ap + ir * kcur, bp, ldb, accp, ldacc, !first);
+            } else {
+              HWY_ALIGN float tile[kMr * kNr];
+              if (!first) {
+                for (std::size_t r = 0; r < rows; ++r) {
+                  std::memcpy(tile + r * kNr, accp + r * ldacc, cols * sizeof(float));
+                }
+              }
+              kernel(kcur, ap + ir * kcur, bp, ldb, tile, kNr, !first);
+              for (std::size_t r = 0; r < rows; ++r) {
+                std::memcpy(accp + r * ldacc, tile + r * kNr, cols * sizeof(float));
+              }
+            }
+          }
+        }
+        if (last && need_epilogue) {
+          const std::size_t j0 = jc + g * per_group * kNr;
+          const std::size_t j1 = std::min(n, jc + jp_end * kNr);
+          const float* acc0 = c_is_acc ? static_cast<const float*>(c.data) + i0 * c.row_stride + j0
+                                       : scratch.get() + i0 * ld_scratch + (j0 - jc);
+          Epilogue(c, p, i0, i0 + mcur, j0, j1, acc0, c_is_acc ? c.row_stride : ld_scratch);
+        }
+      });
+    }
+  }
+}
+
+}  // namespace gemm
+
+// Entry points exported to gemm.cc.
+inline void DenseGemm(const internal::DenseGemmArgs& args) { gemm::DenseGemm(args); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace trnmx
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
