@@ -28,6 +28,7 @@
 #endif
 
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -38,6 +39,8 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+
+#include <unistd.h>
 
 #include "formats/mx_decode.h"
 #include "kernels/gemm/gemm_dense.h"
@@ -91,6 +94,9 @@ using Tile = TileShape<4, 1, 1024>;  // Scalar std::fma kernel.
 #endif
 
 constexpr std::size_t kMr = Tile::kMr;
+// The kernel prefetches B this many k rows ahead (B comes from L2, or from
+// memory with a large stride when B is read in place).
+constexpr std::size_t kPrefetchRows = 8;
 constexpr std::size_t kNr = Tile::kNr;
 
 // C[0..kRows) x [0..32) (row stride ldc) = (load ? C : 0) + A panel * B panel
@@ -114,6 +120,10 @@ HWY_NOINLINE void KernelFp32(std::size_t kc, const float* HWY_RESTRICT ap,
     }
   }
   for (std::size_t k = 0; k < kc; ++k) {
+    // The two cache lines of the B row kPrefetchRows ahead (past the end of
+    // the panel this touches unrelated memory: a prefetch never faults).
+    hwy::Prefetch(bp + kPrefetchRows * ldb);
+    hwy::Prefetch(bp + kPrefetchRows * ldb + 16);
     V b[kNv];
     for (std::size_t v = 0; v < kNv; ++v) b[v] = hn::LoadU(d, bp + v * kLanes);
     for (std::size_t r = 0; r < kRows; ++r) {
@@ -172,10 +182,13 @@ inline void PackA(const GemmOperand& a, std::size_t i0, std::size_t rows, std::s
     return;
   }
   if (a.type == OperandType::kFp32 && a.col_stride == 1) {
-    const float* src = static_cast<const float*>(a.data) + i0 * a.row_stride + k0;
+    // k outer: contiguous writes, `rows` sequential read streams.
+    const float* rowp[kMr];
     for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = src + r * a.row_stride;
-      for (std::size_t k = 0; k < kc; ++k) dst[k * kMr + r] = row[k];
+      rowp[r] = static_cast<const float*>(a.data) + (i0 + r) * a.row_stride + k0;
+    }
+    for (std::size_t k = 0; k < kc; ++k) {
+      for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = rowp[r][k];
     }
     return;
   }
@@ -188,11 +201,12 @@ inline void PackA(const GemmOperand& a, std::size_t i0, std::size_t rows, std::s
     return;
   }
   if (a.type == OperandType::kBf16 && a.col_stride == 1) {
-    const std::uint16_t* src =
-        static_cast<const std::uint16_t*>(a.data) + i0 * a.row_stride + k0;
+    const std::uint16_t* rowp[kMr];
     for (std::size_t r = 0; r < rows; ++r) {
-      const std::uint16_t* row = src + r * a.row_stride;
-      for (std::size_t k = 0; k < kc; ++k) dst[k * kMr + r] = Bf16BitsToFloat(row[k]);
+      rowp[r] = static_cast<const std::uint16_t*>(a.data) + (i0 + r) * a.row_stride + k0;
+    }
+    for (std::size_t k = 0; k < kc; ++k) {
+      for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = Bf16BitsToFloat(rowp[r][k]);
     }
     return;
   }
@@ -211,13 +225,14 @@ inline void PackBPanel(const DenseSource& b, std::size_t k_total, std::size_t k0
     }
   }
   if (b.kind == DenseSourceKind::kPanelsFp32) {
-    const float* src = static_cast<const float*>(b.panels) + (j0 / kNr) * k_total * kNr + k0 * kNr;
+    const float* src = static_cast<const float*>(b.panels) +
+                       (j0 / kNr) * internal::PanelStrideFp32(k_total) + k0 * kNr;
     std::memcpy(dst, src, kc * kNr * sizeof(float));
     return;
   }
   if (b.kind == DenseSourceKind::kPairsBf16) {
-    const std::size_t kp = (k_total + 1) / 2 * 2;
-    const std::uint16_t* src = static_cast<const std::uint16_t*>(b.panels) + (j0 / kNr) * kp * kNr;
+    const std::uint16_t* src = static_cast<const std::uint16_t*>(b.panels) +
+                               (j0 / kNr) * internal::PanelStrideBf16(k_total);
     for (std::size_t k = 0; k < kc; ++k) {
       const std::size_t kk = k0 + k;
       const std::uint16_t* row = src + (kk / 2) * 2 * kNr + (kk % 2);
@@ -258,6 +273,45 @@ inline void PackBPanel(const DenseSource& b, std::size_t k_total, std::size_t k0
   }
   for (std::size_t c = 0; c < cols; ++c) {
     for (std::size_t k = 0; k < kc; ++k) dst[k * kNr + c] = DenseAt(op, k0 + k, j0 + c);
+  }
+}
+
+// Panels [jp0, jp1) of the B block at columns jc.., rows [k0, k0 + kc), panel
+// jp at dst + jp * kc * 32. Row-major FP32 and BF16 go row by row across the
+// panels (sequential reads of B); other sources panel by panel.
+inline void PackBPanels(const DenseSource& b, std::size_t k_total, std::size_t k0, std::size_t kc,
+                        std::size_t jc, std::size_t n, std::size_t jp0, std::size_t jp1,
+                        float* HWY_RESTRICT dst) {
+  const GemmOperand& op = b.op;
+  const bool rows_fp32 = b.kind == DenseSourceKind::kOperand && op.type == OperandType::kFp32 &&
+                         op.col_stride == 1;
+  const bool rows_bf16 = b.kind == DenseSourceKind::kOperand && op.type == OperandType::kBf16 &&
+                         op.col_stride == 1;
+  if (!rows_fp32 && !rows_bf16) {
+    for (std::size_t jp = jp0; jp < jp1; ++jp) {
+      const std::size_t j0 = jc + jp * kNr;
+      PackBPanel(b, k_total, k0, kc, j0, std::min(kNr, n - j0), dst + jp * kc * kNr);
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    for (std::size_t jp = jp0; jp < jp1; ++jp) {
+      const std::size_t j0 = jc + jp * kNr;
+      const std::size_t cols = std::min(kNr, n - j0);
+      float* d = dst + jp * kc * kNr + k * kNr;
+      if (rows_fp32) {
+        const float* src = static_cast<const float*>(op.data) + (k0 + k) * op.row_stride + j0;
+        if (cols == kNr) {
+          std::memcpy(d, src, kNr * sizeof(float));
+        } else {
+          for (std::size_t c = 0; c < kNr; ++c) d[c] = c < cols ? src[c] : 0.0f;
+        }
+      } else {
+        const std::uint16_t* src =
+            static_cast<const std::uint16_t*>(op.data) + (k0 + k) * op.row_stride + j0;
+        for (std::size_t c = 0; c < kNr; ++c) d[c] = c < cols ? Bf16BitsToFloat(src[c]) : 0.0f;
+      }
+    }
   }
 }
 
@@ -376,27 +430,42 @@ inline void DenseGemm(const DenseGemmArgs& args) {
     return;
   }
 
-  // Cache blocks. KC x 32 floats of a B panel (32 KiB at KC = 256) stay in
-  // the 48 KiB L1 while the MC x KC A block (336 KiB) streams from the 1 MiB
-  // L2; the KC x NC B block is shared by the threads from the L3.
-  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : 256;
+  // Cache blocks (tuned on the development machine: 48 KiB L1d, 2 MiB L2).
+  // KC = 192: a 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B
+  // block (3/4 of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows,
+  // balanced so that the M blocks have equal sizes.
+  const std::size_t threads = ex.NumThreads();
+  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : 192;
   kc = std::min(kc, k);
-  std::size_t mc = args.blocking.mc != 0 ? args.blocking.mc : kMr * 24;
-  mc = std::max<std::size_t>(kMr, RoundUp(std::min(mc, RoundUp(m, kMr)), kMr));
-  std::size_t nc = args.blocking.nc != 0 ? args.blocking.nc : 4096;
+  std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kMr * 24;
+  mc_max = std::max(kMr, mc_max / kMr * kMr);
+  const std::size_t mc = RoundUp(DivCeil(m, DivCeil(m, mc_max)), kMr);
+  const std::size_t mb = DivCeil(m, mc);
+  std::size_t nc = args.blocking.nc;
+  if (nc == 0) {
+    static const std::size_t l2_bytes = [] {
+      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
+    }();
+    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (kc * sizeof(float)), 256, 4096);
+  }
   nc = RoundUp(std::min(nc, n), kNr);
 
   // Where the partial sums live between K blocks.
   const bool c_is_acc = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f;
   const bool need_epilogue = !c_is_acc || p.alpha != 1.0f || p.bias != nullptr;
-  hwy::AlignedFreeUniquePtr<float[]> scratch;
+  // The calling thread's buffers are kept between calls (fresh pages cost
+  // page faults on every call).
+  thread_local AlignedBuffer scratch_buf;
+  thread_local AlignedBuffer b_buf;
+  float* scratch = nullptr;
   std::size_t ld_scratch = 0;
   if (!c_is_acc) {
     // Keep the M x NC scratch near 16 MiB: fewer columns per block when M is large.
     const std::size_t max_cols = std::max<std::size_t>(kNr, (std::size_t{4} << 20) / m / kNr * kNr);
     nc = std::min(nc, max_cols);
     ld_scratch = nc;
-    scratch = hwy::AllocateAligned<float>(m * nc);
+    scratch = scratch_buf.Get(m * nc);
   }
 
   // B straight from memory (no packing) for few rows of A: the packing
@@ -404,12 +473,11 @@ inline void DenseGemm(const DenseGemmArgs& args) {
   const bool direct_b = args.b.kind == DenseSourceKind::kOperand &&
                         args.b.op.type == OperandType::kFp32 && args.b.op.col_stride == 1 &&
                         m <= 2 * kMr;
-  const bool prepacked = args.b.kind == DenseSourceKind::kPanelsFp32;
-  hwy::AlignedFreeUniquePtr<float[]> bbuf;
-  if (!direct_b && !prepacked) bbuf = hwy::AllocateAligned<float>(kc * nc);
-
-  const std::size_t threads = ex.NumThreads();
-  const std::size_t mb = DivCeil(m, mc);
+  // Prepacked FP32 panels are read in place for few rows of A; for more
+  // rows the block is still copied to the L2-sized buffer (a streaming copy
+  // is cheaper than the kernel stalling on memory in its first pass).
+  const bool prepacked = args.b.kind == DenseSourceKind::kPanelsFp32 && m <= 2 * kMr;
+  float* bbuf = !direct_b && !prepacked ? b_buf.Get(kc * nc) : nullptr;
 
   for (std::size_t jc = 0; jc < n; jc += nc) {
     const std::size_t ncur = std::min(nc, n - jc);
@@ -425,9 +493,11 @@ inline void DenseGemm(const DenseGemmArgs& args) {
       const bool first = pc == 0;
       const bool last = pc + kcur == k;
       if (bbuf) {
-        ex.ParallelFor(panels, [&](std::size_t jp) {
-          const std::size_t j0 = jc + jp * kNr;
-          PackBPanel(args.b, k, pc, kcur, j0, std::min(kNr, n - j0), bbuf.get() + jp * kcur * kNr);
+        const std::size_t pack_tasks = std::min(panels, threads);
+        const std::size_t per_task = DivCeil(panels, pack_tasks);
+        ex.ParallelFor(DivCeil(panels, per_task), [&](std::size_t t) {
+          PackBPanels(args.b, k, pc, kcur, jc, n, t * per_task,
+                      std::min(panels, (t + 1) * per_task), bbuf);
         });
       }
       ex.ParallelFor(mb * groups, [&](std::size_t task) {
@@ -441,59 +511,74 @@ inline void DenseGemm(const DenseGemmArgs& args) {
         for (std::size_t ir = 0; ir < mcur; ir += kMr) {
           PackA(args.a.op, i0 + ir, std::min(kMr, mcur - ir), pc, kcur, ap + ir * kcur);
         }
+        const std::size_t jp_begin = g * per_group;
         const std::size_t jp_end = std::min(panels, (g + 1) * per_group);
-        for (std::size_t jp = g * per_group; jp < jp_end; ++jp) {
+        // B panel jp of this K block: (pointer, row stride).
+        float* edge_panel = nullptr;
+        auto panel = [&](std::size_t jp, std::size_t* ldb) -> const float* {
+          const std::size_t j0 = jc + jp * kNr;
+          *ldb = kNr;
+          if (prepacked) {
+            return static_cast<const float*>(args.b.panels) +
+                   (j0 / kNr) * internal::PanelStrideFp32(k) + pc * kNr;
+          }
+          if (bbuf != nullptr) return bbuf + jp * kcur * kNr;
+          if (n - j0 >= kNr) {
+            const GemmOperand& bo = args.b.op;
+            *ldb = bo.row_stride;
+            return static_cast<const float*>(bo.data) + pc * bo.row_stride + j0;
+          }
+          if (edge_panel == nullptr) {  // Direct B: the last, partial panel is packed.
+            edge_panel = b_edge.Get(kcur * kNr);
+            PackBPanel(args.b, k, pc, kcur, j0, n - j0, edge_panel);
+          }
+          return edge_panel;
+        };
+        auto tile = [&](std::size_t jp, std::size_t ir, const float* bp, std::size_t ldb) {
           const std::size_t j0 = jc + jp * kNr;
           const std::size_t cols = std::min(kNr, n - j0);
-          const float* bp;
-          std::size_t ldb = kNr;
-          if (prepacked) {
-            bp = static_cast<const float*>(args.b.panels) + (j0 / kNr) * k * kNr + pc * kNr;
-          } else if (bbuf) {
-            bp = bbuf.get() + jp * kcur * kNr;
-          } else if (cols == kNr) {
-            const GemmOperand& bo = args.b.op;
-            bp = static_cast<const float*>(bo.data) + pc * bo.row_stride + j0;
-            ldb = bo.row_stride;
+          const std::size_t rows = std::min(kMr, mcur - ir);
+          const std::size_t i = i0 + ir;
+          float* accp;
+          std::size_t ldacc;
+          if (c_is_acc) {
+            ldacc = c.row_stride;
+            accp = static_cast<float*>(c.data) + i * ldacc + j0;
           } else {
-            float* e = b_edge.Get(kcur * kNr);
-            PackBPanel(args.b, k, pc, kcur, j0, cols, e);
-            bp = e;
+            ldacc = ld_scratch;
+            accp = scratch + i * ldacc + (j0 - jc);
           }
-          for (std::size_t ir = 0; ir < mcur; ir += kMr) {
-            const std::size_t rows = std::min(kMr, mcur - ir);
-            const std::size_t i = i0 + ir;
-            float* accp;
-            std::size_t ldacc;
-            if (c_is_acc) {
-              ldacc = c.row_stride;
-              accp = static_cast<float*>(c.data) + i * ldacc + j0;
-            } else {
-              ldacc = ld_scratch;
-              accp = scratch.get() + i * ldacc + (j0 - jc);
-            }
-            const KernelFn kernel = kKernels[rows - 1];
-            if (cols == kNr) {
-              kernel(kcur, ap + ir * kcur, bp, ldb, accp, ldacc, !first);
-            } else {
-              HWY_ALIGN float tile[kMr * kNr];
-              if (!first) {
-                for (std::size_t r = 0; r < rows; ++r) {
-                  std::memcpy(tile + r * kNr, accp + r * ldacc, cols * sizeof(float));
-                }
-              }
-              kernel(kcur, ap + ir * kcur, bp, ldb, tile, kNr, !first);
+          const KernelFn kernel = kKernels[rows - 1];
+          if (cols == kNr) {
+            kernel(kcur, ap + ir * kcur, bp, ldb, accp, ldacc, !first);
+          } else {
+            HWY_ALIGN float t[kMr * kNr];
+            if (!first) {
               for (std::size_t r = 0; r < rows; ++r) {
-                std::memcpy(accp + r * ldacc, tile + r * kNr, cols * sizeof(float));
+                std::memcpy(t + r * kNr, accp + r * ldacc, cols * sizeof(float));
               }
             }
+            kernel(kcur, ap + ir * kcur, bp, ldb, t, kNr, !first);
+            for (std::size_t r = 0; r < rows; ++r) {
+              std::memcpy(accp + r * ldacc, t + r * kNr, cols * sizeof(float));
+            }
+          }
+        };
+        // MR rows of A (a 14 x KC micro-panel, 10.5 KiB at KC = 192) stay in
+        // L1 while the task's B panels stream from L2; the partial sums of
+        // those MR rows are read and written left to right.
+        for (std::size_t ir = 0; ir < mcur; ir += kMr) {
+          for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
+            std::size_t ldb;
+            const float* bp = panel(jp, &ldb);
+            tile(jp, ir, bp, ldb);
           }
         }
         if (last && need_epilogue) {
           const std::size_t j0 = jc + g * per_group * kNr;
           const std::size_t j1 = std::min(n, jc + jp_end * kNr);
           const float* acc0 = c_is_acc ? static_cast<const float*>(c.data) + i0 * c.row_stride + j0
-                                       : scratch.get() + i0 * ld_scratch + (j0 - jc);
+                                       : scratch + i0 * ld_scratch + (j0 - jc);
           Epilogue(c, p, i0, i0 + mcur, j0, j1, acc0, c_is_acc ? c.row_stride : ld_scratch);
         }
       });

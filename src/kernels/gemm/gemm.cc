@@ -21,7 +21,7 @@ inline void PackPanelsFp32(const GemmOperand& b, float* dst, Executor* executor)
   executor->ParallelFor(panels, [&](std::size_t jp) {
     const std::size_t j0 = jp * gemm::kNr;
     gemm::PackBPanel(src, b.rows, 0, b.rows, j0, std::min(gemm::kNr, b.cols - j0),
-                     dst + jp * b.rows * gemm::kNr);
+                     dst + jp * internal::PanelStrideFp32(b.rows));
   });
 }
 
@@ -423,7 +423,7 @@ StatusOr<PackedWeights> PackedWeights::Pack(const GemmOperand& b, Executor* exec
   const std::size_t panels = (b.cols + internal::kGemmPanelCols - 1) / internal::kGemmPanelCols;
   switch (b.type) {
     case OperandType::kFp32: {
-      const std::size_t count = std::max<std::size_t>(1, panels * b.rows * internal::kGemmPanelCols);
+      const std::size_t count = std::max<std::size_t>(1, panels * internal::PanelStrideFp32(b.rows));
       impl->panels_fp32 = hwy::AllocateAligned<float>(count);
       impl->bytes = count * sizeof(float);
       if (b.rows > 0 && b.cols > 0) {
@@ -432,15 +432,14 @@ StatusOr<PackedWeights> PackedWeights::Pack(const GemmOperand& b, Executor* exec
       break;
     }
     case OperandType::kBf16: {
-      const std::size_t kp = (b.rows + 1) / 2 * 2;
-      const std::size_t count = std::max<std::size_t>(1, panels * kp * internal::kGemmPanelCols);
+      const std::size_t count = std::max<std::size_t>(1, panels * internal::PanelStrideBf16(b.rows));
       impl->pairs_bf16 = hwy::AllocateAligned<std::uint16_t>(count);
       impl->bytes = count * sizeof(std::uint16_t);
       if (b.rows > 0 && b.cols > 0) {
         std::uint16_t* dst = impl->pairs_bf16.get();
         ex.ParallelFor(panels, [&](std::size_t jp) {
           internal::PackPanelBf16Pairs(b, jp * internal::kGemmPanelCols,
-                                       dst + jp * kp * internal::kGemmPanelCols);
+                                       dst + jp * internal::PanelStrideBf16(b.rows));
         });
       }
       break;

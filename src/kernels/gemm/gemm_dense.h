@@ -7,13 +7,17 @@
 //
 //   FP32 panels   panel p = columns 32p .. 32p+31; K rows of 32 floats,
 //                 row k at panel + k * 32; columns >= N hold +0.
-//                 Prepacked: panel p at data + p * K * 32.
+//                 Prepacked: panel p at data + p * PanelStrideFp32(K); the
+//                 extra cache line keeps the panels' rows at one k from all
+//                 mapping to the same cache sets (K * 128 bytes is often a
+//                 multiple of the L2 way size).
 //   BF16 pairs    panel p; ceil(K/2) rows of 32 column pairs (64 BF16):
 //                 element (k, 32p + c) at panel + (k/2) * 64 + 2c + (k%2);
 //                 the row k = K of an odd K and columns >= N hold +0. This is
 //                 the operand layout of VDPBF16PS (two K-consecutive values
-//                 per 32-bit lane). Prepacked: panel p at data + p * Kp * 32,
-//                 Kp = K rounded up to even.
+//                 per 32-bit lane). Prepacked: panel p at data + p *
+//                 PanelStrideBf16(K) (Kp * 32 + one cache line), Kp = K
+//                 rounded up to even.
 #ifndef TRNMX_SRC_KERNELS_GEMM_GEMM_DENSE_H_
 #define TRNMX_SRC_KERNELS_GEMM_GEMM_DENSE_H_
 
@@ -28,6 +32,12 @@
 namespace trnmx::internal {
 
 inline constexpr std::size_t kGemmPanelCols = 32;
+
+// Elements from one prepacked panel to the next.
+constexpr std::size_t PanelStrideFp32(std::size_t k) { return k * kGemmPanelCols + 16; }
+constexpr std::size_t PanelStrideBf16(std::size_t k) {
+  return (k + 1) / 2 * 2 * kGemmPanelCols + 32;
+}
 
 enum class DenseSourceKind : std::uint8_t {
   kOperand,        // A GemmOperand (FP32, BF16 or MX), read through its strides.
