@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -607,6 +611,149 @@ TEST(PackedWeights, RejectsBadOperandsAndShapes) {
               StatusCode::kInvalidArgument, "inner dimensions");
   ExpectError(Gemm(GemmOperand::Fp32(a.data(), 4, 4, 4), *w, GemmOutput::Fp32(c.data(), 4, 2, 4)),
               StatusCode::kInvalidArgument, "but A * B is 4 x 4");
+}
+
+}  // namespace
+}  // namespace trnmx
+
+namespace trnmx {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Bf16Mode::kNativeDot: the scalar model of gemm.h against the instruction,
+// then whole GEMMs against ref::Gemm (which uses the model).
+// ---------------------------------------------------------------------------
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bf16"))) float HardwareStep(float acc, std::uint16_t a0,
+                                                                  std::uint16_t a1,
+                                                                  std::uint16_t b0,
+                                                                  std::uint16_t b1) {
+  const __m512 c = _mm512_set1_ps(acc);
+  const __m512i a = _mm512_set1_epi32(static_cast<int>(a0 | (std::uint32_t{a1} << 16)));
+  const __m512i b = _mm512_set1_epi32(static_cast<int>(b0 | (std::uint32_t{b1} << 16)));
+  float out[16];
+  _mm512_storeu_ps(out, _mm512_dpbf16_ps(c, (__m512bh)a, (__m512bh)b));
+  return out[0];
+}
+#endif
+
+std::uint16_t Bf(float x) { return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16); }
+
+void ExpectModelMatches(float acc, std::uint16_t a0, std::uint16_t a1, std::uint16_t b0,
+                        std::uint16_t b1) {
+#if defined(__x86_64__)
+  const float hw = HardwareStep(acc, a0, a1, b0, b1);
+  const float model = ref::Vdpbf16psStep(acc, a0, a1, b0, b1);
+  if (std::isnan(hw) && std::isnan(model)) return;
+  ASSERT_EQ(std::bit_cast<std::uint32_t>(hw), std::bit_cast<std::uint32_t>(model))
+      << std::hexfloat << "acc " << acc << " a " << std::hex << a0 << " " << a1 << " b " << b0
+      << " " << b1 << std::hexfloat << ": instruction " << hw << ", model " << model;
+#endif
+}
+
+TEST(NativeBf16, ModelMatchesInstructionOnCraftedCases) {
+  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  // Two roundings, not one: 1 + 2^-24 + 2^-24 -> 1 (a single rounding gives 1 + 2^-23).
+  ExpectModelMatches(1.0f, Bf(0x1p-12f), Bf(0x1p-12f), Bf(0x1p-12f), Bf(0x1p-12f));
+  EXPECT_EQ(ref::Vdpbf16psStep(1.0f, Bf(0x1p-12f), Bf(0x1p-12f), Bf(0x1p-12f), Bf(0x1p-12f)), 1.0f);
+  // Odd pair first: (1 + -1) + 2^-24 = 2^-24 (even first would give 0).
+  ExpectModelMatches(1.0f, Bf(0x1p-12f), Bf(-1.0f), Bf(0x1p-12f), Bf(1.0f));
+  EXPECT_EQ(ref::Vdpbf16psStep(1.0f, Bf(0x1p-12f), Bf(-1.0f), Bf(0x1p-12f), Bf(1.0f)), 0x1p-24f);
+  // DAZ on BF16 inputs: a denormal times 2^100 contributes 0.
+  ExpectModelMatches(0.0f, 0x0001, 0, Bf(0x1p100f), 0);
+  // Products are exact even when FP32-denormal: 2^-126 + 2^-127.
+  ExpectModelMatches(0x1p-126f, Bf(0x1p-63f), 0, Bf(0x1p-64f), 0);
+  // FTZ of a result (also between the two steps) and DAZ on the accumulator.
+  ExpectModelMatches(0.0f, Bf(0x1p-70f), 0, Bf(0x1p-60f), 0);
+  ExpectModelMatches(0x1p-126f, Bf(0x1p-63f), Bf(-0x1p-64f), Bf(0x1p-63f), Bf(0x1p-63f));
+  ExpectModelMatches(std::bit_cast<float>(0x00400000u), Bf(0x1p-63f), 0, Bf(0x1p-63f), 0);
+  // Signed zeros, Inf * 0, overflow.
+  ExpectModelMatches(-0.0f, 0, 0, 0, 0);
+  ExpectModelMatches(-0.0f, Bf(-0.0f), 0, Bf(1.0f), 0);
+  ExpectModelMatches(0.0f, Bf(INFINITY), 0, 0, 0);
+  ExpectModelMatches(0x1.fffffep127f, Bf(0x1p127f), 0, Bf(2.0f), 0);
+}
+
+TEST(NativeBf16, ModelMatchesInstructionOnRandomInputs) {
+  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  Rng rng(Seed());
+  // Exponents concentrated near the denormal range, near 1 and anywhere.
+  auto bf16 = [&]() {
+    const unsigned mode = rng() % 4;
+    const std::uint32_t e = mode == 0   ? rng() % 256
+                            : mode == 1 ? rng() % 8
+                            : mode == 2 ? 60 + rng() % 10
+                                        : 120 + rng() % 16;
+    return static_cast<std::uint16_t>(((rng() & 1) << 15) | (e << 7) | (rng() & 0x7F));
+  };
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint32_t ae = rng() % 4 == 0 ? rng() % 8 : rng() % 8 == 0 ? 255 : 100 + rng() % 60;
+    const float acc = std::bit_cast<float>(static_cast<std::uint32_t>(
+        ((rng() & 1) << 31) | (ae << 23) | (rng() & 0x7FFFFF)));
+    ExpectModelMatches(acc, bf16(), bf16(), bf16(), bf16());
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(NativeBf16, GemmMatchesReferenceModel) {
+  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  Rng rng(Seed() + 6);
+  for (int i = 0; i < 120; ++i) {
+    Case cs = RandomCase(rng, i < 100 ? 33 : 80);
+    cs.a.kind = Kind::kBf16;
+    cs.b.kind = Kind::kBf16;
+    cs.params.bf16_mode = Bf16Mode::kNativeDot;
+    if (i % 5 == 0) cs.special = 1;
+    if (i >= 100) cs.k = 300 + rng() % 200;  // Several default K blocks (384).
+    if (i < 100) {
+      CheckCase(cs, rng, {{}, {1, 5, 32, true}, {15, 8, 64, true}}, /*with_threads=*/i % 10 == 0);
+    } else {
+      CheckCase(cs, rng, {{}}, /*with_threads=*/true);
+    }
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(NativeBf16, PackedWeightsMatchUnpacked) {
+  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  Rng rng(Seed() + 7);
+  for (int i = 0; i < 30; ++i) {
+    Case cs = RandomCase(rng, 45);
+    cs.a.kind = Kind::kBf16;
+    cs.b.kind = Kind::kBf16;
+    cs.params.bf16_mode = Bf16Mode::kNativeDot;
+    SCOPED_TRACE(Describe(cs));
+    Built bt = Build(cs, rng);
+    StatusOr<PackedWeights> packed = PackedWeights::Pack(bt.b.op, &Pool(1));
+    ASSERT_TRUE(packed.ok());
+    TestOutput want = CopyOutput(bt.c0);
+    ASSERT_TRUE(ref::Gemm(bt.a.op, bt.b.op, want.out, bt.params).ok());
+    for (const internal::GemmBlocking& blk : kSmallBlockings) {
+      TestOutput got = CopyOutput(bt.c0);
+      ASSERT_TRUE(internal::GemmWithBlocking(bt.a.op, *packed, got.out, bt.params, &Pool(1), blk).ok());
+      const std::string diff = CompareOutputs(got, want);
+      ASSERT_TRUE(diff.empty()) << "kc " << blk.kc << ": " << diff;
+    }
+  }
+}
+
+TEST(NativeBf16, UnsupportedCpuOrOperandsAreErrors) {
+  std::vector<std::uint16_t> a(16, 0x3F80), b(16, 0x3F80);
+  std::vector<float> c(16);
+  GemmParams p;
+  p.bf16_mode = Bf16Mode::kNativeDot;
+  const auto A = GemmOperand::Bf16(reinterpret_cast<const Bf16*>(a.data()), 4, 4, 4);
+  const auto B = GemmOperand::Bf16(reinterpret_cast<const Bf16*>(b.data()), 4, 4, 4);
+  const Status s = Gemm(A, B, GemmOutput::Fp32(c.data(), 4, 4, 4), p);
+  if (internal::CpuHasAvx512Bf16()) {
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(c[0], 4.0f);
+  } else {
+    ExpectError(s, StatusCode::kFailedPrecondition, "AVX512_BF16");
+  }
+  std::vector<float> af(16, 1.0f);
+  ExpectError(Gemm(GemmOperand::Fp32(af.data(), 4, 4, 4), B, GemmOutput::Fp32(c.data(), 4, 4, 4), p),
+              StatusCode::kInvalidArgument, "needs BF16 x BF16");
 }
 
 }  // namespace

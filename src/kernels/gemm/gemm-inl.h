@@ -38,11 +38,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include <unistd.h>
 
 #include "formats/mx_decode.h"
+#include "kernels/gemm/gemm_bf16_native.h"
 #include "kernels/gemm/gemm_dense.h"
 #include "trnmx/formats/codec.h"
 
@@ -411,8 +413,70 @@ struct AlignedBuffer {
 
 inline std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 inline std::size_t DivCeil(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
+// K pairs of kc values (the native path pads an odd K block with +0).
+inline std::size_t DivCeilK(std::size_t kc) { return (kc + 1) / 2; }
 
-inline void DenseGemm(const DenseGemmArgs& args) {
+// Native BF16 path (Bf16Mode::kNativeDot): A rows [i0, i0 + rows) x K
+// pairs from k0 (even) as 32-bit words (a_2t | a_2t+1 << 16), dst[t * 14 + r];
+// an odd K is padded with +0.
+inline void PackAPairs(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t k0,
+                       std::size_t kc, std::uint32_t* HWY_RESTRICT dst) {
+  constexpr std::size_t kNmr = internal::kNativeBf16Mr;
+  const auto* src = static_cast<const std::uint16_t*>(a.data);
+  const std::size_t pairs = DivCeilK(kc);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::uint16_t* row = src + (i0 + r) * a.row_stride + k0 * a.col_stride;
+    for (std::size_t t = 0; t < pairs; ++t) {
+      const std::uint32_t lo = row[(2 * t) * a.col_stride];
+      const std::uint32_t hi = 2 * t + 1 < kc ? row[(2 * t + 1) * a.col_stride] : 0u;
+      dst[t * kNmr + r] = lo | (hi << 16);
+    }
+  }
+}
+
+// Native BF16 path: panels [jp0, jp1) of the B block in the pair layout
+// (gemm_dense.h), panel jp at dst + jp * ceil(kc/2) * 64.
+inline void PackBPairsPanels(const DenseSource& b, std::size_t k_total, std::size_t k0,
+                             std::size_t kc, std::size_t jc, std::size_t n, std::size_t jp0,
+                             std::size_t jp1, std::uint16_t* HWY_RESTRICT dst) {
+  const std::size_t pairs = DivCeilK(kc);
+  for (std::size_t jp = jp0; jp < jp1; ++jp) {
+    const std::size_t j0 = jc + jp * kNr;
+    const std::size_t cols = std::min(kNr, n - j0);
+    std::uint16_t* d = dst + jp * pairs * 2 * kNr;
+    if (b.kind == DenseSourceKind::kPairsBf16) {
+      const auto* src = static_cast<const std::uint16_t*>(b.panels) +
+                        (j0 / kNr) * internal::PanelStrideBf16(k_total) + (k0 / 2) * 2 * kNr;
+      std::memcpy(d, src, pairs * 2 * kNr * sizeof(std::uint16_t));
+      continue;
+    }
+    const GemmOperand& op = b.op;
+    const auto* src = static_cast<const std::uint16_t*>(op.data);
+    for (std::size_t t = 0; t < pairs; ++t) {
+      std::uint16_t* row = d + t * 2 * kNr;
+      for (std::size_t h = 0; h < 2; ++h) {
+        const std::size_t kk = 2 * t + h;
+        if (kk >= kc) {
+          for (std::size_t c = 0; c < kNr; ++c) row[2 * c + h] = 0;
+          continue;
+        }
+        const std::uint16_t* s = src + (k0 + kk) * op.row_stride + j0 * op.col_stride;
+        for (std::size_t c = 0; c < kNr; ++c) row[2 * c + h] = c < cols ? s[c * op.col_stride] : 0;
+      }
+    }
+  }
+}
+
+// The blocked driver. kNative: BF16 x BF16 through the VDPBF16PS kernels
+// (K blocks of an even length, pair-packed A and B); else the FP32 FMA
+// kernels of this target.
+template <bool kNative>
+void BlockedGemm(const DenseGemmArgs& args) {
+  constexpr std::size_t kPathMr = kNative ? internal::kNativeBf16Mr : kMr;
+  using AElem = std::conditional_t<kNative, std::uint32_t, float>;
+  using BElem = std::conditional_t<kNative, std::uint16_t, float>;
+  // BElem per K row of a panel (the native layout holds a K pair per 64).
+  constexpr std::size_t kBRow = kNr;
   const std::size_t m = args.m;
   const std::size_t n = args.n;
   const std::size_t k = args.k;
@@ -433,13 +497,15 @@ inline void DenseGemm(const DenseGemmArgs& args) {
   // Cache blocks (tuned on the development machine: 48 KiB L1d, 2 MiB L2).
   // KC = 192: a 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B
   // block (3/4 of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows,
-  // balanced so that the M blocks have equal sizes.
+  // balanced so that the M blocks have equal sizes. The native path halves
+  // the bytes per element and doubles KC (K blocks of an even length).
   const std::size_t threads = ex.NumThreads();
-  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : 192;
+  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : (kNative ? 384 : 192);
+  if (kNative) kc = std::max<std::size_t>(2, kc / 2 * 2);
   kc = std::min(kc, k);
-  std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kMr * 24;
-  mc_max = std::max(kMr, mc_max / kMr * kMr);
-  const std::size_t mc = RoundUp(DivCeil(m, DivCeil(m, mc_max)), kMr);
+  std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kPathMr * 24;
+  mc_max = std::max(kPathMr, mc_max / kPathMr * kPathMr);
+  const std::size_t mc = RoundUp(DivCeil(m, DivCeil(m, mc_max)), kPathMr);
   const std::size_t mb = DivCeil(m, mc);
   std::size_t nc = args.blocking.nc;
   if (nc == 0) {
@@ -447,7 +513,7 @@ inline void DenseGemm(const DenseGemmArgs& args) {
       const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
       return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
     }();
-    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (kc * sizeof(float)), 256, 4096);
+    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (kc * sizeof(BElem)), 256, 4096);
   }
   nc = RoundUp(std::min(nc, n), kNr);
 
@@ -469,15 +535,21 @@ inline void DenseGemm(const DenseGemmArgs& args) {
   }
 
   // B straight from memory (no packing) for few rows of A: the packing
-  // would cost as much as the multiplication.
-  const bool direct_b = args.b.kind == DenseSourceKind::kOperand &&
+  // would cost as much as the multiplication. Prepacked panels are read in
+  // place for few rows of A; for more rows the block is still copied to the
+  // L2-sized buffer (a streaming copy is cheaper than the kernel stalling on
+  // memory in its first pass).
+  const bool direct_b = !kNative && args.b.kind == DenseSourceKind::kOperand &&
                         args.b.op.type == OperandType::kFp32 && args.b.op.col_stride == 1 &&
-                        m <= 2 * kMr;
-  // Prepacked FP32 panels are read in place for few rows of A; for more
-  // rows the block is still copied to the L2-sized buffer (a streaming copy
-  // is cheaper than the kernel stalling on memory in its first pass).
-  const bool prepacked = args.b.kind == DenseSourceKind::kPanelsFp32 && m <= 2 * kMr;
-  float* bbuf = !direct_b && !prepacked ? b_buf.Get(kc * nc) : nullptr;
+                        m <= 2 * kPathMr;
+  const bool prepacked = args.b.kind == (kNative ? DenseSourceKind::kPairsBf16
+                                                 : DenseSourceKind::kPanelsFp32) &&
+                         m <= 2 * kPathMr;
+  // (An odd final K block of the native path packs kc + 1 rows.)
+  BElem* bbuf = !direct_b && !prepacked
+                    ? reinterpret_cast<BElem*>(b_buf.Get((kc + 1) * nc * sizeof(BElem) / 4 + 16))
+                    : nullptr;
+  const auto* native_kernels = internal::NativeBf16Kernels();
 
   for (std::size_t jc = 0; jc < n; jc += nc) {
     const std::size_t ncur = std::min(nc, n - jc);
@@ -490,14 +562,20 @@ inline void DenseGemm(const DenseGemmArgs& args) {
 
     for (std::size_t pc = 0; pc < k; pc += kc) {
       const std::size_t kcur = std::min(kc, k - pc);
+      // K rows of a packed panel: kcur, or the K pairs' rows (native).
+      const std::size_t krows = kNative ? 2 * DivCeilK(kcur) : kcur;
       const bool first = pc == 0;
       const bool last = pc + kcur == k;
-      if (bbuf) {
+      if (bbuf != nullptr) {
         const std::size_t pack_tasks = std::min(panels, threads);
         const std::size_t per_task = DivCeil(panels, pack_tasks);
         ex.ParallelFor(DivCeil(panels, per_task), [&](std::size_t t) {
-          PackBPanels(args.b, k, pc, kcur, jc, n, t * per_task,
-                      std::min(panels, (t + 1) * per_task), bbuf);
+          const std::size_t jp1 = std::min(panels, (t + 1) * per_task);
+          if constexpr (kNative) {
+            PackBPairsPanels(args.b, k, pc, kcur, jc, n, t * per_task, jp1, bbuf);
+          } else {
+            PackBPanels(args.b, k, pc, kcur, jc, n, t * per_task, jp1, bbuf);
+          }
         });
       }
       ex.ParallelFor(mb * groups, [&](std::size_t task) {
@@ -507,37 +585,53 @@ inline void DenseGemm(const DenseGemmArgs& args) {
         const std::size_t mcur = std::min(mc, m - i0);
         thread_local AlignedBuffer a_buf;
         thread_local AlignedBuffer b_edge;
-        float* ap = a_buf.Get(RoundUp(mcur, kMr) * kcur);
-        for (std::size_t ir = 0; ir < mcur; ir += kMr) {
-          PackA(args.a.op, i0 + ir, std::min(kMr, mcur - ir), pc, kcur, ap + ir * kcur);
+        // One A micro-panel: kPathMr x krows elements (native: krows/2 words).
+        const std::size_t a_panel = kNative ? kPathMr * krows / 2 : kPathMr * kcur;
+        AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(DivCeil(mcur, kPathMr) * a_panel));
+        for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
+          const std::size_t rows = std::min(kPathMr, mcur - ir);
+          if constexpr (kNative) {
+            PackAPairs(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
+          } else {
+            PackA(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
+          }
         }
         const std::size_t jp_begin = g * per_group;
         const std::size_t jp_end = std::min(panels, (g + 1) * per_group);
-        // B panel jp of this K block: (pointer, row stride).
+        // B panel jp of this K block: (pointer, row stride in BElem per k row
+        // (FP32) or per k pair (native)).
         float* edge_panel = nullptr;
-        auto panel = [&](std::size_t jp, std::size_t* ldb) -> const float* {
+        auto panel = [&](std::size_t jp, std::size_t* ldb) -> const BElem* {
           const std::size_t j0 = jc + jp * kNr;
-          *ldb = kNr;
+          *ldb = kNative ? 2 * kNr : kNr;
           if (prepacked) {
-            return static_cast<const float*>(args.b.panels) +
-                   (j0 / kNr) * internal::PanelStrideFp32(k) + pc * kNr;
+            if constexpr (kNative) {
+              return static_cast<const BElem*>(args.b.panels) +
+                     (j0 / kNr) * internal::PanelStrideBf16(k) + pc * kNr;
+            } else {
+              return static_cast<const BElem*>(args.b.panels) +
+                     (j0 / kNr) * internal::PanelStrideFp32(k) + pc * kNr;
+            }
           }
-          if (bbuf != nullptr) return bbuf + jp * kcur * kNr;
-          if (n - j0 >= kNr) {
-            const GemmOperand& bo = args.b.op;
-            *ldb = bo.row_stride;
-            return static_cast<const float*>(bo.data) + pc * bo.row_stride + j0;
+          if (bbuf != nullptr) return bbuf + jp * krows * kBRow;
+          if constexpr (!kNative) {
+            if (n - j0 >= kNr) {
+              const GemmOperand& bo = args.b.op;
+              *ldb = bo.row_stride;
+              return static_cast<const float*>(bo.data) + pc * bo.row_stride + j0;
+            }
+            if (edge_panel == nullptr) {  // Direct B: the last, partial panel is packed.
+              edge_panel = b_edge.Get(kcur * kNr);
+              PackBPanel(args.b, k, pc, kcur, j0, n - j0, edge_panel);
+            }
+            return edge_panel;
           }
-          if (edge_panel == nullptr) {  // Direct B: the last, partial panel is packed.
-            edge_panel = b_edge.Get(kcur * kNr);
-            PackBPanel(args.b, k, pc, kcur, j0, n - j0, edge_panel);
-          }
-          return edge_panel;
+          return nullptr;  // Unreachable: the native path always packs or prepacks.
         };
-        auto tile = [&](std::size_t jp, std::size_t ir, const float* bp, std::size_t ldb) {
+        auto tile = [&](std::size_t jp, std::size_t ir, const BElem* bp, std::size_t ldb) {
           const std::size_t j0 = jc + jp * kNr;
           const std::size_t cols = std::min(kNr, n - j0);
-          const std::size_t rows = std::min(kMr, mcur - ir);
+          const std::size_t rows = std::min(kPathMr, mcur - ir);
           const std::size_t i = i0 + ir;
           float* accp;
           std::size_t ldacc;
@@ -548,17 +642,24 @@ inline void DenseGemm(const DenseGemmArgs& args) {
             ldacc = ld_scratch;
             accp = scratch + i * ldacc + (j0 - jc);
           }
-          const KernelFn kernel = kKernels[rows - 1];
+          const AElem* a_tile = ap + ir / kPathMr * a_panel;
+          auto run = [&](float* out, std::size_t ldo) {
+            if constexpr (kNative) {
+              native_kernels[rows - 1](krows / 2, a_tile, bp, ldb, out, ldo, !first);
+            } else {
+              kKernels[rows - 1](kcur, a_tile, bp, ldb, out, ldo, !first);
+            }
+          };
           if (cols == kNr) {
-            kernel(kcur, ap + ir * kcur, bp, ldb, accp, ldacc, !first);
+            run(accp, ldacc);
           } else {
-            HWY_ALIGN float t[kMr * kNr];
+            HWY_ALIGN float t[kPathMr * kNr];
             if (!first) {
               for (std::size_t r = 0; r < rows; ++r) {
                 std::memcpy(t + r * kNr, accp + r * ldacc, cols * sizeof(float));
               }
             }
-            kernel(kcur, ap + ir * kcur, bp, ldb, t, kNr, !first);
+            run(t, kNr);
             for (std::size_t r = 0; r < rows; ++r) {
               std::memcpy(accp + r * ldacc, t + r * kNr, cols * sizeof(float));
             }
@@ -567,10 +668,10 @@ inline void DenseGemm(const DenseGemmArgs& args) {
         // MR rows of A (a 14 x KC micro-panel, 10.5 KiB at KC = 192) stay in
         // L1 while the task's B panels stream from L2; the partial sums of
         // those MR rows are read and written left to right.
-        for (std::size_t ir = 0; ir < mcur; ir += kMr) {
+        for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
           for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
             std::size_t ldb;
-            const float* bp = panel(jp, &ldb);
+            const BElem* bp = panel(jp, &ldb);
             tile(jp, ir, bp, ldb);
           }
         }
@@ -588,8 +689,15 @@ inline void DenseGemm(const DenseGemmArgs& args) {
 
 }  // namespace gemm
 
-// Entry points exported to gemm.cc.
-inline void DenseGemm(const internal::DenseGemmArgs& args) { gemm::DenseGemm(args); }
+// Entry points exported to gemm.cc. native: Bf16Mode::kNativeDot (the
+// caller has checked CpuHasAvx512Bf16()).
+inline void DenseGemm(const internal::DenseGemmArgs& args, bool native) {
+  if (native) {
+    gemm::BlockedGemm<true>(args);
+  } else {
+    gemm::BlockedGemm<false>(args);
+  }
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace trnmx

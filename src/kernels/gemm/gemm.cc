@@ -1,6 +1,7 @@
 // GEMM entry points: validation, then dispatch to the MX x MX kernels
-// (gemm_mx.cc), the opt-in native BF16 kernel (gemm_bf16_native.cc) or the
-// per-target dense kernels (gemm-inl.h, Highway dynamic dispatch).
+// (gemm_mx.cc) or the blocked dense driver (gemm-inl.h, Highway dynamic
+// dispatch), which runs the per-target FP32 kernels or, for the opt-in
+// Bf16Mode::kNativeDot, the VDPBF16PS kernels of gemm_bf16_native.cc.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/gemm/gemm.cc"
@@ -37,7 +38,6 @@ HWY_AFTER_NAMESPACE();
 #include <utility>
 #include <vector>
 
-#include "kernels/gemm/gemm_bf16_native.h"
 #include "kernels/gemm/gemm_dense.h"
 #include "kernels/gemm/gemm_internal.h"
 
@@ -341,9 +341,6 @@ Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_
     if (c.rows == 0 || c.cols == 0) return OkStatus();
     return GemmMxMx(a, b_for_mx, c, params, ex);
   }
-  if (params.bf16_mode == Bf16Mode::kNativeDot) {
-    return GemmBf16Native(a, b, c, params, ex, blocking);
-  }
   DenseGemmArgs args;
   args.m = c.rows;
   args.n = c.cols;
@@ -354,7 +351,7 @@ Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_
   args.params = params;
   args.executor = &ex;
   args.blocking = blocking;
-  HWY_DYNAMIC_DISPATCH(DenseGemm)(args);
+  HWY_DYNAMIC_DISPATCH(DenseGemm)(args, params.bf16_mode == Bf16Mode::kNativeDot);
   return OkStatus();
 }
 
