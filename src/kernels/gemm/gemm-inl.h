@@ -10,16 +10,18 @@
 // instruction (HWY_NATIVE_FMA == 0: SSSE3, SSE4, EMU128) run a scalar kernel
 // with std::fma: slower, same bits.
 //
-// Loop nest (BLIS order):
-//   for jc in N by NC:                         B block columns
-//     for pc in K by KC:                       K blocks, in order
-//       pack B[pc.., jc..] into 32-column panels     (parallel over panels)
-//       parallel for (ic in M by MC) x (groups of panels):
-//         pack A[ic.., pc..] into MR-row panels       (per task)
-//         for each panel jr, for each MR rows ir: micro-kernel
-//         on the last K block: epilogue of the task's outputs
+// Loop nest (one fork-join per call):
+//   parallel for each task = a region of outputs (a grid of tm x tn regions,
+//   tm * tn <= threads; N split first):
+//     for jc in the region's columns by NC:        B block columns
+//       for pc in K by KC:                         K blocks, in order
+//         pack B[pc.., jc..] into 32-column panels (the task's own buffer)
+//         for ic in the region's rows by MC:
+//           pack A[ic.., pc..] into MR-row micro-panels
+//           for each MR rows ir, for each panel jr: micro-kernel
+//           on the last K block: epilogue of (ic, jc)
 // Partial sums live in C itself when C is FP32 with unit column stride and
-// beta == 0 (C_old is then never read), else in an M x NC FP32 scratch.
+// beta == 0 (C_old is then never read), else in the task's FP32 scratch.
 #if defined(TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
 #undef TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
@@ -506,7 +508,6 @@ void BlockedGemm(const DenseGemmArgs& args) {
   std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kPathMr * 24;
   mc_max = std::max(kPathMr, mc_max / kPathMr * kPathMr);
   const std::size_t mc = RoundUp(DivCeil(m, DivCeil(m, mc_max)), kPathMr);
-  const std::size_t mb = DivCeil(m, mc);
   std::size_t nc = args.blocking.nc;
   if (nc == 0) {
     static const std::size_t l2_bytes = [] {
@@ -522,17 +523,6 @@ void BlockedGemm(const DenseGemmArgs& args) {
   const bool need_epilogue = !c_is_acc || p.alpha != 1.0f || p.bias != nullptr;
   // The calling thread's buffers are kept between calls (fresh pages cost
   // page faults on every call).
-  thread_local AlignedBuffer scratch_buf;
-  thread_local AlignedBuffer b_buf;
-  float* scratch = nullptr;
-  std::size_t ld_scratch = 0;
-  if (!c_is_acc) {
-    // Keep the M x NC scratch near 16 MiB: fewer columns per block when M is large.
-    const std::size_t max_cols = std::max<std::size_t>(kNr, (std::size_t{4} << 20) / m / kNr * kNr);
-    nc = std::min(nc, max_cols);
-    ld_scratch = nc;
-    scratch = scratch_buf.Get(m * nc);
-  }
 
   // B straight from memory (no packing) for M <= 4: the packing would cost
   // as much as the multiplication (measured: M = 1 faster in place, M = 8
@@ -546,61 +536,62 @@ void BlockedGemm(const DenseGemmArgs& args) {
   const bool prepacked = args.b.kind == (kNative ? DenseSourceKind::kPairsBf16
                                                  : DenseSourceKind::kPanelsFp32) &&
                          m <= 2 * kPathMr;
-  // (An odd final K block of the native path packs kc + 1 rows.)
-  BElem* bbuf = !direct_b && !prepacked
-                    ? reinterpret_cast<BElem*>(b_buf.Get((kc + 1) * nc * sizeof(BElem) / 4 + 16))
-                    : nullptr;
+  const bool pack_b = !direct_b && !prepacked;
   const auto* native_kernels = internal::NativeBf16Kernels();
 
-  for (std::size_t jc = 0; jc < n; jc += nc) {
-    const std::size_t ncur = std::min(nc, n - jc);
-    const std::size_t panels = DivCeil(ncur, kNr);
-    // Groups of panels per task: enough tasks to balance the threads.
-    std::size_t groups = 1;
-    if (threads > 1) groups = std::min(panels, DivCeil(4 * threads, mb));
-    const std::size_t per_group = DivCeil(panels, groups);
-    groups = DivCeil(panels, per_group);
+  // One fork-join per call: the outputs are cut into a grid of tm x tn
+  // regions, one task each (tasks = threads). A task runs the whole blocked
+  // loop nest for its region with its own packing buffers, so the K blocks
+  // need no barrier. N is split first (each task packs only its own B
+  // panels; A is packed once per N range), M when there are too few panels.
+  const std::size_t total_panels = DivCeil(n, kNr);
+  const std::size_t m_tiles = DivCeil(m, kPathMr);
+  std::size_t tn = std::min(threads, total_panels);
+  std::size_t tm = std::min(DivCeil(threads, tn), m_tiles);
+  const std::size_t panels_per_task = DivCeil(total_panels, tn);
+  tn = DivCeil(total_panels, panels_per_task);
+  const std::size_t tiles_per_task = DivCeil(m_tiles, tm);
+  tm = DivCeil(m_tiles, tiles_per_task);
+  // Without C as the home of the partial sums, each task keeps them in an
+  // FP32 scratch of its rows x NC, kept near 16 MiB by narrowing NC.
+  if (!c_is_acc) {
+    const std::size_t region_rows = std::min(m, tiles_per_task * kPathMr);
+    nc = std::min(nc, std::max<std::size_t>(kNr, (std::size_t{4} << 20) / region_rows / kNr * kNr));
+  }
 
-    for (std::size_t pc = 0; pc < k; pc += kc) {
-      const std::size_t kcur = std::min(kc, k - pc);
-      // K rows of a packed panel: kcur, or the K pairs' rows (native).
-      const std::size_t krows = kNative ? 2 * DivCeilK(kcur) : kcur;
-      const bool first = pc == 0;
-      const bool last = pc + kcur == k;
-      if (bbuf != nullptr) {
-        const std::size_t pack_tasks = std::min(panels, threads);
-        const std::size_t per_task = DivCeil(panels, pack_tasks);
-        ex.ParallelFor(DivCeil(panels, per_task), [&](std::size_t t) {
-          const std::size_t jp1 = std::min(panels, (t + 1) * per_task);
+  ex.ParallelFor(tm * tn, [&](std::size_t task) {
+    const std::size_t region_i0 = (task / tn) * tiles_per_task * kPathMr;
+    const std::size_t region_i1 = std::min(m, region_i0 + tiles_per_task * kPathMr);
+    const std::size_t region_j0 = (task % tn) * panels_per_task * kNr;
+    const std::size_t region_j1 = std::min(n, region_j0 + panels_per_task * kNr);
+    thread_local AlignedBuffer a_buf;
+    thread_local AlignedBuffer b_task_buf;
+    thread_local AlignedBuffer b_edge;
+    thread_local AlignedBuffer scratch_buf;
+    float* const scratch = c_is_acc ? nullptr : scratch_buf.Get((region_i1 - region_i0) * nc);
+    const std::size_t ld_scratch = nc;
+    // (An odd final K block of the native path packs kc + 1 rows.)
+    BElem* bbuf = pack_b ? reinterpret_cast<BElem*>(
+                               b_task_buf.Get((kc + 1) * nc * sizeof(BElem) / 4 + 16))
+                         : nullptr;
+    for (std::size_t jc = region_j0; jc < region_j1; jc += nc) {
+      const std::size_t ncur = std::min(nc, region_j1 - jc);
+      const std::size_t panels = DivCeil(ncur, kNr);
+      for (std::size_t pc = 0; pc < k; pc += kc) {
+        const std::size_t kcur = std::min(kc, k - pc);
+        // K rows of a packed panel: kcur, or the K pairs' rows (native).
+        const std::size_t krows = kNative ? 2 * DivCeilK(kcur) : kcur;
+        const bool first = pc == 0;
+        const bool last = pc + kcur == k;
+        if (pack_b) {
           if constexpr (kNative) {
-            PackBPairsPanels(args.b, k, pc, kcur, jc, n, t * per_task, jp1, bbuf);
+            PackBPairsPanels(args.b, k, pc, kcur, jc, n, 0, panels, bbuf);
           } else {
-            PackBPanels(args.b, k, pc, kcur, jc, n, t * per_task, jp1, bbuf);
-          }
-        });
-      }
-      ex.ParallelFor(mb * groups, [&](std::size_t task) {
-        const std::size_t ib = task / groups;
-        const std::size_t g = task % groups;
-        const std::size_t i0 = ib * mc;
-        const std::size_t mcur = std::min(mc, m - i0);
-        thread_local AlignedBuffer a_buf;
-        thread_local AlignedBuffer b_edge;
-        // One A micro-panel: kPathMr x krows elements (native: krows/2 words).
-        const std::size_t a_panel = kNative ? kPathMr * krows / 2 : kPathMr * kcur;
-        AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(DivCeil(mcur, kPathMr) * a_panel));
-        for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
-          const std::size_t rows = std::min(kPathMr, mcur - ir);
-          if constexpr (kNative) {
-            PackAPairs(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
-          } else {
-            PackA(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
+            PackBPanels(args.b, k, pc, kcur, jc, n, 0, panels, bbuf);
           }
         }
-        const std::size_t jp_begin = g * per_group;
-        const std::size_t jp_end = std::min(panels, (g + 1) * per_group);
-        // B panel jp of this K block: (pointer, row stride in BElem per k row
-        // (FP32) or per k pair (native)).
+        // B panel jp (of this jc block) of this K block: (pointer, row
+        // stride in BElem per k row (FP32) or per k pair (native)).
         float* edge_panel = nullptr;
         auto panel = [&](std::size_t jp, std::size_t* ldb) -> const BElem* {
           const std::size_t j0 = jc + jp * kNr;
@@ -629,63 +620,77 @@ void BlockedGemm(const DenseGemmArgs& args) {
           }
           return nullptr;  // Unreachable: the native path always packs or prepacks.
         };
-        auto tile = [&](std::size_t jp, std::size_t ir, const BElem* bp, std::size_t ldb) {
-          const std::size_t j0 = jc + jp * kNr;
-          const std::size_t cols = std::min(kNr, n - j0);
-          const std::size_t rows = std::min(kPathMr, mcur - ir);
-          const std::size_t i = i0 + ir;
-          float* accp;
-          std::size_t ldacc;
-          if (c_is_acc) {
-            ldacc = c.row_stride;
-            accp = static_cast<float*>(c.data) + i * ldacc + j0;
-          } else {
-            ldacc = ld_scratch;
-            accp = scratch + i * ldacc + (j0 - jc);
-          }
-          const AElem* a_tile = ap + ir / kPathMr * a_panel;
-          auto run = [&](float* out, std::size_t ldo) {
+        for (std::size_t i0 = region_i0; i0 < region_i1; i0 += mc) {
+          const std::size_t mcur = std::min(mc, region_i1 - i0);
+          // One A micro-panel: kPathMr x krows elements (native: krows/2 words).
+          const std::size_t a_panel = kNative ? kPathMr * krows / 2 : kPathMr * kcur;
+          AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(DivCeil(mcur, kPathMr) * a_panel));
+          for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
+            const std::size_t rows = std::min(kPathMr, mcur - ir);
             if constexpr (kNative) {
-              native_kernels[rows - 1](krows / 2, a_tile, bp, ldb, out, ldo, !first);
+              PackAPairs(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
             } else {
-              kKernels[rows - 1](kcur, a_tile, bp, ldb, out, ldo, !first);
+              PackA(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
             }
-          };
-          if (cols == kNr) {
-            run(accp, ldacc);
-          } else {
-            HWY_ALIGN float t[kPathMr * kNr];
-            if (!first) {
+          }
+          auto tile = [&](std::size_t jp, std::size_t ir, const BElem* bp, std::size_t ldb) {
+            const std::size_t j0 = jc + jp * kNr;
+            const std::size_t cols = std::min(kNr, n - j0);
+            const std::size_t rows = std::min(kPathMr, mcur - ir);
+            const std::size_t i = i0 + ir;
+            float* accp;
+            std::size_t ldacc;
+            if (c_is_acc) {
+              ldacc = c.row_stride;
+              accp = static_cast<float*>(c.data) + i * ldacc + j0;
+            } else {
+              ldacc = ld_scratch;
+              accp = scratch + (i - region_i0) * ldacc + (j0 - jc);
+            }
+            const AElem* a_tile = ap + ir / kPathMr * a_panel;
+            auto run = [&](float* out, std::size_t ldo) {
+              if constexpr (kNative) {
+                native_kernels[rows - 1](krows / 2, a_tile, bp, ldb, out, ldo, !first);
+              } else {
+                kKernels[rows - 1](kcur, a_tile, bp, ldb, out, ldo, !first);
+              }
+            };
+            if (cols == kNr) {
+              run(accp, ldacc);
+            } else {
+              HWY_ALIGN float t[kPathMr * kNr];
+              if (!first) {
+                for (std::size_t r = 0; r < rows; ++r) {
+                  std::memcpy(t + r * kNr, accp + r * ldacc, cols * sizeof(float));
+                }
+              }
+              run(t, kNr);
               for (std::size_t r = 0; r < rows; ++r) {
-                std::memcpy(t + r * kNr, accp + r * ldacc, cols * sizeof(float));
+                std::memcpy(accp + r * ldacc, t + r * kNr, cols * sizeof(float));
               }
             }
-            run(t, kNr);
-            for (std::size_t r = 0; r < rows; ++r) {
-              std::memcpy(accp + r * ldacc, t + r * kNr, cols * sizeof(float));
+          };
+          // MR rows of A (a 14 x KC micro-panel, 10.5 KiB at KC = 192) stay
+          // in L1 while the B panels stream from L2; the partial sums of
+          // those MR rows are read and written left to right.
+          for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
+            for (std::size_t jp = 0; jp < panels; ++jp) {
+              std::size_t ldb;
+              const BElem* bp = panel(jp, &ldb);
+              tile(jp, ir, bp, ldb);
             }
           }
-        };
-        // MR rows of A (a 14 x KC micro-panel, 10.5 KiB at KC = 192) stay in
-        // L1 while the task's B panels stream from L2; the partial sums of
-        // those MR rows are read and written left to right.
-        for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
-          for (std::size_t jp = jp_begin; jp < jp_end; ++jp) {
-            std::size_t ldb;
-            const BElem* bp = panel(jp, &ldb);
-            tile(jp, ir, bp, ldb);
+          if (last && need_epilogue) {
+            const std::size_t j1 = jc + ncur;
+            const float* acc0 = c_is_acc
+                                    ? static_cast<const float*>(c.data) + i0 * c.row_stride + jc
+                                    : scratch + (i0 - region_i0) * ld_scratch;
+            Epilogue(c, p, i0, i0 + mcur, jc, j1, acc0, c_is_acc ? c.row_stride : ld_scratch);
           }
         }
-        if (last && need_epilogue) {
-          const std::size_t j0 = jc + g * per_group * kNr;
-          const std::size_t j1 = std::min(n, jc + jp_end * kNr);
-          const float* acc0 = c_is_acc ? static_cast<const float*>(c.data) + i0 * c.row_stride + j0
-                                       : scratch + i0 * ld_scratch + (j0 - jc);
-          Epilogue(c, p, i0, i0 + mcur, j0, j1, acc0, c_is_acc ? c.row_stride : ld_scratch);
-        }
-      });
+      }
     }
-  }
+  });
 }
 
 }  // namespace gemm
