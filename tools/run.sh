@@ -86,7 +86,7 @@ case "$mode" in
       ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
     ;;
   bench)
-    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev
+    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev libopenblas-dev libdnnl-dev
     configure build/bench -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF -DTRNMX_BUILD_BENCHMARKS=ON \
       -DTRNMX_INSTALL=OFF
     cmake --build build/bench -j "$jobs"

@@ -29,17 +29,36 @@
 //     not read, so NaN in C is ignored as in BLAS); if bias: r = fl32(r +
 //     bias[j]); a BF16 output stores RNE(r) (formats.md D11).
 //   Bf16Mode::kNativeDot (opt-in, BF16 x BF16 only): the CPU's AVX512_BF16
-//     VDPBF16PS instruction, K taken in pairs (K padded with +0 to even) in
-//     increasing order. Intel SDM pseudocode per pair t: acc += a_2t+1*b_2t+1;
-//     acc += a_2t*b_2t, each product exact, each addition rounded to nearest
-//     even, denormal inputs read as zero and denormal results flushed (DAZ,
-//     FTZ). The kernel's tests check this model against the instruction.
+//     VDPBF16PS instruction. K is taken in pairs t = (2t, 2t+1) in increasing
+//     order, an odd K padded with a +0 pair member; acc = +0.0f and per pair
+//       acc = F(fma(D(a_2t+1), D(b_2t+1), D(acc)))     (odd member first)
+//       acc = F(fma(D(a_2t),   D(b_2t),   acc))
+//     where D flushes a denormal input (BF16 element or the accumulator) to
+//     a zero of its sign, F flushes a denormal result likewise, each fma is
+//     exact product plus one round-to-nearest-even (products that are FP32
+//     denormals are kept); per the SDM, MXCSR is not consulted. Then the
+//     epilogue above.
+//     Verified against the instruction (Intel SDM pseudocode order) by
+//     tests/kernels/gemm_test.cc (NativeBf16.*: crafted cases for each rule
+//     and 200k random lanes); ref::Vdpbf16psStep is this model. On the
+//     development machine VDPBF16PS issues at half the FP32 FMA rate, so
+//     the default exact mode is faster there (docs/gemm.md).
 //     Returns FailedPrecondition on a CPU without AVX512_BF16.
+//   NaN: a NaN output is some NaN; its sign and payload are not specified
+//     (they depend on which NaN operand an FMA propagates).
 //
 // Errors (Status, nothing written): shapes that do not agree (A.cols != B.rows,
-// C not M x N), null data with a non-zero extent, MX operands not blocked
-// along K or with mismatched K, NVFP4 operands, a bias without N entries,
-// Bf16Mode::kNativeDot with a non-BF16 pair or without CPU support.
+// C not M x N), null data with a non-zero extent, strides whose last element
+// overflows the address space, C strides that make two outputs share memory,
+// C overlapping A, B or the bias, invalid enum values, MX operands not
+// blocked along K, with a shape differing from their view or line strides
+// shorter than a line, NVFP4 operands, Bf16Mode::kNativeDot with a non-BF16
+// pair or without CPU support. The bias must hold N floats (a pointer's
+// length cannot be checked).
+//
+// Threads: the executor runs tasks that each own a block of outputs (M
+// blocks x groups of 32 columns); K is never split, so every thread count
+// gives the same bits. Products under ~1 MFLOP run on the calling thread.
 //
 // Example (row-major FP32, 2 threads):
 //   trnmx::ThreadPoolExecutor pool(2);
@@ -127,10 +146,13 @@ struct GemmParams {
 Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
             const GemmParams& params = {}, Executor* executor = nullptr);
 
-// B packed once for many multiplications (weights): a K x N operand
-// rearranged into the kernels' panel layout (MX operands keep their codes and
-// scales, re-tiled), owned by this object. The layout is internal and does
-// not depend on the SIMD target, so results equal Gemm() with the unpacked B.
+// B packed once for many multiplications (weights), owned by this object:
+// FP32 -> 32-column FP32 panels (K x 32 each); BF16 -> 32-column panels of
+// K pairs (the VDPBF16PS operand layout; the exact mode widens them while
+// packing each call); MX -> a compact copy of the codes and scales (decoded
+// while packing each call, or read by the MX x MX kernels). The layout is
+// internal and does not depend on the SIMD target, so results equal Gemm()
+// with the unpacked B, bit for bit, on every target.
 class PackedWeights {
  public:
   static StatusOr<PackedWeights> Pack(const GemmOperand& b, Executor* executor = nullptr);

@@ -4,6 +4,9 @@
 #ifndef TRNMX_SRC_REFERENCE_GEMM_REF_H_
 #define TRNMX_SRC_REFERENCE_GEMM_REF_H_
 
+#include <cstddef>
+#include <cstdint>
+
 #include "trnmx/gemm.h"
 #include "trnmx/status.h"
 
@@ -22,6 +25,11 @@ float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b, st
 // Value of element (row, col) of an MX tensor decoded to FP32 (element value
 // times scale, rounded once; FF scale -> NaN).
 float MxElement(const MxTensorView& t, std::size_t row, std::size_t col);
+
+// Scalar model of one VDPBF16PS lane step (Bf16Mode::kNativeDot): acc plus
+// the pair products a1*b1 then a0*b0 (BF16 bits), as gemm.h states it.
+float Vdpbf16psStep(float acc, std::uint16_t a0, std::uint16_t a1, std::uint16_t b0,
+                    std::uint16_t b1);
 
 }  // namespace trnmx::ref
 

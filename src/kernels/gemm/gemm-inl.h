@@ -1,0 +1,712 @@
+// Per-target dense GEMM (Highway dynamic dispatch; included once per target
+// by gemm.cc through hwy/foreach_target.h).
+//
+// Numerics (gemm.h): every output is one FP32 FMA chain over k = 0..K-1 in
+// increasing order, starting from +0. The kernels vectorise across N (32
+// columns = one B panel) and unroll across M (MR rows); K is never split
+// between vectors or threads, and a K block that is not the first reloads the
+// partial sums stored by the previous one, so the chain is the same for every
+// blocking, target and thread count. Targets without a fused multiply-add
+// instruction (HWY_NATIVE_FMA == 0: SSSE3, SSE4, EMU128) run a scalar kernel
+// with std::fma: slower, same bits.
+//
+// Loop nest (one fork-join per call):
+//   parallel for each task = a region of outputs (a grid of tm x tn regions,
+//   tm * tn <= threads; N split first):
+//     for jc in the region's columns by NC:        B block columns
+//       for pc in K by KC:                         K blocks, in order
+//         pack B[pc.., jc..] into 32-column panels (the task's own buffer)
+//         for ic in the region's rows by MC:
+//           pack A[ic.., pc..] into MR-row micro-panels
+//           for each MR rows ir, for each panel jr: micro-kernel
+//           on the last K block: epilogue of (ic, jc)
+// Partial sums live in C itself when C is FP32 with unit column stride and
+// beta == 0 (C_old is then never read), else in the task's FP32 scratch.
+#if defined(TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
+#undef TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
+#else
+#define TRNMX_SRC_KERNELS_GEMM_GEMM_INL_H_
+#endif
+
+#include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include <unistd.h>
+
+#include "formats/mx_decode.h"
+#include "kernels/gemm/gemm_bf16_native.h"
+#include "kernels/gemm/gemm_dense.h"
+#include "trnmx/formats/codec.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace trnmx {
+namespace HWY_NAMESPACE {
+namespace gemm {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using internal::DenseGemmArgs;
+using internal::DenseSource;
+using internal::DenseSourceKind;
+using internal::kGemmPanelCols;
+
+// ---------------------------------------------------------------------------
+// Register tile: MR rows x NR = 32 columns (NV vectors of LANES floats).
+// ---------------------------------------------------------------------------
+#undef TRNMX_GEMM_VECTOR_KERNEL
+#if HWY_NATIVE_FMA && !HWY_HAVE_SCALABLE && HWY_MAX_BYTES >= 16
+#define TRNMX_GEMM_VECTOR_KERNEL 1
+#else
+#define TRNMX_GEMM_VECTOR_KERNEL 0
+#endif
+
+template <std::size_t kRows, std::size_t kLanes, std::size_t kRegisters>
+struct TileShape {
+  static constexpr std::size_t kMr = kRows;
+  static constexpr std::size_t kNr = kGemmPanelCols;
+  static constexpr std::size_t kNv = kNr / kLanes;
+  // Accumulators + the B vectors of one k + one broadcast A value.
+  static_assert(kNr % kLanes == 0, "a panel is a whole number of vectors");
+  static_assert(kMr * kNv + kNv + 1 <= kRegisters || kMr * kNv + kMr + 1 <= kRegisters,
+                "the tile must fit the vector registers");
+  // Two FMA pipes of latency 4 need >= 8 independent chains.
+  static_assert(kMr * kNv >= 8, "too few independent accumulators to hide FMA latency");
+};
+
+#if TRNMX_GEMM_VECTOR_KERNEL
+constexpr std::size_t kLanes = HWY_LANES(float);
+#if HWY_ARCH_X86 && HWY_MAX_BYTES == 32
+using Tile = TileShape<3, kLanes, 16>;  // AVX2: 12 accumulators, 16 ymm.
+#elif HWY_MAX_BYTES >= 64
+using Tile = TileShape<14, kLanes, 32>;  // AVX-512: 28 accumulators, 32 zmm.
+#else
+using Tile = TileShape<3, kLanes, 32>;  // 128-bit with 32 registers (NEON).
+#endif
+#else
+using Tile = TileShape<4, 1, 1024>;  // Scalar std::fma kernel.
+#endif
+
+constexpr std::size_t kMr = Tile::kMr;
+// The kernel prefetches B this many k rows ahead (B comes from L2, or from
+// memory with a large stride when B is read in place).
+constexpr std::size_t kPrefetchRows = 8;
+constexpr std::size_t kNr = Tile::kNr;
+
+// C[0..kRows) x [0..32) (row stride ldc) = (load ? C : 0) + A panel * B panel
+// over kc values of k: acc = fma(a[k*kMr + r], b[k*ldb + j], acc).
+template <std::size_t kRows>
+HWY_NOINLINE void KernelFp32(std::size_t kc, const float* HWY_RESTRICT ap,
+                             const float* HWY_RESTRICT bp, std::size_t ldb,
+                             float* HWY_RESTRICT c, std::size_t ldc, bool load) {
+#if TRNMX_GEMM_VECTOR_KERNEL
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  constexpr std::size_t kNv = Tile::kNv;
+  V acc[kRows][kNv];
+  if (load) {
+    for (std::size_t r = 0; r < kRows; ++r) {
+      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::LoadU(d, c + r * ldc + v * kLanes);
+    }
+  } else {
+    for (std::size_t r = 0; r < kRows; ++r) {
+      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::Zero(d);
+    }
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    // The two cache lines of the B row kPrefetchRows ahead (past the end of
+    // the panel this touches unrelated memory: a prefetch never faults).
+    hwy::Prefetch(bp + kPrefetchRows * ldb);
+    hwy::Prefetch(bp + kPrefetchRows * ldb + 16);
+    V b[kNv];
+    for (std::size_t v = 0; v < kNv; ++v) b[v] = hn::LoadU(d, bp + v * kLanes);
+    for (std::size_t r = 0; r < kRows; ++r) {
+      const V a = hn::Set(d, ap[r]);
+      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::MulAdd(a, b[v], acc[r][v]);
+    }
+    ap += kMr;
+    bp += ldb;
+  }
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t v = 0; v < kNv; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * kLanes);
+  }
+#else
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t j = 0; j < kNr; ++j) {
+      float acc = load ? c[r * ldc + j] : 0.0f;
+      for (std::size_t k = 0; k < kc; ++k) acc = std::fma(ap[k * kMr + r], bp[k * ldb + j], acc);
+      c[r * ldc + j] = acc;
+    }
+  }
+#endif
+}
+
+using KernelFn = void (*)(std::size_t, const float*, const float*, std::size_t, float*,
+                          std::size_t, bool);
+
+template <std::size_t... kIs>
+constexpr std::array<KernelFn, sizeof...(kIs)> MakeKernelTable(std::index_sequence<kIs...>) {
+  return {&KernelFp32<kIs + 1>...};
+}
+// kKernels[rows - 1]: the kernel for a tile of `rows` (1..kMr) rows.
+inline constexpr std::array<KernelFn, kMr> kKernels =
+    MakeKernelTable(std::make_index_sequence<kMr>());
+
+// ---------------------------------------------------------------------------
+// Element access and packing (exact: copies, BF16 widening, MX decoding).
+// ---------------------------------------------------------------------------
+inline float Bf16BitsToFloat(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+// Element (i, j) of a dense operand.
+inline float DenseAt(const GemmOperand& op, std::size_t i, std::size_t j) {
+  const std::size_t idx = i * op.row_stride + j * op.col_stride;
+  if (op.type == OperandType::kFp32) return static_cast<const float*>(op.data)[idx];
+  return Bf16BitsToFloat(static_cast<const std::uint16_t*>(op.data)[idx]);
+}
+
+// A rows [i0, i0 + rows) x columns [k0, k0 + kc) into dst[k * kMr + r].
+inline void PackA(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t k0,
+                  std::size_t kc, float* HWY_RESTRICT dst) {
+  if (a.type == OperandType::kMx) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      internal::DecodeMxLineSegment(a.mx, i0 + r, k0, kc, dst + r, kMr);
+    }
+    return;
+  }
+  if (a.type == OperandType::kFp32 && a.col_stride == 1) {
+    // k outer: contiguous writes, `rows` sequential read streams.
+    const float* rowp[kMr];
+    for (std::size_t r = 0; r < rows; ++r) {
+      rowp[r] = static_cast<const float*>(a.data) + (i0 + r) * a.row_stride + k0;
+    }
+    for (std::size_t k = 0; k < kc; ++k) {
+      for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = rowp[r][k];
+    }
+    return;
+  }
+  if (a.type == OperandType::kFp32 && a.row_stride == 1) {  // Column-major (A^T row-major).
+    const float* src = static_cast<const float*>(a.data) + i0 + k0 * a.col_stride;
+    for (std::size_t k = 0; k < kc; ++k) {
+      const float* col = src + k * a.col_stride;
+      for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = col[r];
+    }
+    return;
+  }
+  if (a.type == OperandType::kBf16 && a.col_stride == 1) {
+    const std::uint16_t* rowp[kMr];
+    for (std::size_t r = 0; r < rows; ++r) {
+      rowp[r] = static_cast<const std::uint16_t*>(a.data) + (i0 + r) * a.row_stride + k0;
+    }
+    for (std::size_t k = 0; k < kc; ++k) {
+      for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = Bf16BitsToFloat(rowp[r][k]);
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    for (std::size_t r = 0; r < rows; ++r) dst[k * kMr + r] = DenseAt(a, i0 + r, k0 + k);
+  }
+}
+
+// One 32-column panel of B: rows [k0, k0 + kc), columns [j0, j0 + cols)
+// into dst[k * 32 + c]; columns cols..31 get +0.
+inline void PackBPanel(const DenseSource& b, std::size_t k_total, std::size_t k0,
+                       std::size_t kc, std::size_t j0, std::size_t cols, float* HWY_RESTRICT dst) {
+  if (cols < kNr) {
+    for (std::size_t k = 0; k < kc; ++k) {
+      for (std::size_t c = cols; c < kNr; ++c) dst[k * kNr + c] = 0.0f;
+    }
+  }
+  if (b.kind == DenseSourceKind::kPanelsFp32) {
+    const float* src = static_cast<const float*>(b.panels) +
+                       (j0 / kNr) * internal::PanelStrideFp32(k_total) + k0 * kNr;
+    std::memcpy(dst, src, kc * kNr * sizeof(float));
+    return;
+  }
+  if (b.kind == DenseSourceKind::kPairsBf16) {
+    const std::uint16_t* src = static_cast<const std::uint16_t*>(b.panels) +
+                               (j0 / kNr) * internal::PanelStrideBf16(k_total);
+    for (std::size_t k = 0; k < kc; ++k) {
+      const std::size_t kk = k0 + k;
+      const std::uint16_t* row = src + (kk / 2) * 2 * kNr + (kk % 2);
+      for (std::size_t c = 0; c < cols; ++c) dst[k * kNr + c] = Bf16BitsToFloat(row[2 * c]);
+    }
+    return;
+  }
+  const GemmOperand& op = b.op;
+  if (op.type == OperandType::kMx) {
+    for (std::size_t c = 0; c < cols; ++c) {
+      internal::DecodeMxLineSegment(op.mx, j0 + c, k0, kc, dst + c, kNr);
+    }
+    return;
+  }
+  if (op.type == OperandType::kFp32 && op.col_stride == 1) {
+    const float* src = static_cast<const float*>(op.data) + k0 * op.row_stride + j0;
+    for (std::size_t k = 0; k < kc; ++k) {
+      std::memcpy(dst + k * kNr, src + k * op.row_stride, cols * sizeof(float));
+    }
+    return;
+  }
+  if (op.type == OperandType::kFp32 && op.row_stride == 1) {  // K-contiguous columns.
+    const float* src = static_cast<const float*>(op.data) + k0 + j0 * op.col_stride;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const float* col = src + c * op.col_stride;
+      for (std::size_t k = 0; k < kc; ++k) dst[k * kNr + c] = col[k];
+    }
+    return;
+  }
+  if (op.type == OperandType::kBf16 && op.col_stride == 1) {
+    const std::uint16_t* src =
+        static_cast<const std::uint16_t*>(op.data) + k0 * op.row_stride + j0;
+    for (std::size_t k = 0; k < kc; ++k) {
+      const std::uint16_t* row = src + k * op.row_stride;
+      for (std::size_t c = 0; c < cols; ++c) dst[k * kNr + c] = Bf16BitsToFloat(row[c]);
+    }
+    return;
+  }
+  for (std::size_t c = 0; c < cols; ++c) {
+    for (std::size_t k = 0; k < kc; ++k) dst[k * kNr + c] = DenseAt(op, k0 + k, j0 + c);
+  }
+}
+
+// Panels [jp0, jp1) of the B block at columns jc.., rows [k0, k0 + kc), panel
+// jp at dst + jp * kc * 32. Row-major FP32 and BF16 go row by row across the
+// panels (sequential reads of B); other sources panel by panel.
+inline void PackBPanels(const DenseSource& b, std::size_t k_total, std::size_t k0, std::size_t kc,
+                        std::size_t jc, std::size_t n, std::size_t jp0, std::size_t jp1,
+                        float* HWY_RESTRICT dst) {
+  const GemmOperand& op = b.op;
+  const bool rows_fp32 = b.kind == DenseSourceKind::kOperand && op.type == OperandType::kFp32 &&
+                         op.col_stride == 1;
+  const bool rows_bf16 = b.kind == DenseSourceKind::kOperand && op.type == OperandType::kBf16 &&
+                         op.col_stride == 1;
+  if (!rows_fp32 && !rows_bf16) {
+    for (std::size_t jp = jp0; jp < jp1; ++jp) {
+      const std::size_t j0 = jc + jp * kNr;
+      PackBPanel(b, k_total, k0, kc, j0, std::min(kNr, n - j0), dst + jp * kc * kNr);
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    for (std::size_t jp = jp0; jp < jp1; ++jp) {
+      const std::size_t j0 = jc + jp * kNr;
+      const std::size_t cols = std::min(kNr, n - j0);
+      float* d = dst + jp * kc * kNr + k * kNr;
+      if (rows_fp32) {
+        const float* src = static_cast<const float*>(op.data) + (k0 + k) * op.row_stride + j0;
+        if (cols == kNr) {
+          std::memcpy(d, src, kNr * sizeof(float));
+        } else {
+          for (std::size_t c = 0; c < kNr; ++c) d[c] = c < cols ? src[c] : 0.0f;
+        }
+      } else {
+        const std::uint16_t* src =
+            static_cast<const std::uint16_t*>(op.data) + (k0 + k) * op.row_stride + j0;
+        for (std::size_t c = 0; c < kNr; ++c) d[c] = c < cols ? Bf16BitsToFloat(src[c]) : 0.0f;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Epilogue: r = acc; alpha; beta * C_old; bias; store FP32 or BF16 (RNE).
+// ---------------------------------------------------------------------------
+inline float EpilogueScalar(float acc, float alpha, float beta, float c_old, const float* bias,
+                            std::size_t j) {
+  float r = acc;
+  if (alpha != 1.0f) r = alpha * r;
+  if (beta != 0.0f) r = r + beta * c_old;
+  if (bias != nullptr) r = r + bias[j];
+  return r;
+}
+
+inline float ReadC(const GemmOutput& c, std::size_t i, std::size_t j) {
+  const std::size_t idx = i * c.row_stride + j * c.col_stride;
+  if (c.type == OutputType::kFp32) return static_cast<const float*>(c.data)[idx];
+  return Bf16BitsToFloat(static_cast<const std::uint16_t*>(c.data)[idx]);
+}
+
+inline void WriteC(const GemmOutput& c, std::size_t i, std::size_t j, float r) {
+  const std::size_t idx = i * c.row_stride + j * c.col_stride;
+  if (c.type == OutputType::kFp32) {
+    static_cast<float*>(c.data)[idx] = r;
+  } else {
+    static_cast<std::uint16_t*>(c.data)[idx] = Fp32ToBf16Rne(r).bits;
+  }
+}
+
+// Outputs [i0, i1) x [j0, j1); acc(i, j) at acc[(i - i0) * ldacc + (j - j0)]
+// (nullptr: every acc is +0, K == 0).
+inline void Epilogue(const GemmOutput& c, const GemmParams& p, std::size_t i0, std::size_t i1,
+                     std::size_t j0, std::size_t j1, const float* acc, std::size_t ldacc) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const hn::Rebind<std::uint16_t, decltype(d)> du16;
+  const hn::Rebind<std::int32_t, decltype(d)> di;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto alpha = hn::Set(d, p.alpha);
+  const auto beta = hn::Set(d, p.beta);
+  for (std::size_t i = i0; i < i1; ++i) {
+    // arow[j - j0]: acc of output (i, j).
+    const float* arow = acc != nullptr ? acc + (i - i0) * ldacc : nullptr;
+    std::size_t j = j0;
+    if (c.col_stride == 1 && acc != nullptr) {
+      for (; j + lanes <= j1; j += lanes) {
+        auto r = hn::LoadU(d, arow + (j - j0));
+        if (p.alpha != 1.0f) r = hn::Mul(alpha, r);
+        if (c.type == OutputType::kFp32) {
+          float* crow = static_cast<float*>(c.data) + i * c.row_stride;
+          if (p.beta != 0.0f) r = hn::Add(r, hn::Mul(beta, hn::LoadU(d, crow + j)));
+          if (p.bias != nullptr) r = hn::Add(r, hn::LoadU(d, p.bias + j));
+          hn::StoreU(r, d, crow + j);
+        } else {
+          std::uint16_t* crow = static_cast<std::uint16_t*>(c.data) + i * c.row_stride;
+          if (p.beta != 0.0f) {
+            const auto old = hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(du16, crow + j)));
+            r = hn::Add(r, hn::Mul(beta, hn::BitCast(d, old)));
+          }
+          if (p.bias != nullptr) r = hn::Add(r, hn::LoadU(d, p.bias + j));
+          // RNE to BF16 in integer ops (formats.md section 4; codec.h
+          // Fp32ToBf16Rne): NaN keeps its top bits and is made quiet.
+          const auto bits = hn::BitCast(du, r);
+          const auto rounded = hn::ShiftRight<16>(hn::Add(
+              bits, hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)))));
+          const auto nan = hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40u));
+          const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))),
+                                     hn::Set(di, 0x7F800000));
+          const auto out = hn::IfThenElse(hn::RebindMask(du, is_nan), nan, rounded);
+          hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, out)), du16, crow + j);
+        }
+      }
+    }
+    for (; j < j1; ++j) {
+      const float a = arow != nullptr ? arow[j - j0] : 0.0f;
+      const float old = p.beta != 0.0f ? ReadC(c, i, j) : 0.0f;
+      WriteC(c, i, j, EpilogueScalar(a, p.alpha, p.beta, old, p.bias, j));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Driver.
+// ---------------------------------------------------------------------------
+struct AlignedBuffer {
+  hwy::AlignedFreeUniquePtr<float[]> data;
+  std::size_t size = 0;
+  float* Get(std::size_t n) {
+    if (n > size) {
+      data = hwy::AllocateAligned<float>(n);
+      size = n;
+    }
+    return data.get();
+  }
+};
+
+inline std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+inline std::size_t DivCeil(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
+// K pairs of kc values (the native path pads an odd K block with +0).
+inline std::size_t DivCeilK(std::size_t kc) { return (kc + 1) / 2; }
+
+// Native BF16 path (Bf16Mode::kNativeDot): A rows [i0, i0 + rows) x K
+// pairs from k0 (even) as 32-bit words (a_2t | a_2t+1 << 16), dst[t * 14 + r];
+// an odd K is padded with +0.
+inline void PackAPairs(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t k0,
+                       std::size_t kc, std::uint32_t* HWY_RESTRICT dst) {
+  constexpr std::size_t kNmr = internal::kNativeBf16Mr;
+  const auto* src = static_cast<const std::uint16_t*>(a.data);
+  const std::size_t pairs = DivCeilK(kc);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::uint16_t* row = src + (i0 + r) * a.row_stride + k0 * a.col_stride;
+    for (std::size_t t = 0; t < pairs; ++t) {
+      const std::uint32_t lo = row[(2 * t) * a.col_stride];
+      const std::uint32_t hi = 2 * t + 1 < kc ? row[(2 * t + 1) * a.col_stride] : 0u;
+      dst[t * kNmr + r] = lo | (hi << 16);
+    }
+  }
+}
+
+// Native BF16 path: panels [jp0, jp1) of the B block in the pair layout
+// (gemm_dense.h), panel jp at dst + jp * ceil(kc/2) * 64.
+inline void PackBPairsPanels(const DenseSource& b, std::size_t k_total, std::size_t k0,
+                             std::size_t kc, std::size_t jc, std::size_t n, std::size_t jp0,
+                             std::size_t jp1, std::uint16_t* HWY_RESTRICT dst) {
+  const std::size_t pairs = DivCeilK(kc);
+  for (std::size_t jp = jp0; jp < jp1; ++jp) {
+    const std::size_t j0 = jc + jp * kNr;
+    const std::size_t cols = std::min(kNr, n - j0);
+    std::uint16_t* d = dst + jp * pairs * 2 * kNr;
+    if (b.kind == DenseSourceKind::kPairsBf16) {
+      const auto* src = static_cast<const std::uint16_t*>(b.panels) +
+                        (j0 / kNr) * internal::PanelStrideBf16(k_total) + (k0 / 2) * 2 * kNr;
+      std::memcpy(d, src, pairs * 2 * kNr * sizeof(std::uint16_t));
+      continue;
+    }
+    const GemmOperand& op = b.op;
+    const auto* src = static_cast<const std::uint16_t*>(op.data);
+    for (std::size_t t = 0; t < pairs; ++t) {
+      std::uint16_t* row = d + t * 2 * kNr;
+      for (std::size_t h = 0; h < 2; ++h) {
+        const std::size_t kk = 2 * t + h;
+        if (kk >= kc) {
+          for (std::size_t c = 0; c < kNr; ++c) row[2 * c + h] = 0;
+          continue;
+        }
+        const std::uint16_t* s = src + (k0 + kk) * op.row_stride + j0 * op.col_stride;
+        for (std::size_t c = 0; c < kNr; ++c) row[2 * c + h] = c < cols ? s[c * op.col_stride] : 0;
+      }
+    }
+  }
+}
+
+// The blocked driver. kNative: BF16 x BF16 through the VDPBF16PS kernels
+// (K blocks of an even length, pair-packed A and B); else the FP32 FMA
+// kernels of this target.
+template <bool kNative>
+void BlockedGemm(const DenseGemmArgs& args) {
+  constexpr std::size_t kPathMr = kNative ? internal::kNativeBf16Mr : kMr;
+  using AElem = std::conditional_t<kNative, std::uint32_t, float>;
+  using BElem = std::conditional_t<kNative, std::uint16_t, float>;
+  // BElem per K row of a panel (the native layout holds a K pair per 64).
+  constexpr std::size_t kBRow = kNr;
+  const std::size_t m = args.m;
+  const std::size_t n = args.n;
+  const std::size_t k = args.k;
+  const GemmOutput& c = args.c;
+  const GemmParams& p = args.params;
+  // Below ~1 MFLOP a fork-join costs more than it saves: run on the caller.
+  // (The split never changes the bits, only who computes which outputs.)
+  SerialExecutor serial;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  Executor& ex = flops < 1e6 && !args.blocking.force_parallel ? static_cast<Executor&>(serial)
+                                                               : *args.executor;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    ex.ParallelFor(m, [&](std::size_t i) { Epilogue(c, p, i, i + 1, 0, n, nullptr, 0); });
+    return;
+  }
+
+  // Cache blocks (tuned on the development machine: 48 KiB L1d, 2 MiB L2).
+  // KC = 192: a 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B
+  // block (3/4 of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows,
+  // balanced so that the M blocks have equal sizes. The native path halves
+  // the bytes per element and doubles KC (K blocks of an even length).
+  const std::size_t threads = ex.NumThreads();
+  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : (kNative ? 384 : 192);
+  if (kNative) kc = std::max<std::size_t>(2, kc / 2 * 2);
+  kc = std::min(kc, k);
+  std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kPathMr * 24;
+  mc_max = std::max(kPathMr, mc_max / kPathMr * kPathMr);
+  const std::size_t mc = RoundUp(DivCeil(m, DivCeil(m, mc_max)), kPathMr);
+  std::size_t nc = args.blocking.nc;
+  if (nc == 0) {
+    static const std::size_t l2_bytes = [] {
+      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
+    }();
+    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (kc * sizeof(BElem)), 256, 4096);
+  }
+  nc = RoundUp(std::min(nc, n), kNr);
+
+  // Where the partial sums live between K blocks.
+  const bool c_is_acc = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f;
+  const bool need_epilogue = !c_is_acc || p.alpha != 1.0f || p.bias != nullptr;
+  // The calling thread's buffers are kept between calls (fresh pages cost
+  // page faults on every call).
+
+  // B straight from memory (no packing) for M <= 4: the packing would cost
+  // as much as the multiplication (measured: M = 1 faster in place, M = 8
+  // faster packed). Prepacked panels are read in
+  // place for few rows of A; for more rows the block is still copied to the
+  // L2-sized buffer (a streaming copy is cheaper than the kernel stalling on
+  // memory in its first pass).
+  const bool direct_b = !kNative && args.b.kind == DenseSourceKind::kOperand &&
+                        args.b.op.type == OperandType::kFp32 && args.b.op.col_stride == 1 &&
+                        m <= 4;
+  const bool prepacked = args.b.kind == (kNative ? DenseSourceKind::kPairsBf16
+                                                 : DenseSourceKind::kPanelsFp32) &&
+                         m <= 2 * kPathMr;
+  const bool pack_b = !direct_b && !prepacked;
+  const auto* native_kernels = internal::NativeBf16Kernels();
+
+  // One fork-join per call: the outputs are cut into a grid of tm x tn
+  // regions, one task each (tasks = threads). A task runs the whole blocked
+  // loop nest for its region with its own packing buffers, so the K blocks
+  // need no barrier. N is split first (each task packs only its own B
+  // panels; A is packed once per N range), M when there are too few panels.
+  const std::size_t total_panels = DivCeil(n, kNr);
+  const std::size_t m_tiles = DivCeil(m, kPathMr);
+  std::size_t tn = std::min(threads, total_panels);
+  std::size_t tm = std::min(DivCeil(threads, tn), m_tiles);
+  const std::size_t panels_per_task = DivCeil(total_panels, tn);
+  tn = DivCeil(total_panels, panels_per_task);
+  const std::size_t tiles_per_task = DivCeil(m_tiles, tm);
+  tm = DivCeil(m_tiles, tiles_per_task);
+  // Without C as the home of the partial sums, each task keeps them in an
+  // FP32 scratch of its rows x NC, kept near 16 MiB by narrowing NC.
+  if (!c_is_acc) {
+    const std::size_t region_rows = std::min(m, tiles_per_task * kPathMr);
+    nc = std::min(nc, std::max<std::size_t>(kNr, (std::size_t{4} << 20) / region_rows / kNr * kNr));
+  }
+
+  ex.ParallelFor(tm * tn, [&](std::size_t task) {
+    const std::size_t region_i0 = (task / tn) * tiles_per_task * kPathMr;
+    const std::size_t region_i1 = std::min(m, region_i0 + tiles_per_task * kPathMr);
+    const std::size_t region_j0 = (task % tn) * panels_per_task * kNr;
+    const std::size_t region_j1 = std::min(n, region_j0 + panels_per_task * kNr);
+    thread_local AlignedBuffer a_buf;
+    thread_local AlignedBuffer b_task_buf;
+    thread_local AlignedBuffer b_edge;
+    thread_local AlignedBuffer scratch_buf;
+    float* const scratch = c_is_acc ? nullptr : scratch_buf.Get((region_i1 - region_i0) * nc);
+    const std::size_t ld_scratch = nc;
+    // (An odd final K block of the native path packs kc + 1 rows.)
+    BElem* bbuf = pack_b ? reinterpret_cast<BElem*>(
+                               b_task_buf.Get((kc + 1) * nc * sizeof(BElem) / 4 + 16))
+                         : nullptr;
+    for (std::size_t jc = region_j0; jc < region_j1; jc += nc) {
+      const std::size_t ncur = std::min(nc, region_j1 - jc);
+      const std::size_t panels = DivCeil(ncur, kNr);
+      for (std::size_t pc = 0; pc < k; pc += kc) {
+        const std::size_t kcur = std::min(kc, k - pc);
+        // K rows of a packed panel: kcur, or the K pairs' rows (native).
+        const std::size_t krows = kNative ? 2 * DivCeilK(kcur) : kcur;
+        const bool first = pc == 0;
+        const bool last = pc + kcur == k;
+        if (pack_b) {
+          if constexpr (kNative) {
+            PackBPairsPanels(args.b, k, pc, kcur, jc, n, 0, panels, bbuf);
+          } else {
+            PackBPanels(args.b, k, pc, kcur, jc, n, 0, panels, bbuf);
+          }
+        }
+        // B panel jp (of this jc block) of this K block: (pointer, row
+        // stride in BElem per k row (FP32) or per k pair (native)).
+        float* edge_panel = nullptr;
+        auto panel = [&](std::size_t jp, std::size_t* ldb) -> const BElem* {
+          const std::size_t j0 = jc + jp * kNr;
+          *ldb = kNative ? 2 * kNr : kNr;
+          if (prepacked) {
+            if constexpr (kNative) {
+              return static_cast<const BElem*>(args.b.panels) +
+                     (j0 / kNr) * internal::PanelStrideBf16(k) + pc * kNr;
+            } else {
+              return static_cast<const BElem*>(args.b.panels) +
+                     (j0 / kNr) * internal::PanelStrideFp32(k) + pc * kNr;
+            }
+          }
+          if (bbuf != nullptr) return bbuf + jp * krows * kBRow;
+          if constexpr (!kNative) {
+            if (n - j0 >= kNr) {
+              const GemmOperand& bo = args.b.op;
+              *ldb = bo.row_stride;
+              return static_cast<const float*>(bo.data) + pc * bo.row_stride + j0;
+            }
+            if (edge_panel == nullptr) {  // Direct B: the last, partial panel is packed.
+              edge_panel = b_edge.Get(kcur * kNr);
+              PackBPanel(args.b, k, pc, kcur, j0, n - j0, edge_panel);
+            }
+            return edge_panel;
+          }
+          return nullptr;  // Unreachable: the native path always packs or prepacks.
+        };
+        for (std::size_t i0 = region_i0; i0 < region_i1; i0 += mc) {
+          const std::size_t mcur = std::min(mc, region_i1 - i0);
+          // One A micro-panel: kPathMr x krows elements (native: krows/2 words).
+          const std::size_t a_panel = kNative ? kPathMr * krows / 2 : kPathMr * kcur;
+          AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(DivCeil(mcur, kPathMr) * a_panel));
+          for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
+            const std::size_t rows = std::min(kPathMr, mcur - ir);
+            if constexpr (kNative) {
+              PackAPairs(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
+            } else {
+              PackA(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
+            }
+          }
+          auto tile = [&](std::size_t jp, std::size_t ir, const BElem* bp, std::size_t ldb) {
+            const std::size_t j0 = jc + jp * kNr;
+            const std::size_t cols = std::min(kNr, n - j0);
+            const std::size_t rows = std::min(kPathMr, mcur - ir);
+            const std::size_t i = i0 + ir;
+            float* accp;
+            std::size_t ldacc;
+            if (c_is_acc) {
+              ldacc = c.row_stride;
+              accp = static_cast<float*>(c.data) + i * ldacc + j0;
+            } else {
+              ldacc = ld_scratch;
+              accp = scratch + (i - region_i0) * ldacc + (j0 - jc);
+            }
+            const AElem* a_tile = ap + ir / kPathMr * a_panel;
+            auto run = [&](float* out, std::size_t ldo) {
+              if constexpr (kNative) {
+                native_kernels[rows - 1](krows / 2, a_tile, bp, ldb, out, ldo, !first);
+              } else {
+                kKernels[rows - 1](kcur, a_tile, bp, ldb, out, ldo, !first);
+              }
+            };
+            if (cols == kNr) {
+              run(accp, ldacc);
+            } else {
+              HWY_ALIGN float t[kPathMr * kNr];
+              if (!first) {
+                for (std::size_t r = 0; r < rows; ++r) {
+                  std::memcpy(t + r * kNr, accp + r * ldacc, cols * sizeof(float));
+                }
+              }
+              run(t, kNr);
+              for (std::size_t r = 0; r < rows; ++r) {
+                std::memcpy(accp + r * ldacc, t + r * kNr, cols * sizeof(float));
+              }
+            }
+          };
+          // MR rows of A (a 14 x KC micro-panel, 10.5 KiB at KC = 192) stay
+          // in L1 while the B panels stream from L2; the partial sums of
+          // those MR rows are read and written left to right.
+          for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
+            for (std::size_t jp = 0; jp < panels; ++jp) {
+              std::size_t ldb;
+              const BElem* bp = panel(jp, &ldb);
+              tile(jp, ir, bp, ldb);
+            }
+          }
+          if (last && need_epilogue) {
+            const std::size_t j1 = jc + ncur;
+            const float* acc0 = c_is_acc
+                                    ? static_cast<const float*>(c.data) + i0 * c.row_stride + jc
+                                    : scratch + (i0 - region_i0) * ld_scratch;
+            Epilogue(c, p, i0, i0 + mcur, jc, j1, acc0, c_is_acc ? c.row_stride : ld_scratch);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace gemm
+
+// Entry points exported to gemm.cc. native: Bf16Mode::kNativeDot (the
+// caller has checked CpuHasAvx512Bf16()).
+inline void DenseGemm(const internal::DenseGemmArgs& args, bool native) {
+  if (native) {
+    gemm::BlockedGemm<true>(args);
+  } else {
+    gemm::BlockedGemm<false>(args);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace trnmx
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

@@ -1,0 +1,473 @@
+// GEMM entry points: validation, then dispatch to the MX x MX kernels
+// (gemm_mx.cc) or the blocked dense driver (gemm-inl.h, Highway dynamic
+// dispatch), which runs the per-target FP32 kernels or, for the opt-in
+// Bf16Mode::kNativeDot, the VDPBF16PS kernels of gemm_bf16_native.cc.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemm/gemm.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "kernels/gemm/gemm-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace trnmx {
+namespace HWY_NAMESPACE {
+
+// Packs the whole of B into FP32 panels (gemm_dense.h), one task per panel.
+inline void PackPanelsFp32(const GemmOperand& b, float* dst, Executor* executor) {
+  const std::size_t panels = gemm::DivCeil(b.cols, gemm::kNr);
+  internal::DenseSource src;
+  src.op = b;
+  executor->ParallelFor(panels, [&](std::size_t jp) {
+    const std::size_t j0 = jp * gemm::kNr;
+    gemm::PackBPanel(src, b.rows, 0, b.rows, j0, std::min(gemm::kNr, b.cols - j0),
+                     dst + jp * internal::PanelStrideFp32(b.rows));
+  });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace trnmx
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/gemm/gemm_dense.h"
+#include "kernels/gemm/gemm_internal.h"
+
+namespace trnmx {
+
+HWY_EXPORT(DenseGemm);
+HWY_EXPORT(PackPanelsFp32);
+
+namespace internal {
+namespace {
+
+std::string Dims(std::size_t rows, std::size_t cols) {
+  return std::to_string(rows) + " x " + std::to_string(cols);
+}
+
+// Offset of the last element, (rows-1)*rs + (cols-1)*cs, and of its end in
+// bytes; false on size_t overflow.
+bool LastOffset(std::size_t rows, std::size_t cols, std::size_t rs, std::size_t cs,
+                std::size_t element_bytes, std::size_t* end_bytes) {
+  std::size_t r = 0;
+  std::size_t c = 0;
+  std::size_t last = 0;
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(rows - 1, rs, &r) || __builtin_mul_overflow(cols - 1, cs, &c) ||
+      __builtin_add_overflow(r, c, &last) || __builtin_add_overflow(last, std::size_t{1}, &last) ||
+      __builtin_mul_overflow(last, element_bytes, &bytes)) {
+    return false;
+  }
+  *end_bytes = bytes;
+  return true;
+}
+
+// Byte range [lo, hi) an operand touches (empty when it has no element).
+struct ByteRange {
+  std::uintptr_t lo = 0;
+  std::uintptr_t hi = 0;
+  bool Overlaps(const ByteRange& o) const { return lo < hi && o.lo < o.hi && lo < o.hi && o.lo < hi; }
+};
+
+Status CheckDense(const GemmOperand& op, const char* name, ByteRange* range) {
+  if (op.rows == 0 || op.cols == 0) return OkStatus();
+  if (op.data == nullptr) {
+    return InvalidArgumentError(std::string("GEMM operand ") + name + " is " +
+                                Dims(op.rows, op.cols) + " but its data pointer is null");
+  }
+  const std::size_t esize = op.type == OperandType::kFp32 ? 4 : 2;
+  std::size_t end = 0;
+  if (!LastOffset(op.rows, op.cols, op.row_stride, op.col_stride, esize, &end)) {
+    return InvalidArgumentError(std::string("GEMM operand ") + name + " (" +
+                                Dims(op.rows, op.cols) + ", strides " +
+                                std::to_string(op.row_stride) + ", " +
+                                std::to_string(op.col_stride) + ") overflows the address space");
+  }
+  range->lo = reinterpret_cast<std::uintptr_t>(op.data);
+  range->hi = range->lo + end;
+  return OkStatus();
+}
+
+Status CheckMx(const GemmOperand& op, const char* name, BlockAxis want, ByteRange* codes_range,
+               ByteRange* scales_range) {
+  const MxTensorView& t = op.mx;
+  const std::string who = std::string("MX GEMM operand ") + name;
+  if (static_cast<std::size_t>(t.shape.format) >= std::size(kMxFormatInfos)) {
+    return InvalidArgumentError(who + " has an invalid MxFormat value " +
+                                std::to_string(static_cast<int>(t.shape.format)));
+  }
+  if (t.shape.format == MxFormat::kNvfp4) {
+    return InvalidArgumentError(who + " is NVFP4, which is not a GEMM operand (use an MX format)");
+  }
+  if (t.shape.axis != want) {
+    return InvalidArgumentError(
+        who + " must be blocked along K: " +
+        (want == BlockAxis::kRows ? "A needs BlockAxis::kRows" : "B needs BlockAxis::kCols"));
+  }
+  if (op.rows != t.shape.rows || op.cols != t.shape.cols) {
+    return InvalidArgumentError(who + ": rows/cols " + Dims(op.rows, op.cols) +
+                                " differ from the MX view's shape " +
+                                Dims(t.shape.rows, t.shape.cols));
+  }
+  if (t.shape.rows == 0 || t.shape.cols == 0) return OkStatus();
+  if (t.codes == nullptr || t.scales == nullptr) {
+    return InvalidArgumentError(who + " is " + Dims(t.shape.rows, t.shape.cols) +
+                                " but its codes or scales pointer is null");
+  }
+  const std::size_t lines = t.shape.num_lines();
+  if (lines > 1 && t.codes_stride < t.shape.line_code_bytes()) {
+    return InvalidArgumentError(who + ": codes_stride " + std::to_string(t.codes_stride) +
+                                " is less than a line's " +
+                                std::to_string(t.shape.line_code_bytes()) + " code bytes");
+  }
+  if (lines > 1 && t.scales_stride < t.shape.line_scale_bytes()) {
+    return InvalidArgumentError(who + ": scales_stride " + std::to_string(t.scales_stride) +
+                                " is less than a line's " +
+                                std::to_string(t.shape.line_scale_bytes()) + " scale bytes");
+  }
+  std::size_t codes_end = 0;
+  std::size_t scales_end = 0;
+  if (!LastOffset(lines, t.shape.line_code_bytes(), t.codes_stride, 1, 1, &codes_end) ||
+      !LastOffset(lines, t.shape.line_scale_bytes(), t.scales_stride, 1, 1, &scales_end)) {
+    return InvalidArgumentError(who + ": its strides overflow the address space");
+  }
+  codes_range->lo = reinterpret_cast<std::uintptr_t>(t.codes);
+  codes_range->hi = codes_range->lo + codes_end;
+  scales_range->lo = reinterpret_cast<std::uintptr_t>(t.scales);
+  scales_range->hi = scales_range->lo + scales_end;
+  return OkStatus();
+}
+
+Status CheckOperand(const GemmOperand& op, const char* name, BlockAxis mx_axis,
+                    std::vector<ByteRange>* ranges) {
+  ByteRange r1;
+  ByteRange r2;
+  Status s;
+  switch (op.type) {
+    case OperandType::kFp32:
+    case OperandType::kBf16:
+      s = CheckDense(op, name, &r1);
+      break;
+    case OperandType::kMx:
+      s = CheckMx(op, name, mx_axis, &r1, &r2);
+      break;
+    default:
+      return InvalidArgumentError(std::string("GEMM operand ") + name +
+                                  " has an invalid OperandType value " +
+                                  std::to_string(static_cast<int>(op.type)));
+  }
+  ranges->push_back(r1);
+  ranges->push_back(r2);
+  return s;
+}
+
+Status CheckOutput(const GemmOutput& c, ByteRange* range) {
+  if (c.type != OutputType::kFp32 && c.type != OutputType::kBf16) {
+    return InvalidArgumentError("GEMM output C has an invalid OutputType value " +
+                                std::to_string(static_cast<int>(c.type)));
+  }
+  if (c.rows == 0 || c.cols == 0) return OkStatus();
+  if (c.data == nullptr) {
+    return InvalidArgumentError("GEMM output C is " + Dims(c.rows, c.cols) +
+                                " but its data pointer is null");
+  }
+  // Distinct outputs must be distinct memory (else the result would depend
+  // on the order of the writes): with the strides sorted s1 <= s2 over
+  // extents n1, n2 (> 1), need s1 >= 1 and s2 >= n1 * s1.
+  std::size_t s1 = c.col_stride;
+  std::size_t n1 = c.cols;
+  std::size_t s2 = c.row_stride;
+  std::size_t n2 = c.rows;
+  if (n1 == 1 || (n2 > 1 && s2 < s1)) {
+    std::swap(s1, s2);
+    std::swap(n1, n2);
+  }
+  bool ok = true;
+  if (n1 > 1 && s1 == 0) ok = false;
+  if (n1 > 1 && n2 > 1 && s2 / n1 < s1) ok = false;
+  if (!ok) {
+    return InvalidArgumentError("GEMM output C (" + Dims(c.rows, c.cols) + ", strides " +
+                                std::to_string(c.row_stride) + ", " +
+                                std::to_string(c.col_stride) +
+                                ") has overlapping elements: its strides must separate rows and "
+                                "columns (e.g. row stride >= cols with column stride 1)");
+  }
+  std::size_t end = 0;
+  const std::size_t esize = c.type == OutputType::kFp32 ? 4 : 2;
+  if (!LastOffset(c.rows, c.cols, c.row_stride, c.col_stride, esize, &end)) {
+    return InvalidArgumentError("GEMM output C: its strides overflow the address space");
+  }
+  range->lo = reinterpret_cast<std::uintptr_t>(c.data);
+  range->hi = range->lo + end;
+  return OkStatus();
+}
+
+// Every check of gemm.h. b_op: B as an operand (nullptr for PackedWeights,
+// already checked when packed; then only its type and shape are used).
+Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType b_type,
+                      std::size_t b_rows, std::size_t b_cols, const GemmOutput& c,
+                      const GemmParams& params, bool check_cpu) {
+  std::vector<ByteRange> ranges;
+  Status s = CheckOperand(a, "A", BlockAxis::kRows, &ranges);
+  if (!s.ok()) return s;
+  if (b_op != nullptr) {
+    s = CheckOperand(*b_op, "B", BlockAxis::kCols, &ranges);
+    if (!s.ok()) return s;
+  }
+  if (a.cols != b_rows) {
+    return InvalidArgumentError("GEMM inner dimensions differ: A is " + Dims(a.rows, a.cols) +
+                                " and B is " + Dims(b_rows, b_cols) +
+                                " (A's columns must equal B's rows)");
+  }
+  ByteRange c_range;
+  s = CheckOutput(c, &c_range);
+  if (!s.ok()) return s;
+  if (c.rows != a.rows || c.cols != b_cols) {
+    return InvalidArgumentError("GEMM output C is " + Dims(c.rows, c.cols) + " but A * B is " +
+                                Dims(a.rows, b_cols));
+  }
+  switch (params.bf16_mode) {
+    case Bf16Mode::kExactFma:
+      break;
+    case Bf16Mode::kNativeDot:
+      if (a.type != OperandType::kBf16 || b_type != OperandType::kBf16) {
+        return InvalidArgumentError(
+            "Bf16Mode::kNativeDot needs BF16 x BF16 operands (A and B both OperandType::kBf16)");
+      }
+      if (check_cpu && !CpuHasAvx512Bf16()) {
+        return FailedPreconditionError(
+            "Bf16Mode::kNativeDot needs the AVX512_BF16 instruction VDPBF16PS, which this CPU "
+            "does not have (use Bf16Mode::kExactFma)");
+      }
+      break;
+    default:
+      return InvalidArgumentError("invalid Bf16Mode value " +
+                                  std::to_string(static_cast<int>(params.bf16_mode)));
+  }
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    if (c_range.Overlaps(ranges[i])) {
+      return InvalidArgumentError(std::string("GEMM output C overlaps the memory of operand ") +
+                                  (i < 2 ? "A" : "B") + " (C must not alias its inputs)");
+    }
+  }
+  ByteRange bias_range;
+  if (params.bias != nullptr && c.cols > 0) {
+    bias_range.lo = reinterpret_cast<std::uintptr_t>(params.bias);
+    bias_range.hi = bias_range.lo + c.cols * sizeof(float);
+  }
+  if (c_range.Overlaps(bias_range)) {
+    return InvalidArgumentError("GEMM output C overlaps the bias (C must not alias its inputs)");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+bool CpuHasAvx512Bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
+Status ValidateGemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+                    const GemmParams& params, bool check_cpu) {
+  return ValidateCommon(a, &b, b.type, b.rows, b.cols, c, params, check_cpu);
+}
+
+}  // namespace internal
+
+// ---------------------------------------------------------------------------
+// PackedWeights
+// ---------------------------------------------------------------------------
+struct PackedWeights::Impl {
+  OperandType type = OperandType::kFp32;
+  std::size_t k = 0;
+  std::size_t n = 0;
+  hwy::AlignedFreeUniquePtr<float[]> panels_fp32;          // kFp32.
+  hwy::AlignedFreeUniquePtr<std::uint16_t[]> pairs_bf16;   // kBf16.
+  std::vector<std::uint8_t> mx_codes;                      // kMx: compact copy.
+  std::vector<std::uint8_t> mx_scales;
+  GemmOperand mx_operand;                                  // kMx: views the copy.
+  std::size_t bytes = 0;
+};
+
+PackedWeights::PackedWeights(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PackedWeights::PackedWeights(PackedWeights&&) noexcept = default;
+PackedWeights& PackedWeights::operator=(PackedWeights&&) noexcept = default;
+PackedWeights::~PackedWeights() = default;
+std::size_t PackedWeights::k() const { return impl_->k; }
+std::size_t PackedWeights::n() const { return impl_->n; }
+OperandType PackedWeights::type() const { return impl_->type; }
+std::size_t PackedWeights::bytes() const { return impl_->bytes; }
+
+namespace internal {
+
+void PackPanelBf16Pairs(const GemmOperand& b, std::size_t j0, std::uint16_t* dst) {
+  const std::size_t k_total = b.rows;
+  const std::size_t kp = (k_total + 1) / 2 * 2;
+  const std::size_t cols = std::min(kGemmPanelCols, b.cols - j0);
+  const auto* src = static_cast<const std::uint16_t*>(b.data);
+  std::memset(dst, 0, kp * kGemmPanelCols * sizeof(std::uint16_t));
+  for (std::size_t k = 0; k < k_total; ++k) {
+    std::uint16_t* row = dst + (k / 2) * 2 * kGemmPanelCols + (k % 2);
+    const std::uint16_t* s = src + k * b.row_stride + j0 * b.col_stride;
+    for (std::size_t c = 0; c < cols; ++c) row[2 * c] = s[c * b.col_stride];
+  }
+}
+
+namespace {
+
+Status CheckPackable(const GemmOperand& b) {
+  std::vector<ByteRange> ranges;
+  return CheckOperand(b, "B", BlockAxis::kCols, &ranges);
+}
+
+Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_for_mx,
+               const GemmOutput& c, const GemmParams& params, Executor* executor,
+               const GemmBlocking& blocking) {
+  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  if (a.type == OperandType::kMx && b_for_mx.type == OperandType::kMx) {
+    if (c.rows == 0 || c.cols == 0) return OkStatus();
+    return GemmMxMx(a, b_for_mx, c, params, ex);
+  }
+  DenseGemmArgs args;
+  args.m = c.rows;
+  args.n = c.cols;
+  args.k = a.cols;
+  args.a.op = a;
+  args.b = b;
+  args.c = c;
+  args.params = params;
+  args.executor = &ex;
+  args.blocking = blocking;
+  HWY_DYNAMIC_DISPATCH(DenseGemm)(args, params.bf16_mode == Bf16Mode::kNativeDot);
+  return OkStatus();
+}
+
+Status GemmPacked(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
+                  const GemmParams& params, Executor* executor, const GemmBlocking& blocking) {
+  const PackedWeights::Impl& w = b.impl();
+  Status s = ValidateCommon(a, nullptr, w.type, w.k, w.n, c, params, /*check_cpu=*/true);
+  if (!s.ok()) return s;
+  DenseSource src;
+  GemmOperand mx_b;
+  switch (w.type) {
+    case OperandType::kFp32:
+      src.kind = DenseSourceKind::kPanelsFp32;
+      src.panels = w.panels_fp32.get();
+      break;
+    case OperandType::kBf16:
+      src.kind = DenseSourceKind::kPairsBf16;
+      src.panels = w.pairs_bf16.get();
+      break;
+    case OperandType::kMx:
+      src.op = w.mx_operand;
+      mx_b = w.mx_operand;
+      break;
+  }
+  return RunGemm(a, src, mx_b, c, params, executor, blocking);
+}
+
+}  // namespace
+
+Status GemmWithBlocking(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+                        const GemmParams& params, Executor* executor,
+                        const GemmBlocking& blocking) {
+  Status s = ValidateGemm(a, b, c, params, /*check_cpu=*/true);
+  if (!s.ok()) return s;
+  DenseSource src;
+  src.op = b;
+  return RunGemm(a, src, b, c, params, executor, blocking);
+}
+
+Status GemmWithBlocking(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
+                        const GemmParams& params, Executor* executor,
+                        const GemmBlocking& blocking) {
+  return GemmPacked(a, b, c, params, executor, blocking);
+}
+
+}  // namespace internal
+
+Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+            const GemmParams& params, Executor* executor) {
+  return internal::GemmWithBlocking(a, b, c, params, executor, {});
+}
+
+Status Gemm(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
+            const GemmParams& params, Executor* executor) {
+  return internal::GemmWithBlocking(a, b, c, params, executor, {});
+}
+
+StatusOr<PackedWeights> PackedWeights::Pack(const GemmOperand& b, Executor* executor) {
+  Status s = internal::CheckPackable(b);
+  if (!s.ok()) return s;
+  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  auto impl = std::make_unique<Impl>();
+  impl->type = b.type;
+  impl->k = b.rows;
+  impl->n = b.cols;
+  const std::size_t panels = (b.cols + internal::kGemmPanelCols - 1) / internal::kGemmPanelCols;
+  switch (b.type) {
+    case OperandType::kFp32: {
+      const std::size_t count = std::max<std::size_t>(1, panels * internal::PanelStrideFp32(b.rows));
+      impl->panels_fp32 = hwy::AllocateAligned<float>(count);
+      impl->bytes = count * sizeof(float);
+      if (b.rows > 0 && b.cols > 0) {
+        HWY_DYNAMIC_DISPATCH(PackPanelsFp32)(b, impl->panels_fp32.get(), &ex);
+      }
+      break;
+    }
+    case OperandType::kBf16: {
+      const std::size_t count = std::max<std::size_t>(1, panels * internal::PanelStrideBf16(b.rows));
+      impl->pairs_bf16 = hwy::AllocateAligned<std::uint16_t>(count);
+      impl->bytes = count * sizeof(std::uint16_t);
+      if (b.rows > 0 && b.cols > 0) {
+        std::uint16_t* dst = impl->pairs_bf16.get();
+        ex.ParallelFor(panels, [&](std::size_t jp) {
+          internal::PackPanelBf16Pairs(b, jp * internal::kGemmPanelCols,
+                                       dst + jp * internal::PanelStrideBf16(b.rows));
+        });
+      }
+      break;
+    }
+    case OperandType::kMx: {
+      // The codes and scales are kept (compact line strides); dense x MX
+      // decodes them while packing each call, MX x MX reads them directly.
+      const MxTensorView& t = b.mx;
+      const std::size_t lines = t.shape.num_lines();
+      const std::size_t code_bytes = t.shape.line_code_bytes();
+      const std::size_t scale_bytes = t.shape.line_scale_bytes();
+      impl->mx_codes.resize(lines * code_bytes);
+      impl->mx_scales.resize(lines * scale_bytes);
+      for (std::size_t l = 0; l < lines && code_bytes > 0; ++l) {
+        std::memcpy(impl->mx_codes.data() + l * code_bytes, t.codes + l * t.codes_stride, code_bytes);
+        std::memcpy(impl->mx_scales.data() + l * scale_bytes, t.scales + l * t.scales_stride,
+                    scale_bytes);
+      }
+      MxTensorView copy = t;
+      copy.codes = impl->mx_codes.data();
+      copy.codes_stride = code_bytes;
+      copy.scales = impl->mx_scales.data();
+      copy.scales_stride = scale_bytes;
+      impl->mx_operand = GemmOperand::Mx(copy);
+      impl->bytes = impl->mx_codes.size() + impl->mx_scales.size();
+      break;
+    }
+  }
+  return PackedWeights(std::move(impl));
+}
+
+}  // namespace trnmx
+
+#endif  // HWY_ONCE

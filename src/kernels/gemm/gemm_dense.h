@@ -1,0 +1,73 @@
+// Internal: what gemm.cc hands to the per-target dense GEMM code
+// (gemm-inl.h), and the target-independent layouts shared with
+// PackedWeights.
+//
+// B panel layout (NR = kGemmPanelCols = 32 columns, whatever the SIMD target,
+// so a PackedWeights made on one target gives the same bits on another):
+//
+//   FP32 panels   panel p = columns 32p .. 32p+31; K rows of 32 floats,
+//                 row k at panel + k * 32; columns >= N hold +0.
+//                 Prepacked: panel p at data + p * PanelStrideFp32(K); the
+//                 extra cache line keeps the panels' rows at one k from all
+//                 mapping to the same cache sets (K * 128 bytes is often a
+//                 multiple of the L2 way size).
+//   BF16 pairs    panel p; ceil(K/2) rows of 32 column pairs (64 BF16):
+//                 element (k, 32p + c) at panel + (k/2) * 64 + 2c + (k%2);
+//                 the row k = K of an odd K and columns >= N hold +0. This is
+//                 the operand layout of VDPBF16PS (two K-consecutive values
+//                 per 32-bit lane). Prepacked: panel p at data + p *
+//                 PanelStrideBf16(K) (Kp * 32 + one cache line), Kp = K
+//                 rounded up to even.
+#ifndef TRNMX_SRC_KERNELS_GEMM_GEMM_DENSE_H_
+#define TRNMX_SRC_KERNELS_GEMM_GEMM_DENSE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gemm/gemm_internal.h"
+#include "trnmx/executor.h"
+#include "trnmx/gemm.h"
+#include "trnmx/mx.h"
+
+namespace trnmx::internal {
+
+inline constexpr std::size_t kGemmPanelCols = 32;
+
+// Elements from one prepacked panel to the next.
+constexpr std::size_t PanelStrideFp32(std::size_t k) { return k * kGemmPanelCols + 16; }
+constexpr std::size_t PanelStrideBf16(std::size_t k) {
+  return (k + 1) / 2 * 2 * kGemmPanelCols + 32;
+}
+
+enum class DenseSourceKind : std::uint8_t {
+  kOperand,        // A GemmOperand (FP32, BF16 or MX), read through its strides.
+  kPanelsFp32,     // Prepacked FP32 panels (B only).
+  kPairsBf16,      // Prepacked BF16 pair panels (B only).
+};
+
+struct DenseSource {
+  DenseSourceKind kind = DenseSourceKind::kOperand;
+  GemmOperand op;               // kOperand.
+  const void* panels = nullptr; // kPanelsFp32: const float*; kPairsBf16: const std::uint16_t*.
+};
+
+struct DenseGemmArgs {
+  std::size_t m = 0;
+  std::size_t n = 0;
+  std::size_t k = 0;
+  DenseSource a;  // Always kOperand.
+  DenseSource b;
+  GemmOutput c;
+  GemmParams params;
+  Executor* executor = nullptr;  // Never null here.
+  GemmBlocking blocking;
+};
+
+// Packs columns [j0, j0 + 32) of a K x N dense or MX operand into the FP32
+// or BF16-pair panel layouts above (the whole K). Used by PackedWeights.
+void PackPanelFp32(const GemmOperand& b, std::size_t j0, float* dst);
+void PackPanelBf16Pairs(const GemmOperand& b, std::size_t j0, std::uint16_t* dst);
+
+}  // namespace trnmx::internal
+
+#endif  // TRNMX_SRC_KERNELS_GEMM_GEMM_DENSE_H_

@@ -1,0 +1,114 @@
+// Scalar reference GEMM (gemm_ref.h): one plain loop per output, written to
+// read like the contract in include/trnmx/gemm.h.
+#include "reference/gemm_ref.h"
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/mx_decode.h"
+#include "kernels/gemm/gemm_internal.h"
+#include "trnmx/formats/codec.h"
+
+namespace trnmx::ref {
+namespace {
+
+float Bf16Value(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+// Element (i, j) of an operand as FP32: exact for FP32 and BF16; MX decoded
+// as the contract says (element times scale, one rounding).
+float OperandValue(const GemmOperand& op, std::size_t i, std::size_t j) {
+  switch (op.type) {
+    case OperandType::kFp32:
+      return static_cast<const float*>(op.data)[i * op.row_stride + j * op.col_stride];
+    case OperandType::kBf16:
+      return Bf16Value(static_cast<const std::uint16_t*>(op.data)[i * op.row_stride + j * op.col_stride]);
+    case OperandType::kMx:
+      return internal::MxMatrixElement(op.mx, i, j);
+  }
+  return 0.0f;
+}
+
+std::uint16_t Bf16Bits(const GemmOperand& op, std::size_t i, std::size_t j) {
+  return static_cast<const std::uint16_t*>(op.data)[i * op.row_stride + j * op.col_stride];
+}
+
+float ReadOutput(const GemmOutput& c, std::size_t i, std::size_t j) {
+  const std::size_t idx = i * c.row_stride + j * c.col_stride;
+  if (c.type == OutputType::kFp32) return static_cast<const float*>(c.data)[idx];
+  return Bf16Value(static_cast<const std::uint16_t*>(c.data)[idx]);
+}
+
+void WriteOutput(const GemmOutput& c, std::size_t i, std::size_t j, float r) {
+  const std::size_t idx = i * c.row_stride + j * c.col_stride;
+  if (c.type == OutputType::kFp32) {
+    static_cast<float*>(c.data)[idx] = r;
+  } else {
+    static_cast<std::uint16_t*>(c.data)[idx] = Fp32ToBf16Rne(r).bits;
+  }
+}
+
+}  // namespace
+
+Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+            const GemmParams& params) {
+  Status s = internal::ValidateGemm(a, b, c, params, /*check_cpu=*/false);
+  if (!s.ok()) return s;
+  const std::size_t m = c.rows;
+  const std::size_t n = c.cols;
+  const std::size_t k_len = a.cols;
+  const bool mx_mx = a.type == OperandType::kMx && b.type == OperandType::kMx;
+  const bool native = params.bf16_mode == Bf16Mode::kNativeDot;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      if (mx_mx) {
+        acc = MxDot(a.mx, i, b.mx, j);
+      } else if (native) {
+        for (std::size_t k = 0; k < k_len; k += 2) {
+          const std::uint16_t a0 = Bf16Bits(a, i, k);
+          const std::uint16_t b0 = Bf16Bits(b, k, j);
+          const std::uint16_t a1 = k + 1 < k_len ? Bf16Bits(a, i, k + 1) : 0;
+          const std::uint16_t b1 = k + 1 < k_len ? Bf16Bits(b, k + 1, j) : 0;
+          acc = Vdpbf16psStep(acc, a0, a1, b0, b1);
+        }
+      } else {
+        for (std::size_t k = 0; k < k_len; ++k) {
+          acc = std::fma(OperandValue(a, i, k), OperandValue(b, k, j), acc);
+        }
+      }
+      float r = acc;
+      if (params.alpha != 1.0f) r = params.alpha * r;
+      if (params.beta != 0.0f) r = r + params.beta * ReadOutput(c, i, j);
+      if (params.bias != nullptr) r = r + params.bias[j];
+      WriteOutput(c, i, j, r);
+    }
+  }
+  return OkStatus();
+}
+
+namespace {
+
+// Denormal FP32 -> zero of the same sign (DAZ on an input, FTZ on a result).
+float FlushDenormal(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  if ((bits & 0x7F800000u) == 0) return std::bit_cast<float>(bits & 0x80000000u);
+  return x;
+}
+
+}  // namespace
+
+float Vdpbf16psStep(float acc, std::uint16_t a0, std::uint16_t a1, std::uint16_t b0,
+                    std::uint16_t b1) {
+  // Intel SDM VDPBF16PS: the odd pair first, then the even pair; each step
+  // adds an exact product with one RNE rounding; DAZ inputs, FTZ results.
+  float r = FlushDenormal(acc);
+  r = FlushDenormal(std::fma(FlushDenormal(Bf16Value(a1)), FlushDenormal(Bf16Value(b1)), r));
+  r = FlushDenormal(std::fma(FlushDenormal(Bf16Value(a0)), FlushDenormal(Bf16Value(b0)), r));
+  return r;
+}
+
+}  // namespace trnmx::ref
