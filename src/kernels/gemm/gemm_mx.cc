@@ -1,0 +1,759 @@
+// MX x MX GEMM (internal::GemmMxMx): formats.md section 10, bit for bit.
+//
+// Paths, chosen per pairing of element formats (values v * 2^q, q the
+// format's quantum: E2M1 -1, E2M3 -3, E3M2 -4, MXINT8 -6, E4M3 -9, E5M2 -16):
+//
+//   pairing                               block sum S (exact)        kernel
+//   E2M1 / E2M3 / MXINT8 x same class     int32, VNNI vpdpbusd       MxTileQuadI8Vnni (AVX-512 VNNI)
+//     (portable targets, or with E3M2)    FP32 FMA (|S| < 2^23)      MxTileFlat<float>
+//   E4M3 x anything but E5M2,             FP64 FMA (|S| < 2^53)      MxTileFlat<double>
+//     E5M2 x E2M1/E2M3/E3M2/MXINT8
+//   E5M2 x E4M3, E5M2 x E5M2              int64 / __int128, scalar  RunWide (slow path)
+//
+// Driver (BLIS-like, one output = one FP32 chain in K order):
+//   for each panel of nc columns of B:
+//     acc[M x nc] = +0
+//     for each chunk of kc K-blocks, in increasing K:
+//       pack: decode A[all rows, chunk] and B[chunk, panel] into the kernel's
+//             layout (parallel over row and column groups)
+//       compute: tasks = (row group x column sub-panel) of the output; each
+//             runs register tiles over the chunk's blocks, updating acc
+//     epilogue: alpha, beta * C, bias, FP32 or BF16 (RNE) store
+// Threads split outputs only (row groups x column sub-panels), never K, so the
+// bits do not depend on the executor. Packing buffers are re-used across
+// chunks; the layout depends on the target only inside one call.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/gemm_mx_kernels.h"
+#include "trnmx/formats/codec.h"
+#include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/int8.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemm/gemm_mx-inl.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/gemm/gemm_mx-inl.h"
+
+#if HWY_ONCE
+#if HWY_ARCH_X86
+#include <immintrin.h>
+#endif
+
+namespace trnmx {
+HWY_EXPORT(GetMxTileKernels);
+
+namespace internal {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Element values in units of 2^q.
+// ---------------------------------------------------------------------------
+
+struct FormatTable {
+  int q = 0;
+  int element_bits = 8;
+  std::size_t block_bytes = 32;
+  bool small = false;  // Every |v| <= 448 and finite: exact FP32 block sums.
+  bool int8 = false;   // Every v in [-128, 127] and finite.
+  bool e5m2 = false;
+  std::array<double, 256> value{};  // v; NaN / +-Inf for the special codes.
+};
+
+template <class Traits>
+FormatTable MakeFloatTable(MxFormat f, bool small, bool int8) {
+  FormatTable t;
+  const MxFormatInfo& info = GetMxFormatInfo(f);
+  t.q = 1 - Traits::kBias - Traits::kMantissaBits;
+  t.element_bits = info.element_bits;
+  t.block_bytes = info.block_bytes;
+  t.small = small;
+  t.int8 = int8;
+  t.e5m2 = f == MxFormat::kMxfp8E5M2;
+  for (std::uint32_t c = 0; c < (1u << info.element_bits); ++c) {
+    t.value[c] = std::ldexp(static_cast<double>(DecodeBits<Traits>(c)), -t.q);
+  }
+  return t;
+}
+
+FormatTable MakeInt8Table() {
+  FormatTable t;
+  t.q = -kMxInt8FractionBits;
+  t.small = true;
+  t.int8 = true;
+  for (std::uint32_t c = 0; c < 256; ++c) {
+    t.value[c] = static_cast<double>(static_cast<std::int8_t>(static_cast<std::uint8_t>(c)));
+  }
+  return t;
+}
+
+const FormatTable& Table(MxFormat f) {
+  static const std::array<FormatTable, 6> tables = {
+      MakeFloatTable<Fp8E4M3Traits>(MxFormat::kMxfp8E4M3, false, false),
+      MakeFloatTable<Fp8E5M2Traits>(MxFormat::kMxfp8E5M2, false, false),
+      MakeFloatTable<Fp6E2M3Traits>(MxFormat::kMxfp6E2M3, true, true),
+      MakeFloatTable<Fp6E3M2Traits>(MxFormat::kMxfp6E3M2, true, false),
+      MakeFloatTable<Fp4E2M1Traits>(MxFormat::kMxfp4, true, true),
+      MakeInt8Table(),
+  };
+  return tables[static_cast<std::size_t>(f)];
+}
+
+// Unpacks the codes of one block (formats.md section 9); codes at positions
+// >= n_valid (tail padding) are taken as 00 = +0 whatever the buffer holds.
+void UnpackBlock(int element_bits, const std::uint8_t* blk, std::size_t n_valid,
+                 std::uint8_t* codes) {
+  if (element_bits == 8) {
+    std::memcpy(codes, blk, kMxK);
+  } else if (element_bits == 4) {
+    for (std::size_t i = 0; i < kMxK / 2; ++i) {
+      codes[2 * i] = blk[i] & 0xFu;
+      codes[2 * i + 1] = blk[i] >> 4;
+    }
+  } else {  // 6 bits: a | b << 6, b >> 2 | c << 4, c >> 4 | d << 2 per 3 bytes.
+    for (std::size_t g = 0; g < kMxK / 4; ++g) {
+      const std::uint32_t b0 = blk[3 * g];
+      const std::uint32_t b1 = blk[3 * g + 1];
+      const std::uint32_t b2 = blk[3 * g + 2];
+      codes[4 * g] = static_cast<std::uint8_t>(b0 & 0x3Fu);
+      codes[4 * g + 1] = static_cast<std::uint8_t>((b0 >> 6) | ((b1 & 0xFu) << 2));
+      codes[4 * g + 2] = static_cast<std::uint8_t>((b1 >> 4) | ((b2 & 0x3u) << 4));
+      codes[4 * g + 3] = static_cast<std::uint8_t>(b2 >> 2);
+    }
+  }
+  for (std::size_t i = n_valid; i < kMxK; ++i) codes[i] = 0;
+}
+
+// One line of an MX operand (a row of A or a column of B).
+struct LineReader {
+  const MxTensorView* view;
+  const FormatTable* table;
+  std::size_t k;  // Line length.
+
+  const std::uint8_t* Block(std::size_t line, std::size_t blk) const {
+    return view->codes + line * view->codes_stride + blk * table->block_bytes;
+  }
+  std::uint8_t Scale(std::size_t line, std::size_t blk) const {
+    return view->scales[line * view->scales_stride + blk];
+  }
+  std::size_t Valid(std::size_t blk) const {
+    const std::size_t start = blk * kMxK;
+    return k - start < kMxK ? k - start : kMxK;
+  }
+  void Codes(std::size_t line, std::size_t blk, std::uint8_t* codes) const {
+    UnpackBlock(table->element_bits, Block(line, blk), Valid(blk), codes);
+  }
+  // Block factor 2^(s - 127 + q) (NaN for FF) and its exponent.
+  double Factor(std::size_t line, std::size_t blk) const {
+    const std::uint8_t s = Scale(line, blk);
+    if (s == kE8M0Nan) return std::numeric_limits<double>::quiet_NaN();
+    return std::ldexp(1.0, static_cast<int>(s) - 127 + table->q);
+  }
+  std::int32_t Exponent(std::size_t line, std::size_t blk) const {
+    const std::uint8_t s = Scale(line, blk);
+    if (s == kE8M0Nan) return kMxScaleNanExponent;
+    return static_cast<std::int32_t>(s) - 127 + table->q;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Output epilogue (gemm.h): alpha, beta * C_old, bias, FP32 or BF16 (RNE).
+// ---------------------------------------------------------------------------
+
+void StoreOutput(const GemmOutput& c, const GemmParams& p, std::size_t i, std::size_t j,
+                 float acc) {
+  float r = acc;
+  if (p.alpha != 1.0f) r = p.alpha * r;
+  const std::size_t at = i * c.row_stride + j * c.col_stride;
+  if (p.beta != 0.0f) {
+    float old = 0.0f;
+    if (c.type == OutputType::kFp32) {
+      old = static_cast<const float*>(c.data)[at];
+    } else {
+      const std::uint32_t bits = static_cast<const Bf16*>(c.data)[at].bits;
+      old = std::bit_cast<float>(bits << 16);
+    }
+    const float scaled = p.beta * old;
+    r = r + scaled;
+  }
+  if (p.bias != nullptr) r = r + p.bias[j];
+  if (c.type == OutputType::kFp32) {
+    static_cast<float*>(c.data)[at] = r;
+  } else {
+    static_cast<Bf16*>(c.data)[at] = Fp32ToBf16Rne(r);
+  }
+}
+
+// Below this many multiply-adds a GEMM runs on the calling thread.
+constexpr std::size_t kSerialMacs = std::size_t{1} << 21;
+
+std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
+std::size_t CeilDiv(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
+
+// ---------------------------------------------------------------------------
+// Tiled driver for the kFlat (float / double) and kQuad (int8) layouts.
+// ---------------------------------------------------------------------------
+
+enum class Layout : std::uint8_t { kFlatF32, kFlatF64, kQuadI8 };
+
+struct TiledPlan {
+  Layout layout;
+  MxTileKernel kernel;
+  std::size_t chunk_blocks;  // K blocks per packed chunk.
+  std::size_t panel_cols;    // Columns of B per panel (multiple of kernel.cols).
+};
+
+template <class T>
+void PackFlatA(const LineReader& ra, std::size_t row0, std::size_t row1, std::size_t m,
+               std::size_t blk0, std::size_t nb, T* a, std::size_t lda, double* fa,
+               std::int32_t* ea, std::size_t ldfa) {
+  std::uint8_t codes[kMxK];
+  for (std::size_t r = row0; r < row1; ++r) {
+    T* dst = a + r * lda;
+    for (std::size_t b = 0; b < nb; ++b) {
+      if (r < m) {
+        ra.Codes(r, blk0 + b, codes);
+        for (std::size_t i = 0; i < kMxK; ++i) {
+          dst[b * kMxK + i] = static_cast<T>(ra.table->value[codes[i]]);
+        }
+        fa[r * ldfa + b] = ra.Factor(r, blk0 + b);
+        ea[r * ldfa + b] = ra.Exponent(r, blk0 + b);
+      } else {
+        for (std::size_t i = 0; i < kMxK; ++i) dst[b * kMxK + i] = T(0);
+        fa[r * ldfa + b] = 1.0;
+        ea[r * ldfa + b] = 0;
+      }
+    }
+  }
+}
+
+template <class T>
+void PackFlatB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::size_t c1,
+               std::size_t n, std::size_t blk0, std::size_t nb, T* bp, std::size_t ldb,
+               double* fb, std::int32_t* eb, std::size_t ldfb) {
+  std::uint8_t codes[kMxK];
+  for (std::size_t c = c0; c < c1; ++c) {
+    const std::size_t j = col_base + c;
+    for (std::size_t b = 0; b < nb; ++b) {
+      T* dst = bp + b * kMxK * ldb + c;
+      if (j < n) {
+        rb.Codes(j, blk0 + b, codes);
+        for (std::size_t i = 0; i < kMxK; ++i) {
+          dst[i * ldb] = static_cast<T>(rb.table->value[codes[i]]);
+        }
+        fb[b * ldfb + c] = rb.Factor(j, blk0 + b);
+        eb[b * ldfb + c] = rb.Exponent(j, blk0 + b);
+      } else {
+        for (std::size_t i = 0; i < kMxK; ++i) dst[i * ldb] = T(0);
+        fb[b * ldfb + c] = 1.0;
+        eb[b * ldfb + c] = 0;
+      }
+    }
+  }
+}
+
+void PackQuadA(const LineReader& ra, std::size_t row0, std::size_t row1, std::size_t m,
+               std::size_t blk0, std::size_t nb, std::uint8_t* a, std::size_t lda, double* fa,
+               std::int32_t* ea, std::size_t ldfa) {
+  std::uint8_t codes[kMxK];
+  for (std::size_t r = row0; r < row1; ++r) {
+    std::uint8_t* dst = a + r * lda;
+    for (std::size_t b = 0; b < nb; ++b) {
+      if (r < m) {
+        ra.Codes(r, blk0 + b, codes);
+        for (std::size_t i = 0; i < kMxK; ++i) {
+          const int v = static_cast<int>(ra.table->value[codes[i]]);
+          dst[b * kMxK + i] = static_cast<std::uint8_t>(v + 128);  // Unsigned operand.
+        }
+        fa[r * ldfa + b] = ra.Factor(r, blk0 + b);
+        ea[r * ldfa + b] = ra.Exponent(r, blk0 + b);
+      } else {
+        std::memset(dst + b * kMxK, 128, kMxK);
+        fa[r * ldfa + b] = 1.0;
+        ea[r * ldfa + b] = 0;
+      }
+    }
+  }
+}
+
+void PackQuadB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::size_t c1,
+               std::size_t n, std::size_t blk0, std::size_t nb, std::int8_t* bp, std::size_t ldb,
+               double* fb, std::int32_t* eb, std::int32_t* colsum, std::size_t ldfb) {
+  std::uint8_t codes[kMxK];
+  for (std::size_t c = c0; c < c1; ++c) {
+    const std::size_t j = col_base + c;
+    for (std::size_t b = 0; b < nb; ++b) {
+      std::int8_t* dst = bp + b * (kMxK / 4) * ldb + 4 * c;
+      std::int32_t sum = 0;
+      if (j < n) {
+        rb.Codes(j, blk0 + b, codes);
+        for (std::size_t i = 0; i < kMxK; ++i) {
+          const int v = static_cast<int>(rb.table->value[codes[i]]);
+          dst[(i / 4) * ldb + (i % 4)] = static_cast<std::int8_t>(v);
+          sum += v;
+        }
+        fb[b * ldfb + c] = rb.Factor(j, blk0 + b);
+        eb[b * ldfb + c] = rb.Exponent(j, blk0 + b);
+      } else {
+        for (std::size_t i = 0; i < kMxK; ++i) dst[(i / 4) * ldb + (i % 4)] = 0;
+        fb[b * ldfb + c] = 1.0;
+        eb[b * ldfb + c] = 0;
+      }
+      colsum[b * ldfb + c] = -128 * sum;  // Removes the +128 bias of A.
+    }
+  }
+}
+
+Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& rb,
+                std::size_t m, std::size_t n, std::size_t k, const GemmOutput& c,
+                const GemmParams& params, Executor& pool) {
+  // Small products run on the calling thread: the many short parallel
+  // sections would cost more than they save (the bits are the same).
+  SerialExecutor serial;
+  Executor& executor = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <
+                               static_cast<double>(kSerialMacs)
+                           ? static_cast<Executor&>(serial)
+                           : pool;
+  const std::size_t tr = plan.kernel.rows;
+  const std::size_t tc = plan.kernel.cols;
+  const std::size_t total_blocks = CeilDiv(k, kMxK);
+  const std::size_t kcb = plan.chunk_blocks;
+  const std::size_t kc = kcb * kMxK;
+  const std::size_t mpad = RoundUp(m, tr);
+  const std::size_t ncap = std::min(RoundUp(n, tc), RoundUp(plan.panel_cols, tc));
+  const std::size_t threads = std::max<std::size_t>(1, executor.NumThreads());
+
+  const std::size_t elem = plan.layout == Layout::kFlatF64   ? sizeof(double)
+                           : plan.layout == Layout::kFlatF32 ? sizeof(float)
+                                                             : 1;
+  // 64-byte alignment of the packed panels and accumulators.
+  auto aligned = [](std::vector<std::uint8_t>& buf, std::size_t bytes) {
+    buf.assign(bytes + 64, 0);
+    const auto p = reinterpret_cast<std::uintptr_t>(buf.data());
+    return buf.data() + ((64 - p % 64) % 64);
+  };
+  std::vector<std::uint8_t> a_buf, b_buf, acc_buf;
+  std::uint8_t* a_pack = aligned(a_buf, mpad * kc * elem);
+  std::uint8_t* b_pack = aligned(b_buf, kc * ncap * elem);
+  float* acc = reinterpret_cast<float*>(aligned(acc_buf, mpad * ncap * sizeof(float)));
+  std::vector<double> fa(mpad * kcb), fb(kcb * ncap);
+  std::vector<std::int32_t> ea(mpad * kcb), eb(kcb * ncap), colsum(kcb * ncap);
+
+  constexpr std::size_t kPackRows = 64;
+  constexpr std::size_t kPackCols = 64;
+
+  for (std::size_t jc = 0; jc < n; jc += ncap) {
+    const std::size_t nc = std::min(ncap, RoundUp(n - jc, tc));
+    std::fill(acc, acc + mpad * ncap, 0.0f);
+
+    // Output tasks: row groups x column sub-panels, enough for the threads.
+    const std::size_t group_rows = tr * 8;
+    const std::size_t row_groups = CeilDiv(mpad, group_rows);
+    const std::size_t want = 4 * threads;
+    const std::size_t col_tiles = nc / tc;
+    const std::size_t subs = std::min(col_tiles, std::max<std::size_t>(1, CeilDiv(want, row_groups)));
+    const std::size_t sub_cols = CeilDiv(col_tiles, subs) * tc;
+    const std::size_t num_subs = CeilDiv(nc, sub_cols);
+
+    for (std::size_t kb = 0; kb < total_blocks; kb += kcb) {
+      const std::size_t nb = std::min(kcb, total_blocks - kb);
+      const std::size_t a_tasks = CeilDiv(mpad, kPackRows);
+      const std::size_t b_tasks = CeilDiv(nc, kPackCols);
+      executor.ParallelFor(a_tasks + b_tasks, [&](std::size_t task) {
+        if (task < a_tasks) {
+          const std::size_t r0 = task * kPackRows;
+          const std::size_t r1 = std::min(mpad, r0 + kPackRows);
+          switch (plan.layout) {
+            case Layout::kFlatF32:
+              PackFlatA(ra, r0, r1, m, kb, nb, reinterpret_cast<float*>(a_pack), kc, fa.data(),
+                        ea.data(), kcb);
+              break;
+            case Layout::kFlatF64:
+              PackFlatA(ra, r0, r1, m, kb, nb, reinterpret_cast<double*>(a_pack), kc, fa.data(),
+                        ea.data(), kcb);
+              break;
+            case Layout::kQuadI8:
+              PackQuadA(ra, r0, r1, m, kb, nb, a_pack, kc, fa.data(), ea.data(), kcb);
+              break;
+          }
+        } else {
+          const std::size_t c0 = (task - a_tasks) * kPackCols;
+          const std::size_t c1 = std::min(nc, c0 + kPackCols);
+          switch (plan.layout) {
+            case Layout::kFlatF32:
+              PackFlatB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<float*>(b_pack), ncap,
+                        fb.data(), eb.data(), ncap);
+              break;
+            case Layout::kFlatF64:
+              PackFlatB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<double*>(b_pack), ncap,
+                        fb.data(), eb.data(), ncap);
+              break;
+            case Layout::kQuadI8:
+              PackQuadB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<std::int8_t*>(b_pack),
+                        4 * ncap, fb.data(), eb.data(), colsum.data(), ncap);
+              break;
+          }
+        }
+      });
+
+      executor.ParallelFor(row_groups * num_subs, [&](std::size_t task) {
+        const std::size_t g = task / num_subs;
+        const std::size_t s = task % num_subs;
+        const std::size_t r_begin = g * group_rows;
+        const std::size_t r_end = std::min(mpad, r_begin + group_rows);
+        const std::size_t c_begin = s * sub_cols;
+        const std::size_t c_end = std::min(nc, c_begin + sub_cols);
+        MxTileArgs args;
+        args.nblocks = nb;
+        args.ldfa = kcb;
+        args.ldfb = ncap;
+        args.ldacc = ncap;
+        for (std::size_t r = r_begin; r < r_end; r += tr) {
+          for (std::size_t col = c_begin; col < c_end; col += tc) {
+            args.a = a_pack + r * kc * elem;
+            args.lda = kc;
+            if (plan.layout == Layout::kQuadI8) {
+              args.b = b_pack + 4 * col;
+              args.ldb = 4 * ncap;
+              args.colsum = colsum.data() + col;
+            } else {
+              args.b = b_pack + col * elem;
+              args.ldb = ncap;
+            }
+            args.fa = fa.data() + r * kcb;
+            args.ea = ea.data() + r * kcb;
+            args.fb = fb.data() + col;
+            args.eb = eb.data() + col;
+            args.acc = acc + r * ncap + col;
+            plan.kernel.fn(args);
+          }
+        }
+      });
+    }
+
+    // Epilogue for this panel's columns.
+    const std::size_t cols_here = std::min(n - jc, nc);
+    const std::size_t out_groups = CeilDiv(m, 16);
+    executor.ParallelFor(out_groups, [&](std::size_t g) {
+      const std::size_t i1 = std::min(m, (g + 1) * 16);
+      for (std::size_t i = g * 16; i < i1; ++i) {
+        for (std::size_t j = 0; j < cols_here; ++j) {
+          StoreOutput(c, params, i, jc + j, acc[i * ncap + j]);
+        }
+      }
+    });
+  }
+  return OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Wide path: E5M2 x E4M3 and E5M2 x E5M2 (sums up to 2^69 units), scalar.
+// ---------------------------------------------------------------------------
+
+enum class Special : std::uint8_t { kFinite, kNan, kPosInf, kNegInf };
+
+// 128-bit integers (GCC/Clang extension; __extension__ keeps -Wpedantic quiet).
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
+
+struct WideElement {
+  std::int64_t v;
+  Special kind;
+};
+
+void DecodeWideLine(const LineReader& r, std::size_t line, WideElement* out) {
+  const std::size_t blocks = CeilDiv(r.k, kMxK);
+  std::uint8_t codes[kMxK];
+  for (std::size_t b = 0; b < blocks; ++b) {
+    r.Codes(line, b, codes);
+    for (std::size_t i = 0; i < kMxK; ++i) {
+      const double v = r.table->value[codes[i]];
+      WideElement& e = out[b * kMxK + i];
+      if (std::isnan(v)) {
+        e = {0, Special::kNan};
+      } else if (std::isinf(v)) {
+        e = {0, v > 0 ? Special::kPosInf : Special::kNegInf};
+      } else {
+        e = {static_cast<std::int64_t>(v), Special::kFinite};
+      }
+    }
+  }
+}
+
+// fl32(s * 2^e), one rounding: s rounded to 53 bits with round-to-odd (exact
+// below 2^53), which a later round-to-nearest to <= 24 bits cannot tell from
+// s itself; then an exact FP64 scaling and one FP64 -> FP32 conversion.
+float RoundWide(Int128 s, int e) {
+  if (s == 0) return 0.0f;
+    const bool negative = s < 0;
+  UInt128 u = negative ? UInt128(0) - static_cast<UInt128>(s) : static_cast<UInt128>(s);
+  int shift = 0;
+  while ((u >> 53) != 0) {
+    const bool sticky = (u & 1u) != 0;
+    u >>= 1;
+    u |= sticky ? 1u : 0u;
+    ++shift;
+  }
+  const double d = std::ldexp(static_cast<double>(static_cast<std::uint64_t>(u)), shift + e);
+  const float f = static_cast<float>(d);
+  return negative ? -f : f;
+}
+
+float WideBlock(const WideElement* x, const WideElement* w, std::int32_t ea, std::int32_t eb) {
+  bool nan = ea == kMxScaleNanExponent || eb == kMxScaleNanExponent;
+  bool pos_inf = false;
+  bool neg_inf = false;
+  Int128 s = 0;
+  for (std::size_t i = 0; i < kMxK; ++i) {
+    const WideElement a = x[i];
+    const WideElement b = w[i];
+    if (a.kind == Special::kFinite && b.kind == Special::kFinite) {
+      s += static_cast<Int128>(a.v) * b.v;
+      continue;
+    }
+    if (a.kind == Special::kNan || b.kind == Special::kNan) {
+      nan = true;
+      continue;
+    }
+    if ((a.kind == Special::kFinite && a.v == 0) || (b.kind == Special::kFinite && b.v == 0)) {
+      nan = true;  // Inf * 0.
+      continue;
+    }
+    const bool an = a.kind == Special::kFinite ? a.v < 0 : a.kind == Special::kNegInf;
+    const bool bn = b.kind == Special::kFinite ? b.v < 0 : b.kind == Special::kNegInf;
+    (an != bn ? neg_inf : pos_inf) = true;
+  }
+  if (nan || (pos_inf && neg_inf)) return std::numeric_limits<float>::quiet_NaN();
+  if (pos_inf) return std::numeric_limits<float>::infinity();
+  if (neg_inf) return -std::numeric_limits<float>::infinity();
+  return RoundWide(s, ea + eb);
+}
+
+Status RunWide(const LineReader& ra, const LineReader& rb, std::size_t m, std::size_t n,
+               std::size_t k, const GemmOutput& c, const GemmParams& params,
+               Executor& pool) {
+  SerialExecutor serial;
+  Executor& executor = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <
+                               static_cast<double>(kSerialMacs) / 16
+                           ? static_cast<Executor&>(serial)
+                           : pool;
+  constexpr std::size_t kTile = 32;
+  const std::size_t blocks = CeilDiv(k, kMxK);
+  const std::size_t kp = blocks * kMxK;
+  const std::size_t row_tiles = CeilDiv(m, kTile);
+  const std::size_t col_tiles = CeilDiv(n, kTile);
+  executor.ParallelFor(row_tiles * col_tiles, [&](std::size_t task) {
+    const std::size_t i0 = (task / col_tiles) * kTile;
+    const std::size_t j0 = (task % col_tiles) * kTile;
+    const std::size_t i1 = std::min(m, i0 + kTile);
+    const std::size_t j1 = std::min(n, j0 + kTile);
+    std::vector<WideElement> av((i1 - i0) * kp), bv((j1 - j0) * kp);
+    std::vector<std::int32_t> eav((i1 - i0) * blocks), ebv((j1 - j0) * blocks);
+    for (std::size_t i = i0; i < i1; ++i) {
+      DecodeWideLine(ra, i, av.data() + (i - i0) * kp);
+      for (std::size_t b = 0; b < blocks; ++b) eav[(i - i0) * blocks + b] = ra.Exponent(i, b);
+    }
+    for (std::size_t j = j0; j < j1; ++j) {
+      DecodeWideLine(rb, j, bv.data() + (j - j0) * kp);
+      for (std::size_t b = 0; b < blocks; ++b) ebv[(j - j0) * blocks + b] = rb.Exponent(j, b);
+    }
+    for (std::size_t i = i0; i < i1; ++i) {
+      for (std::size_t j = j0; j < j1; ++j) {
+        float acc = 0.0f;
+        for (std::size_t b = 0; b < blocks; ++b) {
+          const float y = WideBlock(av.data() + (i - i0) * kp + b * kMxK,
+                                    bv.data() + (j - j0) * kp + b * kMxK,
+                                    eav[(i - i0) * blocks + b], ebv[(j - j0) * blocks + b]);
+          acc = acc + y;
+        }
+        StoreOutput(c, params, i, j, acc);
+      }
+    }
+  });
+  return OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// AVX-512 VNNI kernel: 6 rows x 32 columns, int8 codes, vpdpbusd.
+// ---------------------------------------------------------------------------
+
+#if HWY_ARCH_X86
+bool CpuHasAvx512Vnni() {
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512vnni");
+  return has;
+}
+
+#define TRNMX_VNNI_TARGET \
+  __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+
+// Per block: S = sum (a + 128) * b + colsum = sum a * b (int32, exact, |S| <
+// 2^19); fast epilogue when every 2^(ea + eb) of the tile is a normal FP32
+// value and S * 2^(ea + eb) cannot overflow or become subnormal: then
+// fma(float(S), 2^(ea + eb), acc) = fl32(acc + fl32(S * 2^e)) because the
+// product is exact. Otherwise a scalar FP64 epilogue per output.
+TRNMX_VNNI_TARGET void MxTileQuadI8Vnni(const MxTileArgs& t) {
+  constexpr std::size_t kR = kMxVnniRows;
+  constexpr std::size_t kC = kMxVnniCols / 16;
+  const std::uint8_t* a = static_cast<const std::uint8_t*>(t.a);
+  const std::int8_t* b = static_cast<const std::int8_t*>(t.b);
+  __m512 acc[kR][kC];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < kR; ++r) {
+#pragma GCC unroll 4
+    for (std::size_t c = 0; c < kC; ++c) acc[r][c] = _mm512_loadu_ps(t.acc + r * t.ldacc + 16 * c);
+  }
+  for (std::size_t blk = 0; blk < t.nblocks; ++blk) {
+    __m512i s[kR][kC];
+    const std::int32_t* cs = t.colsum + blk * t.ldfb;
+#pragma GCC unroll 4
+    for (std::size_t c = 0; c < kC; ++c) {
+      const __m512i init = _mm512_loadu_si512(cs + 16 * c);
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < kR; ++r) s[r][c] = init;
+    }
+    const std::int8_t* bk = b + blk * (kMxK / 4) * t.ldb;
+    const std::uint8_t* ak = a + blk * kMxK;
+#pragma GCC unroll 8
+    for (std::size_t q = 0; q < kMxK / 4; ++q) {
+      __m512i bv[kC];
+#pragma GCC unroll 4
+      for (std::size_t c = 0; c < kC; ++c) bv[c] = _mm512_loadu_si512(bk + q * t.ldb + 64 * c);
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < kR; ++r) {
+        std::int32_t quad;
+        std::memcpy(&quad, ak + r * t.lda + 4 * q, 4);
+        const __m512i av = _mm512_set1_epi32(quad);
+#pragma GCC unroll 4
+        for (std::size_t c = 0; c < kC; ++c) s[r][c] = _mm512_dpbusd_epi32(s[r][c], av, bv[c]);
+      }
+    }
+    // Range of the block exponents over the tile.
+    std::int32_t a_min = t.ea[blk];
+    std::int32_t a_max = a_min;
+    for (std::size_t r = 1; r < kR; ++r) {
+      a_min = std::min(a_min, t.ea[r * t.ldfa + blk]);
+      a_max = std::max(a_max, t.ea[r * t.ldfa + blk]);
+    }
+    const std::int32_t* ebk = t.eb + blk * t.ldfb;
+    __m512i eb[kC];
+    __m512i vmin = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::max());
+    __m512i vmax = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
+#pragma GCC unroll 4
+    for (std::size_t c = 0; c < kC; ++c) {
+      eb[c] = _mm512_loadu_si512(ebk + 16 * c);
+      vmin = _mm512_min_epi32(vmin, eb[c]);
+      vmax = _mm512_max_epi32(vmax, eb[c]);
+    }
+    const std::int32_t b_min = _mm512_reduce_min_epi32(vmin);
+    const std::int32_t b_max = _mm512_reduce_max_epi32(vmax);
+    // |S| < 2^23: S * 2^e is normal for e >= -126 and finite for e <= 104.
+    if (a_min + b_min >= -126 && a_max + b_max <= 104) {
+#pragma GCC unroll 4
+      for (std::size_t c = 0; c < kC; ++c) {
+        const __m512i eb_bits = _mm512_slli_epi32(eb[c], 23);
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < kR; ++r) {
+          const __m512i bias = _mm512_set1_epi32((t.ea[r * t.ldfa + blk] + 127) << 23);
+          const __m512 scale = _mm512_castsi512_ps(_mm512_add_epi32(bias, eb_bits));
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][c]), scale, acc[r][c]);
+        }
+      }
+    } else {
+      alignas(64) std::int32_t sv[16];
+      alignas(64) float av[16];
+      for (std::size_t r = 0; r < kR; ++r) {
+        const double fa = t.fa[r * t.ldfa + blk];
+        for (std::size_t c = 0; c < kC; ++c) {
+          _mm512_store_si512(sv, s[r][c]);
+          _mm512_store_ps(av, acc[r][c]);
+          for (std::size_t l = 0; l < 16; ++l) {
+            const double scale = fa * t.fb[blk * t.ldfb + 16 * c + l];
+            const float y = static_cast<float>(static_cast<double>(sv[l]) * scale);
+            av[l] = av[l] + y;
+          }
+          acc[r][c] = _mm512_load_ps(av);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < kR; ++r) {
+#pragma GCC unroll 4
+    for (std::size_t c = 0; c < kC; ++c) _mm512_storeu_ps(t.acc + r * t.ldacc + 16 * c, acc[r][c]);
+  }
+}
+#undef TRNMX_VNNI_TARGET
+#else
+bool CpuHasAvx512Vnni() { return false; }
+void MxTileQuadI8Vnni(const MxTileArgs&) {}
+#endif
+
+// ---------------------------------------------------------------------------
+// Entry point.
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// The tiled plan for a pairing on the current target; false: the wide path.
+bool ChoosePlan(const FormatTable& ta, const FormatTable& tb, TiledPlan* plan) {
+  if ((ta.e5m2 && !tb.small) || (tb.e5m2 && !ta.small)) return false;
+  const MxTileKernels kernels = HWY_DYNAMIC_DISPATCH(GetMxTileKernels)();
+  if (ta.int8 && tb.int8 && kernels.quad_i8.fn != nullptr) {
+    *plan = {Layout::kQuadI8, kernels.quad_i8, 16, 1024};
+  } else if (ta.small && tb.small) {
+    *plan = {Layout::kFlatF32, kernels.flat_f32, 8, 1024};
+  } else {
+    *plan = {Layout::kFlatF64, kernels.flat_f64, 4, 512};
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* GemmMxMxPathName(MxFormat a, MxFormat b) {
+  if (a == MxFormat::kNvfp4 || b == MxFormat::kNvfp4) return "unsupported";
+  TiledPlan plan;
+  if (!ChoosePlan(Table(a), Table(b), &plan)) return "wide";
+  switch (plan.layout) {
+    case Layout::kQuadI8: return "vnni-i8";
+    case Layout::kFlatF32: return "flat-f32";
+    case Layout::kFlatF64: return "flat-f64";
+  }
+  return "";
+}
+
+Status GemmMxMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+                const GemmParams& params, Executor& executor) {
+  const MxTensorView& av = a.mx;
+  const MxTensorView& bv = b.mx;
+  const std::size_t m = av.shape.rows;
+  const std::size_t k = av.shape.cols;
+  const std::size_t n = bv.shape.cols;
+  if (m == 0 || n == 0) return OkStatus();
+  const FormatTable& ta = Table(av.shape.format);
+  const FormatTable& tb = Table(bv.shape.format);
+  const LineReader ra{&av, &ta, k};
+  const LineReader rb{&bv, &tb, k};
+
+  TiledPlan plan;
+  if (!ChoosePlan(ta, tb, &plan)) return RunWide(ra, rb, m, n, k, c, params, executor);
+  return RunTiled(plan, ra, rb, m, n, k, c, params, executor);
+}
+
+}  // namespace internal
+}  // namespace trnmx
+#endif  // HWY_ONCE
