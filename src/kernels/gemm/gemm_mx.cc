@@ -67,7 +67,17 @@ struct FormatTable {
   bool int8 = false;   // Every v in [-128, 127] and finite.
   bool e5m2 = false;
   std::array<double, 256> value{};  // v; NaN / +-Inf for the special codes.
+  std::array<float, 256> value_f32{};     // Same, for the FP32 path (small formats).
+  std::array<std::int8_t, 256> value_i8{};  // Same, for the int8 path (int8 formats).
 };
+
+FormatTable Finish(FormatTable t) {
+  for (std::size_t c = 0; c < 256; ++c) {
+    t.value_f32[c] = static_cast<float>(t.value[c]);
+    t.value_i8[c] = t.int8 ? static_cast<std::int8_t>(t.value[c]) : std::int8_t{0};
+  }
+  return t;
+}
 
 template <class Traits>
 FormatTable MakeFloatTable(MxFormat f, bool small, bool int8) {
@@ -98,12 +108,12 @@ FormatTable MakeInt8Table() {
 
 const FormatTable& Table(MxFormat f) {
   static const std::array<FormatTable, 6> tables = {
-      MakeFloatTable<Fp8E4M3Traits>(MxFormat::kMxfp8E4M3, false, false),
-      MakeFloatTable<Fp8E5M2Traits>(MxFormat::kMxfp8E5M2, false, false),
-      MakeFloatTable<Fp6E2M3Traits>(MxFormat::kMxfp6E2M3, true, true),
-      MakeFloatTable<Fp6E3M2Traits>(MxFormat::kMxfp6E3M2, true, false),
-      MakeFloatTable<Fp4E2M1Traits>(MxFormat::kMxfp4, true, true),
-      MakeInt8Table(),
+      Finish(MakeFloatTable<Fp8E4M3Traits>(MxFormat::kMxfp8E4M3, false, false)),
+      Finish(MakeFloatTable<Fp8E5M2Traits>(MxFormat::kMxfp8E5M2, false, false)),
+      Finish(MakeFloatTable<Fp6E2M3Traits>(MxFormat::kMxfp6E2M3, true, true)),
+      Finish(MakeFloatTable<Fp6E3M2Traits>(MxFormat::kMxfp6E3M2, true, false)),
+      Finish(MakeFloatTable<Fp4E2M1Traits>(MxFormat::kMxfp4, true, true)),
+      Finish(MakeInt8Table()),
   };
   return tables[static_cast<std::size_t>(f)];
 }
@@ -156,7 +166,8 @@ struct LineReader {
   double Factor(std::size_t line, std::size_t blk) const {
     const std::uint8_t s = Scale(line, blk);
     if (s == kE8M0Nan) return std::numeric_limits<double>::quiet_NaN();
-    return std::ldexp(1.0, static_cast<int>(s) - 127 + table->q);
+    const std::int64_t biased = static_cast<std::int64_t>(s) - 127 + table->q + 1023;  // >= 880.
+    return std::bit_cast<double>(static_cast<std::uint64_t>(biased) << 52);
   }
   std::int32_t Exponent(std::size_t line, std::size_t blk) const {
     const std::uint8_t s = Scale(line, blk);
@@ -196,6 +207,17 @@ void StoreOutput(const GemmOutput& c, const GemmParams& p, std::size_t i, std::s
 // Below this many multiply-adds a GEMM runs on the calling thread.
 constexpr std::size_t kSerialMacs = std::size_t{1} << 21;
 
+// Outputs (i, j0 .. j0 + count - 1) from their accumulators.
+void StoreOutputRow(const GemmOutput& c, const GemmParams& p, std::size_t i, std::size_t j0,
+                    std::size_t count, const float* acc) {
+  if (c.type == OutputType::kFp32 && c.col_stride == 1 && p.alpha == 1.0f && p.beta == 0.0f &&
+      p.bias == nullptr) {
+    std::memcpy(static_cast<float*>(c.data) + i * c.row_stride + j0, acc, count * sizeof(float));
+    return;
+  }
+  for (std::size_t j = 0; j < count; ++j) StoreOutput(c, p, i, j0 + j, acc[j]);
+}
+
 std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
 std::size_t CeilDiv(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
 
@@ -213,6 +235,15 @@ struct TiledPlan {
 };
 
 template <class T>
+T Value(const FormatTable& t, std::uint8_t code) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    return t.value_f32[code];
+  } else {
+    return t.value[code];
+  }
+}
+
+template <class T>
 void PackFlatA(const LineReader& ra, std::size_t row0, std::size_t row1, std::size_t m,
                std::size_t blk0, std::size_t nb, T* a, std::size_t lda, double* fa,
                std::int32_t* ea, std::size_t ldfa) {
@@ -223,7 +254,7 @@ void PackFlatA(const LineReader& ra, std::size_t row0, std::size_t row1, std::si
       if (r < m) {
         ra.Codes(r, blk0 + b, codes);
         for (std::size_t i = 0; i < kMxK; ++i) {
-          dst[b * kMxK + i] = static_cast<T>(ra.table->value[codes[i]]);
+          dst[b * kMxK + i] = Value<T>(*ra.table, codes[i]);
         }
         fa[r * ldfa + b] = ra.Factor(r, blk0 + b);
         ea[r * ldfa + b] = ra.Exponent(r, blk0 + b);
@@ -248,7 +279,7 @@ void PackFlatB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
       if (j < n) {
         rb.Codes(j, blk0 + b, codes);
         for (std::size_t i = 0; i < kMxK; ++i) {
-          dst[i * ldb] = static_cast<T>(rb.table->value[codes[i]]);
+          dst[i * ldb] = Value<T>(*rb.table, codes[i]);
         }
         fb[b * ldfb + c] = rb.Factor(j, blk0 + b);
         eb[b * ldfb + c] = rb.Exponent(j, blk0 + b);
@@ -271,8 +302,8 @@ void PackQuadA(const LineReader& ra, std::size_t row0, std::size_t row1, std::si
       if (r < m) {
         ra.Codes(r, blk0 + b, codes);
         for (std::size_t i = 0; i < kMxK; ++i) {
-          const int v = static_cast<int>(ra.table->value[codes[i]]);
-          dst[b * kMxK + i] = static_cast<std::uint8_t>(v + 128);  // Unsigned operand.
+          // Unsigned operand: v + 128.
+          dst[b * kMxK + i] = static_cast<std::uint8_t>(ra.table->value_i8[codes[i]] ^ 0x80);
         }
         fa[r * ldfa + b] = ra.Factor(r, blk0 + b);
         ea[r * ldfa + b] = ra.Exponent(r, blk0 + b);
@@ -297,8 +328,8 @@ void PackQuadB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
       if (j < n) {
         rb.Codes(j, blk0 + b, codes);
         for (std::size_t i = 0; i < kMxK; ++i) {
-          const int v = static_cast<int>(rb.table->value[codes[i]]);
-          dst[(i / 4) * ldb + (i % 4)] = static_cast<std::int8_t>(v);
+          const std::int8_t v = rb.table->value_i8[codes[i]];
+          dst[(i / 4) * ldb + (i % 4)] = v;
           sum += v;
         }
         fb[b * ldfb + c] = rb.Factor(j, blk0 + b);
@@ -446,9 +477,7 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
     executor.ParallelFor(out_groups, [&](std::size_t g) {
       const std::size_t i1 = std::min(m, (g + 1) * 16);
       for (std::size_t i = g * 16; i < i1; ++i) {
-        for (std::size_t j = 0; j < cols_here; ++j) {
-          StoreOutput(c, params, i, jc + j, acc[i * ncap + j]);
-        }
+        StoreOutputRow(c, params, i, jc, cols_here, acc + i * ncap);
       }
     });
   }
