@@ -23,6 +23,7 @@
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
 #include "trnmx/executor.h"
+#include "trnmx/formats/mx_block.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
 
@@ -57,19 +58,60 @@ MxBuffer MakeRandom(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t co
   return b;
 }
 
+// Gaussian values quantized block by block with the scalar reference
+// quantizer (kOcpFloor, RNE): realistic data (the E4M3 kernel takes a slower
+// exact path for blocks whose values span more than 15 bits).
+MxBuffer MakeQuantized(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t cols,
+                       std::uint64_t seed) {
+  MxBuffer b;
+  b.shape = {f, rows, cols, axis};
+  const std::size_t line_bytes = b.shape.line_code_bytes();
+  const std::size_t blocks = b.shape.blocks_per_line();
+  const std::size_t len = b.shape.line_length();
+  const MxFormatInfo& info = GetMxFormatInfo(f);
+  b.codes.resize(b.shape.num_lines() * line_bytes);
+  b.scales.resize(b.shape.num_lines() * blocks);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (std::size_t line = 0; line < b.shape.num_lines(); ++line) {
+    for (std::size_t blk = 0; blk < blocks; ++blk) {
+      float v[32];
+      const std::size_t n = std::min<std::size_t>(32, len - blk * 32);
+      for (std::size_t i = 0; i < n; ++i) v[i] = normal(rng);
+      const std::span<const float> in(v, n);
+      MxBlockCodes q;
+      switch (f) {
+        case MxFormat::kMxfp8E4M3: q = QuantizeMxBlock<Fp8E4M3Traits>(in); break;
+        case MxFormat::kMxfp4: q = QuantizeMxBlock<Fp4E2M1Traits>(in); break;
+        default: q = QuantizeMxBlock<MxInt8Traits>(in); break;
+      }
+      std::uint8_t* dst = b.codes.data() + line * line_bytes + blk * info.block_bytes;
+      if (info.element_bits == 8) {
+        std::memcpy(dst, q.codes.data(), 32);
+      } else {
+        for (int i = 0; i < 16; ++i) dst[i] = static_cast<std::uint8_t>(q.codes[2 * i] | (q.codes[2 * i + 1] << 4));
+      }
+      b.scales[line * blocks + blk] = q.scale.bits;
+    }
+  }
+  return b;
+}
+
 Executor& Pool(std::size_t threads) {
   static SerialExecutor serial;
   static ThreadPoolExecutor two(2);
   return threads == 1 ? static_cast<Executor&>(serial) : two;
 }
 
-void RunGemm(benchmark::State& state, MxFormat fa, MxFormat fb) {
+void RunGemm(benchmark::State& state, MxFormat fa, MxFormat fb, bool uniform_codes = false) {
   const std::size_t m = static_cast<std::size_t>(state.range(0));
   const std::size_t n = static_cast<std::size_t>(state.range(1));
   const std::size_t k = static_cast<std::size_t>(state.range(2));
   const std::size_t threads = static_cast<std::size_t>(state.range(3));
-  const MxBuffer a = MakeRandom(fa, BlockAxis::kRows, m, k, 1);
-  const MxBuffer b = MakeRandom(fb, BlockAxis::kCols, k, n, 2);
+  const MxBuffer a = uniform_codes ? MakeRandom(fa, BlockAxis::kRows, m, k, 1)
+                                   : MakeQuantized(fa, BlockAxis::kRows, m, k, 1);
+  const MxBuffer b = uniform_codes ? MakeRandom(fb, BlockAxis::kCols, k, n, 2)
+                                   : MakeQuantized(fb, BlockAxis::kCols, k, n, 2);
   std::vector<float> c(m * n);
   Executor& ex = Pool(threads);
   const GemmOperand ga = GemmOperand::Mx(a.view());
@@ -92,6 +134,11 @@ void BM_GemmMxfp8(benchmark::State& state) {
   RunGemm(state, MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E4M3);
 }
 void BM_GemmMxfp4(benchmark::State& state) { RunGemm(state, MxFormat::kMxfp4, MxFormat::kMxfp4); }
+// Worst case for the E4M3 kernel: uniformly random codes, so almost every
+// block spans more than 15 bits and takes the exact split path.
+void BM_GemmMxfp8UniformCodes(benchmark::State& state) {
+  RunGemm(state, MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E4M3, true);
+}
 void BM_GemmMxfp4xMxfp8(benchmark::State& state) {
   RunGemm(state, MxFormat::kMxfp4, MxFormat::kMxfp8E4M3);
 }
@@ -109,6 +156,8 @@ void GemmShapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_GemmMxfp8)->Apply(GemmShapes);
 BENCHMARK(BM_GemmMxfp4)->Apply(GemmShapes);
+BENCHMARK(BM_GemmMxfp8UniformCodes)->Args({1024, 1024, 1024, 1})
+    ->ArgNames({"M", "N", "K", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_GemmMxfp4xMxfp8)->Args({1024, 1024, 1024, 1})->Args({1024, 1024, 1024, 2})
     ->ArgNames({"M", "N", "K", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -502,14 +502,15 @@ TEST(GemmMxMx, QuantizedDataAllPairings) {
   }
 }
 
-// Larger shapes for the main formats: panel (N > 1024) and chunk (K > 512)
+// Larger shapes for the main formats: panel (N > 2048) and chunk (K > 512)
 // boundaries, every register-tile edge.
 TEST(GemmMxMx, LargeShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2003);
   struct Shape { MxFormat fa, fb; std::size_t m, n, k; };
   const Shape shapes[] = {
-      {MxFormat::kMxfp4, MxFormat::kMxfp4, 67, 1100, 600},
+      {MxFormat::kMxfp4, MxFormat::kMxfp4, 67, 2100, 600},
       {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E4M3, 130, 530, 300},
+      {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E4M3, 13, 2100, 300},
       {MxFormat::kMxfp4, MxFormat::kMxfp8E4M3, 41, 200, 333},
       {MxFormat::kMxint8, MxFormat::kMxint8, 25, 300, 700},
       {MxFormat::kMxfp6E2M3, MxFormat::kMxfp6E3M2, 33, 150, 290},

@@ -129,6 +129,7 @@ internal::MxTileKernels GetMxTileKernels() {
   // narrower target in tests exercises the portable kernels.
   if (internal::CpuHasAvx512Vnni()) {
     k.quad_i8 = {&internal::MxTileQuadI8Vnni, internal::kMxVnniRows, internal::kMxVnniCols};
+    k.pair_i16 = {&internal::MxTilePair16Vnni, internal::kMxVnniRows, internal::kMxVnniCols};
   }
 #endif
   return k;

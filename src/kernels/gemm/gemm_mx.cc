@@ -69,12 +69,24 @@ struct FormatTable {
   std::array<double, 256> value{};  // v; NaN / +-Inf for the special codes.
   std::array<float, 256> value_f32{};     // Same, for the FP32 path (small formats).
   std::array<std::int8_t, 256> value_i8{};  // Same, for the int8 path (int8 formats).
+  std::array<std::int32_t, 256> value_i32{};  // v for finite codes (|v| < 2^18 without E5M2), else 0.
+  std::array<std::uint8_t, 256> nan{};        // 1 for NaN codes.
+  std::array<std::int16_t, 256> lo16{};       // v = hi16 * 512 + lo16, lo16 in [0, 511].
+  std::array<std::int16_t, 256> hi16{};
 };
 
 FormatTable Finish(FormatTable t) {
   for (std::size_t c = 0; c < 256; ++c) {
     t.value_f32[c] = static_cast<float>(t.value[c]);
     t.value_i8[c] = t.int8 ? static_cast<std::int8_t>(t.value[c]) : std::int8_t{0};
+    const double v = t.value[c];
+    t.nan[c] = std::isnan(v) ? 1 : 0;
+    if (!t.e5m2 && std::isfinite(v)) {
+      const auto i = static_cast<std::int32_t>(v);
+      t.value_i32[c] = i;
+      t.lo16[c] = static_cast<std::int16_t>(i - (i >> 9) * 512);
+      t.hi16[c] = static_cast<std::int16_t>(i >> 9);
+    }
   }
   return t;
 }
@@ -225,7 +237,7 @@ std::size_t CeilDiv(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
 // Tiled driver for the kFlat (float / double) and kQuad (int8) layouts.
 // ---------------------------------------------------------------------------
 
-enum class Layout : std::uint8_t { kFlatF32, kFlatF64, kQuadI8 };
+enum class Layout : std::uint8_t { kFlatF32, kFlatF64, kQuadI8, kPair16 };
 
 struct TiledPlan {
   Layout layout;
@@ -344,6 +356,80 @@ void PackQuadB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
   }
 }
 
+// kPair16 A: window digits, exact split, flag (gemm_mx_kernels.h).
+void PackPair16A(const LineReader& ra, std::size_t row0, std::size_t row1, std::size_t m,
+                 std::size_t blk0, std::size_t nb, std::int16_t* a, std::size_t lda, double* fa,
+                 std::uint8_t* aflag, std::size_t ldfa) {
+  std::uint8_t codes[kMxK];
+  for (std::size_t r = row0; r < row1; ++r) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      std::int16_t* dst = a + r * lda + b * 3 * kMxK;
+      if (r >= m) {
+        std::memset(dst, 0, 3 * kMxK * sizeof(std::int16_t));
+        fa[r * ldfa + b] = 1.0;
+        aflag[r * ldfa + b] = 0;
+        continue;
+      }
+      ra.Codes(r, blk0 + b, codes);
+      const FormatTable& t = *ra.table;
+      std::int32_t v[kMxK];
+      std::uint32_t nan = 0;
+      std::uint32_t max_abs = 0;
+      std::uint32_t low_bits = 0;  // OR of the |v|: its trailing zeros bound every v's.
+      for (std::size_t i = 0; i < kMxK; ++i) {
+        v[i] = t.value_i32[codes[i]];
+        nan |= t.nan[codes[i]];
+        const std::uint32_t mag = static_cast<std::uint32_t>(v[i] < 0 ? -v[i] : v[i]);
+        max_abs = std::max(max_abs, mag);
+        low_bits |= mag;
+        dst[kMxK + i] = t.lo16[codes[i]];
+        dst[2 * kMxK + i] = t.hi16[codes[i]];
+      }
+      // Shift that brings |v| below 2^15; exact if no set bit is shifted out.
+      const int width = std::bit_width(max_abs);
+      const int shift = width > 15 ? width - 15 : 0;
+      const bool fits = (low_bits & ((1u << shift) - 1u)) == 0;
+      for (std::size_t i = 0; i < kMxK; ++i) {
+        dst[i] = static_cast<std::int16_t>(fits ? v[i] >> shift : 0);
+      }
+      const double factor = ra.Factor(r, blk0 + b);
+      fa[r * ldfa + b] = nan != 0 ? std::numeric_limits<double>::quiet_NaN()
+                             : fits ? std::ldexp(factor, shift) : factor;
+      aflag[r * ldfa + b] = fits ? 0 : 1;
+    }
+  }
+}
+
+// kPair16 B: v = hi * 512 + lo in two planes of k-pairs.
+void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std::size_t c1,
+                 std::size_t n, std::size_t blk0, std::size_t nb, std::int16_t* bp,
+                 std::size_t ldb, double* fb, std::size_t ldfb) {
+  std::uint8_t codes[kMxK];
+  for (std::size_t c = c0; c < c1; ++c) {
+    const std::size_t j = col_base + c;
+    for (std::size_t b = 0; b < nb; ++b) {
+      std::int16_t* dst = bp + b * kMxK * ldb + 2 * c;  // 16 lo + 16 hi pair rows per block.
+      std::uint32_t nan = 0;
+      if (j < n) {
+        rb.Codes(j, blk0 + b, codes);
+      } else {
+        std::memset(codes, 0, sizeof(codes));
+      }
+      const FormatTable& t = *rb.table;
+      for (std::size_t i = 0; i < kMxK; i += 2) {
+        nan |= t.nan[codes[i]] | t.nan[codes[i + 1]];
+        const std::int16_t lo_pair[2] = {t.lo16[codes[i]], t.lo16[codes[i + 1]]};
+        const std::int16_t hi_pair[2] = {t.hi16[codes[i]], t.hi16[codes[i + 1]]};
+        std::memcpy(dst + (i / 2) * ldb, lo_pair, sizeof(lo_pair));
+        std::memcpy(dst + (kMxK / 2 + i / 2) * ldb, hi_pair, sizeof(hi_pair));
+      }
+      fb[b * ldfb + c] = j >= n   ? 1.0
+                         : nan != 0 ? std::numeric_limits<double>::quiet_NaN()
+                                    : rb.Factor(j, blk0 + b);
+    }
+  }
+}
+
 Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& rb,
                 std::size_t m, std::size_t n, std::size_t k, const GemmOutput& c,
                 const GemmParams& params, Executor& pool) {
@@ -363,9 +449,12 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
   const std::size_t ncap = std::min(RoundUp(n, tc), RoundUp(plan.panel_cols, tc));
   const std::size_t threads = std::max<std::size_t>(1, executor.NumThreads());
 
+  // Bytes per packed element of A and B (kPair16: A keeps 3, B 2 int16 per element).
   const std::size_t elem = plan.layout == Layout::kFlatF64   ? sizeof(double)
                            : plan.layout == Layout::kFlatF32 ? sizeof(float)
                                                              : 1;
+  const std::size_t a_elem = plan.layout == Layout::kPair16 ? 3 * sizeof(std::int16_t) : elem;
+  const std::size_t b_elem = plan.layout == Layout::kPair16 ? 2 * sizeof(std::int16_t) : elem;
   // 64-byte alignment of the packed panels and accumulators.
   auto aligned = [](std::vector<std::uint8_t>& buf, std::size_t bytes) {
     buf.assign(bytes + 64, 0);
@@ -373,11 +462,12 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
     return buf.data() + ((64 - p % 64) % 64);
   };
   std::vector<std::uint8_t> a_buf, b_buf, acc_buf;
-  std::uint8_t* a_pack = aligned(a_buf, mpad * kc * elem);
-  std::uint8_t* b_pack = aligned(b_buf, kc * ncap * elem);
+  std::uint8_t* a_pack = aligned(a_buf, mpad * kc * a_elem);
+  std::uint8_t* b_pack = aligned(b_buf, kc * ncap * b_elem);
   float* acc = reinterpret_cast<float*>(aligned(acc_buf, mpad * ncap * sizeof(float)));
   std::vector<double> fa(mpad * kcb), fb(kcb * ncap);
   std::vector<std::int32_t> ea(mpad * kcb), eb(kcb * ncap), colsum(kcb * ncap);
+  std::vector<std::uint8_t> aflag(mpad * kcb);
 
   constexpr std::size_t kPackRows = 64;
   constexpr std::size_t kPackCols = 64;
@@ -391,7 +481,11 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
     const std::size_t row_groups = CeilDiv(mpad, group_rows);
     const std::size_t want = 4 * threads;
     const std::size_t col_tiles = nc / tc;
-    const std::size_t subs = std::min(col_tiles, std::max<std::size_t>(1, CeilDiv(want, row_groups)));
+    // Column sub-panels: enough tasks, and at most ~256 KB of packed B each
+    // (re-read from L2 by every row tile).
+    const std::size_t cap_tiles = std::max<std::size_t>(1, (256 << 10) / (kc * b_elem * tc));
+    const std::size_t subs = std::min(
+        col_tiles, std::max({std::size_t{1}, CeilDiv(want, row_groups), CeilDiv(col_tiles, cap_tiles)}));
     const std::size_t sub_cols = CeilDiv(col_tiles, subs) * tc;
     const std::size_t num_subs = CeilDiv(nc, sub_cols);
 
@@ -415,6 +509,10 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
             case Layout::kQuadI8:
               PackQuadA(ra, r0, r1, m, kb, nb, a_pack, kc, fa.data(), ea.data(), kcb);
               break;
+            case Layout::kPair16:
+              PackPair16A(ra, r0, r1, m, kb, nb, reinterpret_cast<std::int16_t*>(a_pack), 3 * kc,
+                          fa.data(), aflag.data(), kcb);
+              break;
           }
         } else {
           const std::size_t c0 = (task - a_tasks) * kPackCols;
@@ -431,6 +529,10 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
             case Layout::kQuadI8:
               PackQuadB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<std::int8_t*>(b_pack),
                         4 * ncap, fb.data(), eb.data(), colsum.data(), ncap);
+              break;
+            case Layout::kPair16:
+              PackPair16B(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<std::int16_t*>(b_pack),
+                          2 * ncap, fb.data(), ncap);
               break;
           }
         }
@@ -450,12 +552,17 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
         args.ldacc = ncap;
         for (std::size_t r = r_begin; r < r_end; r += tr) {
           for (std::size_t col = c_begin; col < c_end; col += tc) {
-            args.a = a_pack + r * kc * elem;
+            args.a = a_pack + r * kc * a_elem;
             args.lda = kc;
             if (plan.layout == Layout::kQuadI8) {
               args.b = b_pack + 4 * col;
               args.ldb = 4 * ncap;
               args.colsum = colsum.data() + col;
+            } else if (plan.layout == Layout::kPair16) {
+              args.lda = 3 * kc;
+              args.b = b_pack + 2 * sizeof(std::int16_t) * col;
+              args.ldb = 2 * ncap;
+              args.aflag = aflag.data() + r * kcb;
             } else {
               args.b = b_pack + col * elem;
               args.ldb = ncap;
@@ -725,10 +832,116 @@ TRNMX_VNNI_TARGET void MxTileQuadI8Vnni(const MxTileArgs& t) {
     for (std::size_t c = 0; c < kC; ++c) _mm512_storeu_ps(t.acc + r * t.ldacc + 16 * c, acc[r][c]);
   }
 }
+
+namespace {
+
+// acc + fl32((t0 + 512 t1 + 2^18 t2) * fa * fb[0..15]) for 16 lanes: the
+// int32 plane sums combine exactly in FP64 (|S| < 2^42), the scaling is
+// exact in FP64 and CVTPD2PS rounds once (round-to-nearest-even, MXCSR
+// default; overflow gives Inf, FP32 subnormals are rounded, not flushed).
+TRNMX_VNNI_TARGET inline __m512 AccumulatePlanes(__m512 acc, __m512i t0, __m512i t1, __m512i t2,
+                                                 double fa, const double* fb) {
+  const __m512d f = _mm512_set1_pd(fa);
+  const __m512d k512 = _mm512_set1_pd(512.0);
+  const __m512d k2p18 = _mm512_set1_pd(262144.0);
+  __m512d lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(t0));
+  __m512d hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t0, 1));
+  lo = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(t1)), k512, lo);
+  hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t1, 1)), k512, hi);
+  lo = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(t2)), k2p18, lo);
+  hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t2, 1)), k2p18, hi);
+  const __m256 ylo = _mm512_cvtpd_ps(_mm512_mul_pd(lo, _mm512_mul_pd(f, _mm512_loadu_pd(fb))));
+  const __m256 yhi = _mm512_cvtpd_ps(_mm512_mul_pd(hi, _mm512_mul_pd(f, _mm512_loadu_pd(fb + 8))));
+  const __m512 y = _mm512_insertf32x8(_mm512_zextps256_ps512(ylo), yhi, 1);
+  return _mm512_add_ps(acc, y);
+}
+
+TRNMX_VNNI_TARGET inline __m512i BroadcastPair(const std::int16_t* p) {
+  std::int32_t pair;
+  std::memcpy(&pair, p, sizeof(pair));
+  return _mm512_set1_epi32(pair);
+}
+
+}  // namespace
+
+// Per block, rows with a window (aflag 0): T0 = sum d * lo, T1 = sum d * hi
+// (|T| < 2^29), S / 2^w = T0 + 512 T1. Rows without (aflag 1, values spread
+// over more than 15 bits, rare): the exact split of A, four plane products.
+TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
+  constexpr std::size_t kR = kMxVnniRows;
+  constexpr std::size_t kC = kMxVnniCols / 16;
+  constexpr std::size_t kPairs = kMxK / 2;
+  const std::int16_t* a = static_cast<const std::int16_t*>(t.a);
+  const std::int16_t* b = static_cast<const std::int16_t*>(t.b);
+  const __m512i zero = _mm512_setzero_si512();
+  for (std::size_t blk = 0; blk < t.nblocks; ++blk) {
+    const std::int16_t* bl = b + blk * kMxK * t.ldb;
+    const std::int16_t* bh = bl + kPairs * t.ldb;
+    const std::int16_t* ak = a + blk * 3 * kMxK;
+    __m512i lo[kR][kC];
+    __m512i hi[kR][kC];
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < kR; ++r) {
+#pragma GCC unroll 4
+      for (std::size_t c = 0; c < kC; ++c) lo[r][c] = hi[r][c] = zero;
+    }
+#pragma GCC unroll 4
+    for (std::size_t p = 0; p < kPairs; ++p) {
+      __m512i vl[kC];
+      __m512i vh[kC];
+#pragma GCC unroll 4
+      for (std::size_t c = 0; c < kC; ++c) {
+        vl[c] = _mm512_loadu_si512(bl + p * t.ldb + 32 * c);
+        vh[c] = _mm512_loadu_si512(bh + p * t.ldb + 32 * c);
+      }
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < kR; ++r) {
+        const __m512i av = BroadcastPair(ak + r * t.lda + 2 * p);
+#pragma GCC unroll 4
+        for (std::size_t c = 0; c < kC; ++c) {
+          lo[r][c] = _mm512_dpwssd_epi32(lo[r][c], av, vl[c]);
+          hi[r][c] = _mm512_dpwssd_epi32(hi[r][c], av, vh[c]);
+        }
+      }
+    }
+    const double* fb = t.fb + blk * t.ldfb;
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < kR; ++r) {
+      float* acc = t.acc + r * t.ldacc;
+      const double fa = t.fa[r * t.ldfa + blk];
+      if (t.aflag[r * t.ldfa + blk] == 0) {
+#pragma GCC unroll 4
+        for (std::size_t c = 0; c < kC; ++c) {
+          const __m512 sum = _mm512_loadu_ps(acc + 16 * c);
+          _mm512_storeu_ps(acc + 16 * c, AccumulatePlanes(sum, lo[r][c], hi[r][c], zero, fa, fb + 16 * c));
+        }
+      } else {
+        const std::int16_t* avl = ak + r * t.lda + kMxK;
+        const std::int16_t* avh = avl + kMxK;
+        for (std::size_t c = 0; c < kC; ++c) {
+          __m512i ll = zero, mid = zero, hh = zero;
+          for (std::size_t p = 0; p < kPairs; ++p) {
+            const __m512i bvl = _mm512_loadu_si512(bl + p * t.ldb + 32 * c);
+            const __m512i bvh = _mm512_loadu_si512(bh + p * t.ldb + 32 * c);
+            const __m512i xl = BroadcastPair(avl + 2 * p);
+            const __m512i xh = BroadcastPair(avh + 2 * p);
+            ll = _mm512_dpwssd_epi32(ll, xl, bvl);
+            mid = _mm512_dpwssd_epi32(mid, xl, bvh);
+            mid = _mm512_dpwssd_epi32(mid, xh, bvl);
+            hh = _mm512_dpwssd_epi32(hh, xh, bvh);
+          }
+          const __m512 sum = _mm512_loadu_ps(acc + 16 * c);
+          _mm512_storeu_ps(acc + 16 * c, AccumulatePlanes(sum, ll, mid, hh, fa, fb + 16 * c));
+        }
+      }
+    }
+  }
+}
 #undef TRNMX_VNNI_TARGET
 #else
 bool CpuHasAvx512Vnni() { return false; }
 void MxTileQuadI8Vnni(const MxTileArgs&) {}
+void MxTilePair16Vnni(const MxTileArgs&) {}
 #endif
 
 // ---------------------------------------------------------------------------
@@ -741,12 +954,15 @@ namespace {
 bool ChoosePlan(const FormatTable& ta, const FormatTable& tb, TiledPlan* plan) {
   if ((ta.e5m2 && !tb.small) || (tb.e5m2 && !ta.small)) return false;
   const MxTileKernels kernels = HWY_DYNAMIC_DISPATCH(GetMxTileKernels)();
+  const bool e4m3_pair = !ta.e5m2 && !tb.e5m2 && !(ta.small && tb.small);
   if (ta.int8 && tb.int8 && kernels.quad_i8.fn != nullptr) {
-    *plan = {Layout::kQuadI8, kernels.quad_i8, 16, 1024};
+    *plan = {Layout::kQuadI8, kernels.quad_i8, 16, 2048};
+  } else if (e4m3_pair && kernels.pair_i16.fn != nullptr) {
+    *plan = {Layout::kPair16, kernels.pair_i16, 8, 2048};
   } else if (ta.small && tb.small) {
-    *plan = {Layout::kFlatF32, kernels.flat_f32, 8, 1024};
+    *plan = {Layout::kFlatF32, kernels.flat_f32, 8, 2048};
   } else {
-    *plan = {Layout::kFlatF64, kernels.flat_f64, 4, 512};
+    *plan = {Layout::kFlatF64, kernels.flat_f64, 4, 2048};
   }
   return true;
 }
@@ -761,6 +977,7 @@ const char* GemmMxMxPathName(MxFormat a, MxFormat b) {
     case Layout::kQuadI8: return "vnni-i8";
     case Layout::kFlatF32: return "flat-f32";
     case Layout::kFlatF64: return "flat-f64";
+    case Layout::kPair16: return "vnni-i16";
   }
   return "";
 }

@@ -50,6 +50,17 @@ inline constexpr std::int32_t kMxScaleNanExponent = 1 << 20;
 //                             b: int8 v, element k = 4q + t, column c at
 //                                b[q * ldb + 4 * c + t]
 //                             colsum[blk * ldcs + c] = -128 * sum_k b
+//   kPair16 (int16, VNNI):    E4M3 pairings. Per row and block, 96 int16 at
+//                             a[r * lda + blk * 96]: d[32] = v >> w (the
+//                             window digits, fa includes 2^w), then the
+//                             exact split v = vh * 512 + vl: vl[32] in
+//                             [0, 511], vh[32] in [-448, 447]. aflag[r * ldfa
+//                             + blk] != 0: v does not fit a 15-bit window
+//                             (fa then excludes w; the kernel uses vl, vh).
+//                             b: v = hi * 512 + lo per column, two planes;
+//                             per block 32 * ldb int16: lo for k = 2p + t,
+//                             column c at [p * ldb + 2 * c + t], then hi at
+//                             [(16 + p) * ldb + 2 * c + t].
 // lda/ldb are in elements of the packed type (bytes for kQuad).
 struct MxTileArgs {
   const void* a = nullptr;
@@ -63,6 +74,7 @@ struct MxTileArgs {
   const std::int32_t* ea = nullptr;  // sa - 127 + qA, or kMxScaleNanExponent; [r * ldfa + blk]
   const std::int32_t* eb = nullptr;  // [blk * ldfb + c]
   const std::int32_t* colsum = nullptr;  // kQuad only, [blk * ldfb + c]
+  const std::uint8_t* aflag = nullptr;   // kPair16 only, [r * ldfa + blk]
   std::size_t nblocks = 0;
   float* acc = nullptr;  // acc[r * ldacc + c], FP32 accumulators
   std::size_t ldacc = 0;
@@ -81,6 +93,7 @@ struct MxTileKernels {
   MxTileKernel flat_f32;  // Small formats (exact in FP32).
   MxTileKernel flat_f64;  // E4M3, or E5M2 x small format (exact in FP64).
   MxTileKernel quad_i8;   // E2M1 / E2M3 / MXINT8 pairs: AVX-512 VNNI vpdpbusd.
+  MxTileKernel pair_i16;  // E4M3 x (E4M3 or small): AVX-512 VNNI vpdpwssd.
 };
 
 // The kernel GemmMxMx uses for this pairing on the current target:
@@ -91,6 +104,7 @@ const char* GemmMxMxPathName(MxFormat a, MxFormat b);
 void MxTileQuadI8Vnni(const MxTileArgs& args);
 inline constexpr std::size_t kMxVnniRows = 6;
 inline constexpr std::size_t kMxVnniCols = 32;
+void MxTilePair16Vnni(const MxTileArgs& args);
 // True when the CPU runs AVX512F/BW/VNNI (checked once).
 bool CpuHasAvx512Vnni();
 
