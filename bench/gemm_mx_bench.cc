@@ -234,8 +234,6 @@ __attribute__((target("avx512f"), noinline)) std::uint64_t ReadSum(const std::ui
 }
 #endif
 
-double g_read_bandwidth = 0.0;  // Median-free: last measured value, for the ratio.
-
 void BM_ReadBandwidth(benchmark::State& state) {
   const MxBuffer& w = GemvWeights();
   const std::size_t bytes = w.bytes();
@@ -248,7 +246,6 @@ void BM_ReadBandwidth(benchmark::State& state) {
   }
   state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(bytes),
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  g_read_bandwidth = static_cast<double>(bytes) * static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
@@ -270,10 +267,73 @@ void BM_GemvMxfp4(benchmark::State& state) {
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemvK * kGemvN,
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
+// Cache-resident weights (K 8192, N 512: 2.1 MB): the kernel's compute rate.
+void BM_GemvMxfp4Cached(benchmark::State& state) {
+  constexpr std::size_t kN = 512;
+  const std::size_t kCachedK = static_cast<std::size_t>(state.range(0));
+  const MxBuffer w = MakeRandom(MxFormat::kMxfp4, BlockAxis::kCols, kCachedK, kN, 5);
+  const MxBuffer x = MakeRandom(MxFormat::kMxfp4, BlockAxis::kRows, 1, kCachedK, 4);
+  std::vector<float> y(kN);
+  SerialExecutor ex;
+  const GemmOutput gc = GemmOutput::Fp32(y.data(), 1, kN, kN);
+  for (auto _ : state) {
+    const Status s = internal::GemmMxMx(GemmOperand::Mx(x.view()), GemmOperand::Mx(w.view()), gc, {}, ex);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(w.bytes() + x.bytes()),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GemvMxfp4Cached)->Arg(8192)->Arg(8064)->ArgName("K")->Unit(benchmark::kMicrosecond);
+
 BENCHMARK(BM_GemvMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
     ->UseRealTime()->MinTime(2.0);
+
+// Console output plus the GEMV / read-bandwidth ratio at the end (medians
+// when --benchmark_repetitions is given, else the single runs).
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
+      if (!median && !single) continue;
+      const auto it = run.counters.find("bytes/s");
+      if (it == run.counters.end()) continue;
+      const std::string name = run.run_name.str();
+      if (name.rfind("BM_ReadBandwidth", 0) == 0) read_ = it->second.value;
+      if (name.rfind("BM_GemvMxfp4/threads:1", 0) == 0) gemv1_ = it->second.value;
+      if (name.rfind("BM_GemvMxfp4/threads:2", 0) == 0) gemv2_ = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    if (read_ > 0 && gemv1_ > 0) {
+      std::printf("MXFP4 GEMV (M=1, K=%zu, N=%zu) / single-thread read bandwidth: %.3f "
+                  "(%.2f / %.2f GB/s, weights + scales)\n",
+                  kGemvK, kGemvN, gemv1_ / read_, gemv1_ * 1e-9, read_ * 1e-9);
+    }
+    if (read_ > 0 && gemv2_ > 0) {
+      std::printf("  with 2 threads: %.3f of the single-thread read bandwidth (%.2f GB/s)\n",
+                  gemv2_ / read_, gemv2_ * 1e-9);
+    }
+  }
+
+ private:
+  double read_ = 0.0;
+  double gemv1_ = 0.0;
+  double gemv2_ = 0.0;
+};
 
 }  // namespace
 }  // namespace trnmx
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  trnmx::RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -524,6 +524,26 @@ TEST(GemmMxMx, LargeShapes) {
   }
 }
 
+// M <= 4 with MXFP4 weights: the streaming GEMV path (AVX-512 VNNI targets),
+// with K tails inside a 4-block chunk, N tails inside a 16-column group,
+// extreme scales, and enough work for the threads to split N.
+TEST(GemmMxMx, GemvShapes) {
+  std::mt19937_64 rng(TestSeed() ^ 0x2005);
+  struct Shape { MxFormat fa; std::size_t m, n, k; bool special; };
+  const Shape shapes[] = {
+      {MxFormat::kMxfp4, 1, 3001, 800, false},   {MxFormat::kMxfp4, 1, 333, 1000, true},
+      {MxFormat::kMxfp6E2M3, 1, 47, 97, true},   {MxFormat::kMxint8, 2, 129, 160, true},
+      {MxFormat::kMxfp4, 4, 300, 64, true},      {MxFormat::kMxint8, 1, 1600, 1400, false},
+  };
+  for (const Shape& sh : shapes) {
+    Case cs{sh.m, sh.n, sh.k, {}, false};
+    const MxMatrix a = MakeRandomCodes(sh.fa, BlockAxis::kRows, sh.m, sh.k, 0, rng, sh.special, sh.special);
+    const MxMatrix b = MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, sh.k, sh.n, 3, rng, sh.special, sh.special);
+    const std::vector<float> c_old(cs.m * cs.n, 0.0f);
+    if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), "gemv " + PairName(sh.fa, MxFormat::kMxfp4))) return;
+  }
+}
+
 // alpha, beta (with NaN in C ignored when beta == 0), bias, BF16 output.
 TEST(GemmMxMx, Epilogue) {
   std::mt19937_64 rng(TestSeed() ^ 0x2004);

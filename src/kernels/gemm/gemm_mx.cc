@@ -937,11 +937,133 @@ TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
     }
   }
 }
+
+// GEMV, MXFP4 weights: see gemm_mx_kernels.h. Per group of 16 columns and
+// chunk of 4 blocks (64 code bytes per column): 16 loads, nibbles through a
+// vpshufb table to w + 12, two vpdpbusd against the even / odd activation
+// bytes (the accumulator starts at -12 * sum a in the block's first lane), a
+// transpose-reduction to one int32 per (block, column), then per block
+// y = VSCALEFPS(float(S), e) = fl32(S * 2^e) (one rounding, subnormals and
+// overflow included; S is exact in FP32) and acc = fl32(acc + y).
+TRNMX_VNNI_TARGET void MxGemvFp4Vnni(const MxGemvArgs& g, std::size_t j0, std::size_t j1,
+                                     float* acc_out) {
+  const __m512i lut = _mm512_broadcast_i32x4(
+      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  // Byte b of every int32 lane to the lane's low byte, zeros above (vpshufb
+  // indexes within 128-bit lanes: int32 lane t % 4 starts at byte 4 (t % 4)).
+  __m512i pick[4];
+  for (int b = 0; b < 4; ++b) {
+    pick[b] = _mm512_broadcast_i32x4(_mm_setr_epi32(
+        static_cast<int>(0x80808000u | static_cast<unsigned>(b)), static_cast<int>(0x80808004u | static_cast<unsigned>(b)),
+        static_cast<int>(0x80808008u | static_cast<unsigned>(b)), static_cast<int>(0x8080800Cu | static_cast<unsigned>(b))));
+  }
+  const std::size_t chunks = (g.blocks + 3) / 4;
+  for (std::size_t jg = j0; jg < j1; jg += 16) {
+    const std::uint8_t* col[16];
+    for (std::size_t l = 0; l < 16; ++l) {
+      const std::size_t j = std::min(jg + l, j1 - 1);  // Tail lanes repeat the last column.
+      col[l] = g.codes + j * g.codes_stride;
+    }
+    const std::size_t last = std::min<std::size_t>(15, j1 - 1 - jg);
+    const __m512i scale_index = _mm512_mullo_epi32(
+        _mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(last))),
+        _mm512_set1_epi32(static_cast<int>(g.scales_stride)));
+    const std::uint8_t* scales = g.scales + jg * g.scales_stride;
+    __m512 acc = _mm512_setzero_ps();
+    for (std::size_t ch = 0; ch < chunks; ++ch) {
+      const std::size_t nb = std::min<std::size_t>(4, g.blocks - 4 * ch);
+      const __mmask64 load_mask = nb == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * nb)) - 1;
+      const __m512i ae = _mm512_loadu_si512(g.a_even + 64 * ch);
+      const __m512i ao = _mm512_loadu_si512(g.a_odd + 64 * ch);
+      const __m512i init = _mm512_loadu_si512(g.corr + 16 * ch);
+      __m512i p[16];
+#pragma GCC unroll 16
+      for (std::size_t l = 0; l < 16; ++l) {
+        const __m512i v = _mm512_maskz_loadu_epi8(load_mask, col[l] + 64 * ch);
+        const __m512i wl = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, nibble));
+        const __m512i wh = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+        p[l] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(init, wl, ae), wh, ao);
+      }
+      // Sum the 4 lanes of each block and transpose to z[block][column].
+      __m512i y[4];
+#pragma GCC unroll 4
+      for (std::size_t q = 0; q < 4; ++q) {
+        const __m512i* pq = p + 4 * q;
+        const __m512i x01 = _mm512_add_epi32(_mm512_unpacklo_epi32(pq[0], pq[1]),
+                                             _mm512_unpackhi_epi32(pq[0], pq[1]));
+        const __m512i x23 = _mm512_add_epi32(_mm512_unpacklo_epi32(pq[2], pq[3]),
+                                             _mm512_unpackhi_epi32(pq[2], pq[3]));
+        y[q] = _mm512_add_epi32(_mm512_unpacklo_epi64(x01, x23), _mm512_unpackhi_epi64(x01, x23));
+      }
+      const __m512i t0 = _mm512_shuffle_i32x4(y[0], y[1], _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i t1 = _mm512_shuffle_i32x4(y[0], y[1], _MM_SHUFFLE(3, 2, 3, 2));
+      const __m512i t2 = _mm512_shuffle_i32x4(y[2], y[3], _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i t3 = _mm512_shuffle_i32x4(y[2], y[3], _MM_SHUFFLE(3, 2, 3, 2));
+      const __m512i z[4] = {_mm512_shuffle_i32x4(t0, t2, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(t0, t2, _MM_SHUFFLE(3, 1, 3, 1)),
+                            _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(t1, t3, _MM_SHUFFLE(3, 1, 3, 1))};
+      // Scale bytes of the chunk's blocks: one int32 (4 blocks) per column.
+      __m512i sv;
+      if (nb == 4) {
+        sv = _mm512_i32gather_epi32(scale_index, scales + 4 * ch, 1);
+      } else {
+        alignas(64) std::uint32_t sbytes[16];
+        for (std::size_t l = 0; l < 16; ++l) {
+          const std::uint8_t* sc = scales + std::min(l, last) * g.scales_stride + 4 * ch;
+          std::uint32_t w = 0;
+          for (std::size_t b = 0; b < nb; ++b) w |= static_cast<std::uint32_t>(sc[b]) << (8 * b);
+          sbytes[l] = w;
+        }
+        sv = _mm512_load_si512(sbytes);
+      }
+      // Scale FF (NaN) anywhere in the chunk (unused bytes of a tail chunk are
+      // 0): exact scalar handling.
+      bool nan_scale = _mm512_cmpeq_epi8_mask(sv, _mm512_set1_epi8(-1)) != 0;
+      for (std::size_t b = 0; b < nb; ++b) nan_scale = nan_scale || g.ea[4 * ch + b] == kMxScaleNanExponent;
+      if (!nan_scale) {
+#pragma GCC unroll 4
+        for (std::size_t b = 0; b < 4; ++b) {
+          if (b >= nb) break;
+          // e = (sa - 127 + qa) + (sb - 127 + qb), qb = -1 for E2M1.
+          const __m512i sb = _mm512_shuffle_epi8(sv, pick[b]);
+          const __m512 e = _mm512_cvtepi32_ps(_mm512_add_epi32(sb, _mm512_set1_epi32(g.ea[4 * ch + b] - 128)));
+          acc = _mm512_add_ps(acc, _mm512_scalef_ps(_mm512_cvtepi32_ps(z[b]), e));
+        }
+      } else {
+        alignas(64) std::int32_t sl[16];
+        alignas(64) std::uint32_t bl[16];
+        alignas(64) float al[16];
+        _mm512_store_si512(bl, sv);
+        _mm512_store_ps(al, acc);
+        for (std::size_t b = 0; b < nb; ++b) {
+          _mm512_store_si512(sl, z[b]);
+          const std::int32_t ea = g.ea[4 * ch + b];
+          for (std::size_t l = 0; l < 16; ++l) {
+            const std::uint32_t sb = (bl[l] >> (8 * b)) & 0xFFu;
+            const float yv = ea == kMxScaleNanExponent || sb == 0xFF
+                                 ? std::numeric_limits<float>::quiet_NaN()
+                                 : static_cast<float>(std::ldexp(static_cast<double>(sl[l]),
+                                                                 ea + static_cast<int>(sb) - 128));
+            al[l] = al[l] + yv;
+          }
+        }
+        acc = _mm512_load_ps(al);
+      }
+    }
+    alignas(64) float out[16];
+    _mm512_store_ps(out, acc);
+    for (std::size_t l = 0; l < 16 && jg + l < j1; ++l) acc_out[jg - j0 + l] = out[l];
+  }
+}
 #undef TRNMX_VNNI_TARGET
 #else
 bool CpuHasAvx512Vnni() { return false; }
 void MxTileQuadI8Vnni(const MxTileArgs&) {}
 void MxTilePair16Vnni(const MxTileArgs&) {}
+void MxGemvFp4Vnni(const MxGemvArgs&, std::size_t, std::size_t, float*) {}
 #endif
 
 // ---------------------------------------------------------------------------
@@ -965,6 +1087,71 @@ bool ChoosePlan(const FormatTable& ta, const FormatTable& tb, TiledPlan* plan) {
     *plan = {Layout::kFlatF64, kernels.flat_f64, 4, 2048};
   }
   return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Rows of A one at a time against MXFP4 weights, streaming B once per row.
+Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std::size_t n,
+                  std::size_t k, const GemmOutput& c, const GemmParams& params,
+                  Executor& pool) {
+  const std::size_t blocks = CeilDiv(k, kMxK);
+  const std::size_t padded = RoundUp(blocks, 4) * (kMxK / 2);
+  std::vector<std::int8_t> a_even(padded + 64), a_odd(padded + 64);
+  std::vector<std::int32_t> corr(RoundUp(blocks, 4) * 4), ea(blocks);
+  SerialExecutor serial;
+  Executor& executor = static_cast<double>(n) * static_cast<double>(k) < static_cast<double>(kSerialMacs)
+                           ? static_cast<Executor&>(serial)
+                           : pool;
+  const std::size_t threads = std::max<std::size_t>(1, executor.NumThreads());
+  // Column ranges: multiples of 16, about 4 per thread, at most 4096 columns.
+  const std::size_t per_task =
+      std::clamp<std::size_t>(RoundUp(CeilDiv(n, 4 * threads), 16), 16, 4096);
+  const std::size_t tasks = CeilDiv(n, per_task);
+  MxGemvArgs g;
+  g.a_even = a_even.data();
+  g.a_odd = a_odd.data();
+  g.corr = corr.data();
+  g.ea = ea.data();
+  g.blocks = blocks;
+  g.codes = rb.view->codes;
+  g.codes_stride = rb.view->codes_stride;
+  g.scales = rb.view->scales;
+  g.scales_stride = rb.view->scales_stride;
+  std::uint8_t codes[kMxK];
+  for (std::size_t i = 0; i < m; ++i) {
+    std::fill(a_even.begin(), a_even.end(), std::int8_t{0});
+    std::fill(a_odd.begin(), a_odd.end(), std::int8_t{0});
+    for (std::size_t b = 0; b < blocks; ++b) {
+      ra.Codes(i, b, codes);  // Codes past K read as 0: those products vanish.
+      std::int32_t sum = 0;
+      for (std::size_t e = 0; e < kMxK / 2; ++e) {
+        a_even[b * (kMxK / 2) + e] = ra.table->value_i8[codes[2 * e]];
+        a_odd[b * (kMxK / 2) + e] = ra.table->value_i8[codes[2 * e + 1]];
+        sum += ra.table->value_i8[codes[2 * e]] + ra.table->value_i8[codes[2 * e + 1]];
+      }
+      corr[4 * b] = -12 * sum;  // Lane 4 (b % 4) of chunk b / 4; the other lanes stay 0.
+      ea[b] = ra.Exponent(i, b);
+    }
+    executor.ParallelFor(tasks, [&](std::size_t t) {
+      const std::size_t j0 = t * per_task;
+      const std::size_t j1 = std::min(n, j0 + per_task);
+      std::vector<float> acc(j1 - j0);
+      MxGemvFp4Vnni(g, j0, j1, acc.data());
+      StoreOutputRow(c, params, i, j0, j1 - j0, acc.data());
+    });
+  }
+  return OkStatus();
+}
+
+// M up to this many rows with MXFP4 weights stream B once per row.
+constexpr std::size_t kGemvMaxRows = 4;
+
+bool UseGemv(const FormatTable& ta, MxFormat fb, std::size_t m) {
+  const MxTileKernels kernels = HWY_DYNAMIC_DISPATCH(GetMxTileKernels)();
+  return m <= kGemvMaxRows && fb == MxFormat::kMxfp4 && ta.int8 && kernels.quad_i8.fn != nullptr;
 }
 
 }  // namespace
@@ -995,6 +1182,7 @@ Status GemmMxMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
   const LineReader ra{&av, &ta, k};
   const LineReader rb{&bv, &tb, k};
 
+  if (UseGemv(ta, bv.shape.format, m)) return RunGemvFp4(ra, rb, m, n, k, c, params, executor);
   TiledPlan plan;
   if (!ChoosePlan(ta, tb, &plan)) return RunWide(ra, rb, m, n, k, c, params, executor);
   return RunTiled(plan, ra, rb, m, n, k, c, params, executor);

@@ -96,6 +96,30 @@ struct MxTileKernels {
   MxTileKernel pair_i16;  // E4M3 x (E4M3 or small): AVX-512 VNNI vpdpwssd.
 };
 
+// Streaming GEMV for MXFP4 weights (B, K x N, kCols) and one row of int8-class
+// activations (E2M1 / E2M3 / MXINT8), AVX-512 VNNI: reads every weight byte
+// once. Per block: S = sum (w + 12) * a - 12 * sum a with w = 2 * E2M1 value
+// (vpshufb of the nibbles, vpdpbusd), exact in int32; 16 columns per vector,
+// FP32 accumulation per column in block order (formats.md section 10).
+//   a_even / a_odd: the activation's int8 values (units 2^qa) of the even and
+//     odd elements, 16 per block, blocks padded to a multiple of 4 with 0;
+//   corr: per chunk of 4 blocks, 16 int32 with -12 * (sum of block b's
+//     activation values) in lane 4 b and 0 elsewhere;
+//   ea[blk] = sa - 127 + qa, or kMxScaleNanExponent for scale FF.
+// Writes acc[j] for j in [j0, j1) (acc indexed from j0).
+struct MxGemvArgs {
+  const std::int8_t* a_even = nullptr;
+  const std::int8_t* a_odd = nullptr;
+  const std::int32_t* corr = nullptr;  // 16 per chunk (see above).
+  const std::int32_t* ea = nullptr;
+  std::size_t blocks = 0;  // ceil(K / 32)
+  const std::uint8_t* codes = nullptr;  // B codes, column j at codes + j * codes_stride
+  std::size_t codes_stride = 0;
+  const std::uint8_t* scales = nullptr;
+  std::size_t scales_stride = 0;
+};
+void MxGemvFp4Vnni(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+
 // The kernel GemmMxMx uses for this pairing on the current target:
 // "vnni-i8", "flat-f32", "flat-f64" or "wide" (tests and benchmarks).
 const char* GemmMxMxPathName(MxFormat a, MxFormat b);
