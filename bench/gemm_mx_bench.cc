@@ -22,6 +22,7 @@
 
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
+#include "kernels/gemm/gemv_mx.h"
 #include "trnmx/executor.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/gemm.h"
@@ -289,6 +290,34 @@ BENCHMARK(BM_GemvMxfp4Cached)->Arg(8192)->Arg(8064)->ArgName("K")->Unit(benchmar
 BENCHMARK(BM_GemvMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
     ->UseRealTime()->MinTime(2.0);
 
+// Dense FP32 activations x the same MXFP4 weights (internal::GemvDenseMx,
+// gemm.h dense x MX contract: FP32 FMA chain per output in K order).
+void BM_GemvDenseFp32xMxfp4(benchmark::State& state) {
+  const MxBuffer& w = GemvWeights();
+  std::vector<float> x(kGemvK);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& v : x) v = normal(rng);
+  std::vector<float> y(kGemvN);
+  Executor& ex = Pool(static_cast<std::size_t>(state.range(0)));
+  const GemmOperand ga = GemmOperand::Fp32(x.data(), 1, kGemvK, kGemvK);
+  const GemmOperand gb = GemmOperand::Mx(w.view());
+  const GemmOutput gc = GemmOutput::Fp32(y.data(), 1, kGemvN, kGemvN);
+  for (auto _ : state) {
+    if (!internal::GemvDenseMx(ga, gb, gc, {}, ex)) {
+      state.SkipWithError("GemvDenseMx declined (no AVX-512 VNNI)");
+      break;
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(w.bytes() + 4 * kGemvK),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemvK * kGemvN,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GemvDenseFp32xMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->MinTime(2.0);
+
 // Console output plus the GEMV / read-bandwidth ratio at the end (medians
 // when --benchmark_repetitions is given, else the single runs).
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -304,6 +333,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (name.rfind("BM_ReadBandwidth", 0) == 0) read_ = it->second.value;
       if (name.rfind("BM_GemvMxfp4/threads:1", 0) == 0) gemv1_ = it->second.value;
       if (name.rfind("BM_GemvMxfp4/threads:2", 0) == 0) gemv2_ = it->second.value;
+      if (name.rfind("BM_GemvDenseFp32xMxfp4/threads:1", 0) == 0) dense1_ = it->second.value;
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -313,6 +343,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf("MXFP4 GEMV (M=1, K=%zu, N=%zu) / single-thread read bandwidth: %.3f "
                   "(%.2f / %.2f GB/s, weights + scales)\n",
                   kGemvK, kGemvN, gemv1_ / read_, gemv1_ * 1e-9, read_ * 1e-9);
+    }
+    if (read_ > 0 && dense1_ > 0) {
+      std::printf("FP32 x MXFP4 GEMV (dense activations) / single-thread read bandwidth: %.3f (%.2f GB/s)\n",
+                  dense1_ / read_, dense1_ * 1e-9);
     }
     if (read_ > 0 && gemv2_ > 0) {
       std::printf("  with 2 threads: %.3f of the single-thread read bandwidth (%.2f GB/s)\n",
@@ -324,6 +358,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   double read_ = 0.0;
   double gemv1_ = 0.0;
   double gemv2_ = 0.0;
+  double dense1_ = 0.0;
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
+#include "kernels/gemm/gemv_mx.h"
 #include "reference/gemm_ref.h"
 #include "support/hwy_targets.h"
 #include "trnmx/executor.h"
@@ -591,6 +592,71 @@ TEST(GemmMxMx, PathsPerTarget) {
     }
     std::printf("%s\n", line.c_str());
   });
+}
+
+// internal::GemvDenseMx (dense FP32/BF16 row x MXFP4 weights) against the
+// gemm.h dense x MX contract: w = ref::MxElement, acc = std::fma chain in K
+// order, then the epilogue. Where the function declines (non-AVX-512
+// targets), it must leave C alone.
+TEST(GemvDenseMx, MatchesDenseContract) {
+  std::mt19937_64 rng(TestSeed() ^ 0x3001);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  struct Shape { std::size_t n, k; bool bf16, special; };
+  const Shape shapes[] = {{1, 1, false, false},   {70, 33, false, true},  {200, 300, true, false},
+                          {1000, 2100, false, false}, {129, 95, true, true}, {3000, 1024, false, false}};
+  static SerialExecutor serial;
+  static ThreadPoolExecutor two(2);
+  static ThreadPoolExecutor three(3);
+  Executor* executors[] = {&serial, &two, &three};
+  for (const Shape& sh : shapes) {
+    const MxMatrix b = MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, sh.k, sh.n, 1, rng, sh.special, sh.special);
+    std::vector<float> x(sh.k);
+    for (auto& v : x) v = normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+    if (sh.special) x[sh.k / 2] = std::numeric_limits<float>::infinity();
+    std::vector<Bf16> xb(sh.k);
+    for (std::size_t i = 0; i < sh.k; ++i) {
+      xb[i] = Fp32ToBf16Rne(x[i]);
+      if (sh.bf16) x[i] = std::bit_cast<float>(static_cast<std::uint32_t>(xb[i].bits) << 16);
+    }
+    GemmParams params;
+    std::vector<float> bias(sh.n);
+    for (auto& v : bias) v = normal(rng);
+    if (sh.special) {
+      params.alpha = -2.0f;
+      params.bias = bias.data();
+    }
+    std::vector<float> want(sh.n);
+    for (std::size_t j = 0; j < sh.n; ++j) {
+      float acc = 0.0f;
+      for (std::size_t i = 0; i < sh.k; ++i) acc = std::fma(x[i], ref::MxElement(b.view(), i, j), acc);
+      if (params.alpha != 1.0f) acc = params.alpha * acc;
+      if (params.bias != nullptr) acc = acc + bias[j];
+      want[j] = acc;
+    }
+    const GemmOperand ga = sh.bf16 ? GemmOperand::Bf16(xb.data(), 1, sh.k, sh.k)
+                                   : GemmOperand::Fp32(x.data(), 1, sh.k, sh.k);
+    const GemmOperand gb = GemmOperand::Mx(b.view());
+    bool ran = false;
+    testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
+      for (Executor* ex : executors) {
+        std::vector<float> got(sh.n, 12345.0f);
+        const bool handled = internal::GemvDenseMx(ga, gb, GemmOutput::Fp32(got.data(), 1, sh.n, sh.n), params, *ex);
+        if (!handled) {
+          for (float v : got) ASSERT_EQ(v, 12345.0f);
+          continue;
+        }
+        ran = true;
+        for (std::size_t j = 0; j < sh.n; ++j) {
+          ASSERT_TRUE(SameBits(got[j], want[j]))
+              << "target " << target.name << " threads " << ex->NumThreads() << " N=" << sh.n
+              << " K=" << sh.k << " j=" << j << ": got " << Hex(got[j]) << " want " << Hex(want[j]);
+        }
+      }
+    });
+    if (internal::CpuHasAvx512Vnni()) {
+      EXPECT_TRUE(ran);
+    }
+  }
 }
 
 TEST(GemmMxMx, EmptyK) {

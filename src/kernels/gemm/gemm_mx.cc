@@ -34,6 +34,7 @@
 
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
+#include "kernels/gemm/gemv_mx.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"
@@ -1058,12 +1059,132 @@ TRNMX_VNNI_TARGET void MxGemvFp4Vnni(const MxGemvArgs& g, std::size_t j0, std::s
     for (std::size_t l = 0; l < 16 && jg + l < j1; ++l) acc_out[jg - j0 + l] = out[l];
   }
 }
+
+// Dense x MXFP4 GEMV (gemv_mx.h): 64 columns per step as 4 FMA chains of 16
+// lanes. Per group of 16 columns and chunk of 4 blocks, the 16 x 64 code
+// bytes are loaded row by row and transposed as a 16 x 16 matrix of dwords
+// (dword d of a column holds its elements 8 d .. 8 d + 7), so that one
+// vector holds 8 consecutive elements of 16 columns; VPERMPS maps nibbles to
+// E2M1 values (it reads the low 4 bits of each index lane), one multiply by
+// the column's block scale gives w = fl32(value * 2^(s - 127)), and
+// acc = fma(x_k, w, acc) runs in K order. No gathers (slow on some x86).
+TRNMX_VNNI_TARGET inline void Transpose16x16Epi32(__m512i* r) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  __m512i u[16];
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // u[4 i + j], 128-bit lane L: rows 4 i .. 4 i + 3 at column 4 L + j.
+  for (int j = 0; j < 4; ++j) {
+    const __m512i a0 = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i a1 = _mm512_shuffle_i32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i a2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i a3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    r[j] = _mm512_shuffle_i32x4(a0, a2, _MM_SHUFFLE(2, 0, 2, 0));
+    r[4 + j] = _mm512_shuffle_i32x4(a0, a2, _MM_SHUFFLE(3, 1, 3, 1));
+    r[8 + j] = _mm512_shuffle_i32x4(a1, a3, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + j] = _mm512_shuffle_i32x4(a1, a3, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+TRNMX_VNNI_TARGET void GemvDenseFp4Kernel(const float* x, std::size_t k, const std::uint8_t* codes,
+                                          std::size_t codes_stride, const std::uint8_t* scales,
+                                          std::size_t scales_stride, std::size_t j0,
+                                          std::size_t j1, float* out) {
+  const __m512 lut = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f,
+                                    -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  const __m512i byte_mask = _mm512_set1_epi32(0xFF);
+  const std::size_t blocks = (k + kMxK - 1) / kMxK;
+  const std::size_t chunks = (blocks + 3) / 4;
+  constexpr std::size_t kG = 4;
+  for (std::size_t jg = j0; jg < j1; jg += 16 * kG) {
+    const std::uint8_t* col[16 * kG];
+    const std::uint8_t* sc[16 * kG];
+    for (std::size_t l = 0; l < 16 * kG; ++l) {
+      const std::size_t j = std::min(jg + l, j1 - 1);  // Tail lanes repeat the last column.
+      col[l] = codes + j * codes_stride;
+      sc[l] = scales + j * scales_stride;
+    }
+    __m512 acc[kG];
+    for (std::size_t g = 0; g < kG; ++g) acc[g] = _mm512_setzero_ps();
+    for (std::size_t ch = 0; ch < chunks; ++ch) {
+      const std::size_t nb = std::min<std::size_t>(4, blocks - 4 * ch);
+      const __mmask64 load_mask = nb == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * nb)) - 1;
+      alignas(64) __m512i q[kG][16];
+      __m512 scale[kG][4];
+      for (std::size_t g = 0; g < kG; ++g) {
+#pragma GCC unroll 16
+        for (std::size_t l = 0; l < 16; ++l) {
+          q[g][l] = _mm512_maskz_loadu_epi8(load_mask, col[16 * g + l] + 64 * ch);
+        }
+        Transpose16x16Epi32(q[g]);
+        alignas(64) std::uint32_t sbytes[16];
+        for (std::size_t l = 0; l < 16; ++l) {
+          std::uint32_t w = 0;
+          if (nb == 4) {
+            std::memcpy(&w, sc[16 * g + l] + 4 * ch, 4);
+          } else {
+            for (std::size_t b = 0; b < nb; ++b) w |= static_cast<std::uint32_t>(sc[16 * g + l][4 * ch + b]) << (8 * b);
+          }
+          sbytes[l] = w;
+        }
+        const __m512i sv = _mm512_load_si512(sbytes);
+        for (std::size_t b = 0; b < 4; ++b) {
+          // 2^(s - 127) by VSCALEFPS (00 -> the subnormal 2^-127), FF -> NaN.
+          const __m512i sb = _mm512_and_si512(_mm512_srli_epi32(sv, static_cast<unsigned>(8 * b)), byte_mask);
+          const __m512 e = _mm512_cvtepi32_ps(_mm512_sub_epi32(sb, _mm512_set1_epi32(127)));
+          scale[g][b] = _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(sb, byte_mask), _mm512_scalef_ps(one, e), nan);
+        }
+      }
+      const float* xc = x + ch * 4 * kMxK;
+      const std::size_t valid = std::min<std::size_t>(4 * kMxK, k - ch * 4 * kMxK);
+      for (std::size_t d = 0; d < 16 && 8 * d < valid; ++d) {
+        const std::size_t b = d / 4;
+        if (8 * d + 8 <= valid) {
+#pragma GCC unroll 8
+          for (std::size_t e = 0; e < 8; ++e) {
+            const __m512 xv = _mm512_set1_ps(xc[8 * d + e]);
+#pragma GCC unroll 4
+            for (std::size_t g = 0; g < kG; ++g) {
+              const __m512i idx = _mm512_srli_epi32(q[g][d], static_cast<unsigned>(4 * e));
+              const __m512 w = _mm512_mul_ps(_mm512_permutexvar_ps(idx, lut), scale[g][b]);
+              acc[g] = _mm512_fmadd_ps(xv, w, acc[g]);
+            }
+          }
+        } else {
+          for (std::size_t e = 0; 8 * d + e < valid; ++e) {
+            const __m512 xv = _mm512_set1_ps(xc[8 * d + e]);
+            for (std::size_t g = 0; g < kG; ++g) {
+              const __m512i idx = _mm512_srlv_epi32(q[g][d], _mm512_set1_epi32(static_cast<int>(4 * e)));
+              const __m512 w = _mm512_mul_ps(_mm512_permutexvar_ps(idx, lut), scale[g][b]);
+              acc[g] = _mm512_fmadd_ps(xv, w, acc[g]);
+            }
+          }
+        }
+      }
+    }
+    alignas(64) float lanes[16 * kG];
+    for (std::size_t g = 0; g < kG; ++g) _mm512_store_ps(lanes + 16 * g, acc[g]);
+    for (std::size_t l = 0; l < 16 * kG && jg + l < j1; ++l) out[jg - j0 + l] = lanes[l];
+  }
+}
 #undef TRNMX_VNNI_TARGET
 #else
 bool CpuHasAvx512Vnni() { return false; }
 void MxTileQuadI8Vnni(const MxTileArgs&) {}
 void MxTilePair16Vnni(const MxTileArgs&) {}
 void MxGemvFp4Vnni(const MxGemvArgs&, std::size_t, std::size_t, float*) {}
+void GemvDenseFp4Kernel(const float*, std::size_t, const std::uint8_t*, std::size_t,
+                        const std::uint8_t*, std::size_t, std::size_t, std::size_t, float*) {}
 #endif
 
 // ---------------------------------------------------------------------------
@@ -1155,6 +1276,39 @@ bool UseGemv(const FormatTable& ta, MxFormat fb, std::size_t m) {
 }
 
 }  // namespace
+
+bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+                 const GemmParams& params, Executor& pool) {
+  if (a.type == OperandType::kMx || b.type != OperandType::kMx || a.rows != 1) return false;
+  const MxTensorView& w = b.mx;
+  if (w.shape.format != MxFormat::kMxfp4 || w.shape.axis != BlockAxis::kCols) return false;
+  const std::size_t k = a.cols;
+  const std::size_t n = w.shape.cols;
+  if (HWY_DYNAMIC_DISPATCH(GetMxTileKernels)().quad_i8.fn == nullptr) return false;
+  if (n == 0) return true;
+  std::vector<float> x(k);
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::size_t at = i * a.col_stride;
+    x[i] = a.type == OperandType::kFp32
+               ? static_cast<const float*>(a.data)[at]
+               : std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<const Bf16*>(a.data)[at].bits) << 16);
+  }
+  SerialExecutor serial;
+  Executor& executor = static_cast<double>(n) * static_cast<double>(k) < static_cast<double>(kSerialMacs)
+                           ? static_cast<Executor&>(serial)
+                           : pool;
+  const std::size_t threads = std::max<std::size_t>(1, executor.NumThreads());
+  const std::size_t per_task = std::clamp<std::size_t>(RoundUp(CeilDiv(n, 4 * threads), 64), 64, 4096);
+  executor.ParallelFor(CeilDiv(n, per_task), [&](std::size_t t) {
+    const std::size_t j0 = t * per_task;
+    const std::size_t j1 = std::min(n, j0 + per_task);
+    std::vector<float> acc(j1 - j0);
+    GemvDenseFp4Kernel(x.data(), k, w.codes, w.codes_stride, w.scales, w.scales_stride, j0, j1,
+                       acc.data());
+    StoreOutputRow(c, params, 0, j0, j1 - j0, acc.data());
+  });
+  return true;
+}
 
 const char* GemmMxMxPathName(MxFormat a, MxFormat b) {
   if (a == MxFormat::kNvfp4 || b == MxFormat::kNvfp4) return "unsupported";
