@@ -305,6 +305,30 @@ void PackFlatB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
   }
 }
 
+// FP4 code byte -> its two int8 values (element 2i low byte), for packing
+// without unpacking nibbles one by one.
+const std::array<std::uint16_t, 256>& Fp4PairTable() {
+  static const std::array<std::uint16_t, 256> table = [] {
+    std::array<std::uint16_t, 256> t{};
+    const FormatTable& f = Table(MxFormat::kMxfp4);
+    for (std::size_t b = 0; b < 256; ++b) {
+      t[b] = static_cast<std::uint16_t>(static_cast<std::uint8_t>(f.value_i8[b & 0xF]) |
+                                        (static_cast<std::uint8_t>(f.value_i8[b >> 4]) << 8));
+    }
+    return t;
+  }();
+  return table;
+}
+
+// Whole FP4 blocks (all 32 elements inside K) in the kQuad layouts.
+bool PackQuadFp4Block(const LineReader& r, std::size_t line, std::size_t blk, std::int8_t* v) {
+  if (r.table->element_bits != 4 || r.Valid(blk) != kMxK) return false;
+  const std::array<std::uint16_t, 256>& pairs = Fp4PairTable();
+  const std::uint8_t* src = r.Block(line, blk);
+  for (std::size_t i = 0; i < kMxK / 2; ++i) std::memcpy(v + 2 * i, &pairs[src[i]], 2);
+  return true;
+}
+
 void PackQuadA(const LineReader& ra, std::size_t row0, std::size_t row1, std::size_t m,
                std::size_t blk0, std::size_t nb, std::uint8_t* a, std::size_t lda, double* fa,
                std::int32_t* ea, std::size_t ldfa) {
@@ -313,10 +337,14 @@ void PackQuadA(const LineReader& ra, std::size_t row0, std::size_t row1, std::si
     std::uint8_t* dst = a + r * lda;
     for (std::size_t b = 0; b < nb; ++b) {
       if (r < m) {
-        ra.Codes(r, blk0 + b, codes);
+        std::int8_t v[kMxK];
+        if (!PackQuadFp4Block(ra, r, blk0 + b, v)) {
+          ra.Codes(r, blk0 + b, codes);
+          for (std::size_t i = 0; i < kMxK; ++i) v[i] = ra.table->value_i8[codes[i]];
+        }
         for (std::size_t i = 0; i < kMxK; ++i) {
           // Unsigned operand: v + 128.
-          dst[b * kMxK + i] = static_cast<std::uint8_t>(ra.table->value_i8[codes[i]] ^ 0x80);
+          dst[b * kMxK + i] = static_cast<std::uint8_t>(v[i] ^ 0x80);
         }
         fa[r * ldfa + b] = ra.Factor(r, blk0 + b);
         ea[r * ldfa + b] = ra.Exponent(r, blk0 + b);
@@ -339,11 +367,14 @@ void PackQuadB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
       std::int8_t* dst = bp + b * (kMxK / 4) * ldb + 4 * c;
       std::int32_t sum = 0;
       if (j < n) {
-        rb.Codes(j, blk0 + b, codes);
-        for (std::size_t i = 0; i < kMxK; ++i) {
-          const std::int8_t v = rb.table->value_i8[codes[i]];
-          dst[(i / 4) * ldb + (i % 4)] = v;
-          sum += v;
+        std::int8_t v[kMxK];
+        if (!PackQuadFp4Block(rb, j, blk0 + b, v)) {
+          rb.Codes(j, blk0 + b, codes);
+          for (std::size_t i = 0; i < kMxK; ++i) v[i] = rb.table->value_i8[codes[i]];
+        }
+        for (std::size_t q = 0; q < kMxK / 4; ++q) {
+          std::memcpy(dst + q * ldb, v + 4 * q, 4);
+          sum += v[4 * q] + v[4 * q + 1] + v[4 * q + 2] + v[4 * q + 3];
         }
         fb[b * ldfb + c] = rb.Factor(j, blk0 + b);
         eb[b * ldfb + c] = rb.Exponent(j, blk0 + b);
@@ -1330,6 +1361,12 @@ Status GemmMxMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
   const std::size_t m = av.shape.rows;
   const std::size_t k = av.shape.cols;
   const std::size_t n = bv.shape.cols;
+  if (av.shape.format == MxFormat::kNvfp4 || bv.shape.format == MxFormat::kNvfp4 ||
+      av.shape.axis != BlockAxis::kRows || bv.shape.axis != BlockAxis::kCols ||
+      bv.shape.rows != k || c.rows != m || c.cols != n) {
+    // Gemm() rejects these before calling; never read such operands.
+    return InvalidArgumentError("GemmMxMx: operands not validated (NVFP4, axis or shape)");
+  }
   if (m == 0 || n == 0) return OkStatus();
   const FormatTable& ta = Table(av.shape.format);
   const FormatTable& tb = Table(bv.shape.format);
