@@ -1,0 +1,137 @@
+// Internal: the micro-kernels of the MX x MX GEMM (gemm_mx.cc) and how the
+// driver finds the ones for the current Highway target.
+//
+// Every kernel computes, for a register tile of output rows x columns and a
+// run of consecutive K blocks, the exact block sums S (formats.md section 10),
+// then y = fl32(S * fa * fb) and acc = fl32(acc + y) per block in increasing
+// K, where fa = 2^(sa - 127 + qA) and fb = 2^(sb - 127 + qB) are the rows' and
+// columns' block factors (q: the element format's quantum, so that element
+// values are integers v * 2^q) and NaN for scale FF.
+//
+// Why the kernels agree bit for bit with each other and with ref::MxDot:
+//   - every element is an integer v in units 2^q, held exactly in the packed
+//     type (int8, float or double);
+//   - a block's 32 products and all their partial sums are integers below
+//     2^24 for the "small" formats (E2M1, E2M3, E3M2, MXINT8: |S| <= 32 * 448
+//     * 448 < 2^23), so FP32 FMAs (or int32 dot instructions) are exact in
+//     any order; with E4M3 (or E5M2 against a small format) the sums stay
+//     below 2^53 units (|S| <= 32 * 229376 * 229376 < 2^41), so FP64 FMAs are
+//     exact;
+//   - S * fa * fb is computed in FP64 (exact: no FP64 overflow or underflow in
+//     these ranges) and rounded once to FP32 by the conversion, or, on the
+//     int32 fast path, as fl32(S) * 2^e in FP32 when 2^e and every possible
+//     S * 2^e are normal FP32 values (then the multiply is exact);
+//   - FP32 accumulation over blocks is one chain per output in K order.
+// NaN and Inf element values (E4M3 7F/FF, E5M2 Inf/NaN codes) are packed as
+// FP64 NaN/Inf, so IEEE arithmetic gives the reference's results.
+#ifndef TRNMX_SRC_KERNELS_GEMM_GEMM_MX_KERNELS_H_
+#define TRNMX_SRC_KERNELS_GEMM_GEMM_MX_KERNELS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "trnmx/formats/mx_format.h"
+
+namespace trnmx::internal {
+
+inline constexpr std::size_t kMxK = 32;  // Elements per MX block.
+
+// Exponent sentinel for scale FF in the int32 exponent arrays (fast-path
+// checks see it as out of range; the slow path turns it into NaN).
+inline constexpr std::int32_t kMxScaleNanExponent = 1 << 20;
+
+// One call: rows [0, tile_rows) x columns [0, tile_cols) of the packed
+// panels, blocks [0, nblocks) of the current K chunk.
+//
+// Packed layouts (chunk of kc = nblocks_chunk * 32 elements):
+//   kFlat (float or double):  a: row r, element k at a[r * lda + k]
+//                             b: element k, column c at b[k * ldb + c]
+//   kQuad (int8, VNNI):       a: uint8 v + 128, row r, element k at a[r * lda + k]
+//                             b: int8 v, element k = 4q + t, column c at
+//                                b[q * ldb + 4 * c + t]
+//                             colsum[blk * ldcs + c] = -128 * sum_k b
+//   kPair16 (int16, VNNI):    E4M3 pairings. Per row and block, 96 int16 at
+//                             a[r * lda + blk * 96]: d[32] = v >> w (the
+//                             window digits, fa includes 2^w), then the
+//                             exact split v = vh * 512 + vl: vl[32] in
+//                             [0, 511], vh[32] in [-448, 447]. aflag[r * ldfa
+//                             + blk] != 0: v does not fit a 15-bit window
+//                             (fa then excludes w; the kernel uses vl, vh).
+//                             b: v = hi * 512 + lo per column, two planes;
+//                             per block 32 * ldb int16: lo for k = 2p + t,
+//                             column c at [p * ldb + 2 * c + t], then hi at
+//                             [(16 + p) * ldb + 2 * c + t].
+// lda/ldb are in elements of the packed type (bytes for kQuad).
+struct MxTileArgs {
+  const void* a = nullptr;
+  std::size_t lda = 0;
+  const void* b = nullptr;
+  std::size_t ldb = 0;
+  const double* fa = nullptr;  // fa[r * ldfa + blk]
+  std::size_t ldfa = 0;
+  const double* fb = nullptr;  // fb[blk * ldfb + c]
+  std::size_t ldfb = 0;
+  const std::int32_t* ea = nullptr;  // sa - 127 + qA, or kMxScaleNanExponent; [r * ldfa + blk]
+  const std::int32_t* eb = nullptr;  // [blk * ldfb + c]
+  const std::int32_t* colsum = nullptr;  // kQuad only, [blk * ldfb + c]
+  const std::uint8_t* aflag = nullptr;   // kPair16 only, [r * ldfa + blk]
+  std::size_t nblocks = 0;
+  float* acc = nullptr;  // acc[r * ldacc + c], FP32 accumulators
+  std::size_t ldacc = 0;
+};
+
+using MxTileFn = void (*)(const MxTileArgs&);
+
+struct MxTileKernel {
+  MxTileFn fn = nullptr;
+  std::size_t rows = 0;  // Register tile.
+  std::size_t cols = 0;
+};
+
+// The kernels of one target; fn == nullptr where the target has none.
+struct MxTileKernels {
+  MxTileKernel flat_f32;  // Small formats (exact in FP32).
+  MxTileKernel flat_f64;  // E4M3, or E5M2 x small format (exact in FP64).
+  MxTileKernel quad_i8;   // E2M1 / E2M3 / MXINT8 pairs: AVX-512 VNNI vpdpbusd.
+  MxTileKernel pair_i16;  // E4M3 x (E4M3 or small): AVX-512 VNNI vpdpwssd.
+};
+
+// Streaming GEMV for MXFP4 weights (B, K x N, kCols) and one row of int8-class
+// activations (E2M1 / E2M3 / MXINT8), AVX-512 VNNI: reads every weight byte
+// once. Per block: S = sum (w + 12) * a - 12 * sum a with w = 2 * E2M1 value
+// (vpshufb of the nibbles, vpdpbusd), exact in int32; 16 columns per vector,
+// FP32 accumulation per column in block order (formats.md section 10).
+//   a_even / a_odd: the activation's int8 values (units 2^qa) of the even and
+//     odd elements, 16 per block, blocks padded to a multiple of 4 with 0;
+//   corr: per chunk of 4 blocks, 16 int32 with -12 * (sum of block b's
+//     activation values) in lane 4 b and 0 elsewhere;
+//   ea[blk] = sa - 127 + qa, or kMxScaleNanExponent for scale FF.
+// Writes acc[j] for j in [j0, j1) (acc indexed from j0).
+struct MxGemvArgs {
+  const std::int8_t* a_even = nullptr;
+  const std::int8_t* a_odd = nullptr;
+  const std::int32_t* corr = nullptr;  // 16 per chunk (see above).
+  const std::int32_t* ea = nullptr;
+  std::size_t blocks = 0;  // ceil(K / 32)
+  const std::uint8_t* codes = nullptr;  // B codes, column j at codes + j * codes_stride
+  std::size_t codes_stride = 0;
+  const std::uint8_t* scales = nullptr;
+  std::size_t scales_stride = 0;
+};
+void MxGemvFp4Vnni(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+
+// The kernel GemmMxMx uses for this pairing on the current target:
+// "vnni-i8", "flat-f32", "flat-f64" or "wide" (tests and benchmarks).
+const char* GemmMxMxPathName(MxFormat a, MxFormat b);
+
+// AVX-512 VNNI kernel (gemm_mx.cc, intrinsics): 6 rows x 32 columns.
+void MxTileQuadI8Vnni(const MxTileArgs& args);
+inline constexpr std::size_t kMxVnniRows = 6;
+inline constexpr std::size_t kMxVnniCols = 32;
+void MxTilePair16Vnni(const MxTileArgs& args);
+// True when the CPU runs AVX512F/BW/VNNI (checked once).
+bool CpuHasAvx512Vnni();
+
+}  // namespace trnmx::internal
+
+#endif  // TRNMX_SRC_KERNELS_GEMM_GEMM_MX_KERNELS_H_

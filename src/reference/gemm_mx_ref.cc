@@ -1,0 +1,232 @@
+// Scalar reference of the MX x MX dot product (formats.md section 10) and of
+// single MX element values: ref::MxDot, ref::MxElement (gemm_ref.h).
+//
+// Obviously-correct arithmetic, no floating point until the one rounding:
+//   element value  = v * 2^q with v an integer (int64) and q the format's
+//                    quantum exponent (the exponent of its smallest subnormal):
+//                      E4M3 -9, E5M2 -16, E2M3 -3, E3M2 -4, E2M1 -1, MXINT8 -6
+//   block sum      S = sum_i vA_i * vB_i, exact in __int128 (|S| < 2^69 for
+//                    E5M2 x E5M2, the widest pairing), in units 2^(qA + qB)
+//   y_j            = S * 2^(qA + qB + sa + sb - 254) rounded once to FP32
+//                    (RNE, gradual underflow, overflow to +-Inf) by integer
+//                    rounding of S to a 24-bit significand (RoundScaled)
+//   result         acc = +0.0f; acc = fl32(acc + y_j) for j = 0, 1, ...
+// Scale FF gives y_j = NaN. Element NaN/Inf codes (E4M3 7F/FF; E5M2 Inf and
+// NaN; only from foreign data) follow IEEE: a NaN operand, Inf * 0 or Infs of
+// both signs give NaN, otherwise the Infs' sign.
+// Elements past the line length (the +0 padding of the tail block) are not
+// read: they count as +0 whatever the buffer holds.
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "reference/gemm_ref.h"
+#include "trnmx/formats/codec.h"
+#include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/int8.h"
+#include "trnmx/formats/mx_format.h"
+#include "trnmx/mx.h"
+
+namespace trnmx::ref {
+namespace {
+
+constexpr std::size_t kBlock = 32;
+
+// 128-bit integers (GCC/Clang extension; __extension__ keeps -Wpedantic quiet).
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
+
+// Code of element i (0..31) of a packed block (formats.md section 9).
+std::uint32_t BlockCode(int element_bits, const std::uint8_t* block, std::size_t i) {
+  if (element_bits == 8) return block[i];
+  if (element_bits == 4) return (block[i / 2] >> (4 * (i % 2))) & 0xFu;
+  // FP6: LSB-first bit stream, element i in bits 6i..6i+5.
+  std::uint32_t bits = 0;
+  for (int b = 0; b < 6; ++b) {
+    const std::size_t pos = 6 * i + static_cast<std::size_t>(b);
+    bits |= static_cast<std::uint32_t>((block[pos / 8] >> (pos % 8)) & 1u) << b;
+  }
+  return bits;
+}
+
+enum class Kind : std::uint8_t { kFinite, kNan, kPosInf, kNegInf };
+
+struct Element {
+  Kind kind = Kind::kFinite;
+  std::int64_t v = 0;  // Value in units of 2^q (kFinite only).
+};
+
+// S.E.M decode to v * 2^q, q = 1 - bias - m, from the traits' fields.
+template <class Traits>
+Element DecodeFloatElement(std::uint32_t code) {
+  constexpr int m = Traits::kMantissaBits;
+  const bool negative = (code & Traits::kSignMask) != 0;
+  const std::uint32_t magnitude = code & (Traits::kSignMask - 1);
+  const std::uint32_t e = magnitude >> m;
+  const std::uint32_t f = magnitude & Traits::kMantissaMask;
+  if constexpr (Traits::kNonFinite == NonFinite::kIeee) {
+    if (e == Traits::kExponentAllOnes) {
+      if (f != 0) return {Kind::kNan, 0};
+      return {negative ? Kind::kNegInf : Kind::kPosInf, 0};
+    }
+  } else if constexpr (Traits::kNonFinite == NonFinite::kNanAllOnes) {
+    if (magnitude == Traits::kMaxMagnitudeCode + 1) return {Kind::kNan, 0};
+  }
+  // E >= 1: (2^m + f) * 2^(e - bias - m) = ((2^m + f) << (e - 1)) * 2^q.
+  // E == 0: f * 2^(1 - bias - m) = f * 2^q.
+  const std::int64_t v = e == 0 ? static_cast<std::int64_t>(f)
+                                : static_cast<std::int64_t>((1u << m) + f) << (e - 1);
+  return {Kind::kFinite, negative ? -v : v};
+}
+
+template <class Traits>
+constexpr int QuantumExponent() {
+  return 1 - Traits::kBias - Traits::kMantissaBits;
+}
+
+int FormatQuantum(MxFormat f) {
+  switch (f) {
+    case MxFormat::kMxfp8E4M3: return QuantumExponent<Fp8E4M3Traits>();
+    case MxFormat::kMxfp8E5M2: return QuantumExponent<Fp8E5M2Traits>();
+    case MxFormat::kMxfp6E2M3: return QuantumExponent<Fp6E2M3Traits>();
+    case MxFormat::kMxfp6E3M2: return QuantumExponent<Fp6E3M2Traits>();
+    case MxFormat::kMxfp4: return QuantumExponent<Fp4E2M1Traits>();
+    case MxFormat::kMxint8: return -kMxInt8FractionBits;
+    case MxFormat::kNvfp4: break;
+  }
+  return 0;
+}
+
+Element DecodeElement(MxFormat f, std::uint32_t code) {
+  switch (f) {
+    case MxFormat::kMxfp8E4M3: return DecodeFloatElement<Fp8E4M3Traits>(code);
+    case MxFormat::kMxfp8E5M2: return DecodeFloatElement<Fp8E5M2Traits>(code);
+    case MxFormat::kMxfp6E2M3: return DecodeFloatElement<Fp6E2M3Traits>(code);
+    case MxFormat::kMxfp6E3M2: return DecodeFloatElement<Fp6E3M2Traits>(code);
+    case MxFormat::kMxfp4: return DecodeFloatElement<Fp4E2M1Traits>(code);
+    case MxFormat::kMxint8:
+      return {Kind::kFinite, static_cast<std::int64_t>(static_cast<std::int8_t>(code & 0xFFu))};
+    case MxFormat::kNvfp4: break;
+  }
+  return {Kind::kNan, 0};
+}
+
+// fl32(s * 2^e): one round-to-nearest-even of the exact value, with FP32
+// subnormals and overflow to +-Inf. Zero gives +0 (the sign of a zero y_j
+// cannot reach the result: acc starts at +0).
+float RoundScaled(Int128 s, int e) {
+  if (s == 0) return 0.0f;
+  const bool negative = s < 0;
+    const UInt128 u = negative ? UInt128(0) - static_cast<UInt128>(s) : static_cast<UInt128>(s);
+  const std::uint64_t hi = static_cast<std::uint64_t>(u >> 64);
+  const std::uint64_t lo = static_cast<std::uint64_t>(u);
+  const int length = hi != 0 ? 128 - std::countl_zero(hi) : 64 - std::countl_zero(lo);
+  // |value| in [2^top, 2^(top + 1)); the result's quantum is 2^(q) with 24
+  // significant bits for normals, 2^-149 below 2^-126.
+  const int top = length - 1 + e;
+  const int q = (top > -126 ? top : -126) - 23;
+  const int shift = q - e;  // Bits of u below the result's quantum.
+  std::uint64_t n = 0;      // Rounded significand, <= 2^24.
+  if (shift <= 0) {
+    n = static_cast<std::uint64_t>(u << -shift);
+  } else if (shift < 128) {
+    const UInt128 kept = u >> shift;
+    const UInt128 rem = u - (kept << shift);
+    const UInt128 half = UInt128(1) << (shift - 1);
+    n = static_cast<std::uint64_t>(kept);
+    if (rem > half || (rem == half && (n & 1u) != 0)) ++n;
+  }  // else: u < 2^127 <= half, rounds to 0.
+  // n * 2^q is an FP32 value (exact double) or >= 2^128, which the
+  // conversion turns into Inf.
+  const float f = static_cast<float>(std::ldexp(static_cast<double>(n), q));
+  return negative ? -f : f;
+}
+
+// The element of `t` at position `index` of line `line` (index < line length).
+std::uint32_t LineCode(const MxTensorView& t, std::size_t line, std::size_t index) {
+  const MxFormatInfo& info = GetMxFormatInfo(t.shape.format);
+  const std::uint8_t* block =
+      t.codes + line * t.codes_stride + (index / kBlock) * info.block_bytes;
+  return BlockCode(info.element_bits, block, index % kBlock);
+}
+
+std::uint8_t LineScale(const MxTensorView& t, std::size_t line, std::size_t block) {
+  return t.scales[line * t.scales_stride + block];
+}
+
+}  // namespace
+
+float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b,
+            std::size_t b_line) {
+  const std::size_t k = a.shape.line_length();
+  const std::size_t blocks = (k + kBlock - 1) / kBlock;
+  const int qa = FormatQuantum(a.shape.format);
+  const int qb = FormatQuantum(b.shape.format);
+  float acc = 0.0f;
+  for (std::size_t j = 0; j < blocks; ++j) {
+    const std::uint32_t sa = LineScale(a, a_line, j);
+    const std::uint32_t sb = LineScale(b, b_line, j);
+    Int128 s = 0;
+    bool nan = false;
+    bool pos_inf = false;
+    bool neg_inf = false;
+    const std::size_t end = (j + 1) * kBlock < k ? (j + 1) * kBlock : k;
+    for (std::size_t i = j * kBlock; i < end; ++i) {
+      const Element x = DecodeElement(a.shape.format, LineCode(a, a_line, i));
+      const Element w = DecodeElement(b.shape.format, LineCode(b, b_line, i));
+      if (x.kind == Kind::kNan || w.kind == Kind::kNan) {
+        nan = true;
+        continue;
+      }
+      const bool x_inf = x.kind != Kind::kFinite;
+      const bool w_inf = w.kind != Kind::kFinite;
+      if (x_inf || w_inf) {
+        // Inf times zero is NaN; otherwise an Inf with the product's sign.
+        if ((!x_inf && x.v == 0) || (!w_inf && w.v == 0)) {
+          nan = true;
+          continue;
+        }
+        const bool x_neg = x_inf ? x.kind == Kind::kNegInf : x.v < 0;
+        const bool w_neg = w_inf ? w.kind == Kind::kNegInf : w.v < 0;
+        (x_neg != w_neg ? neg_inf : pos_inf) = true;
+        continue;
+      }
+      s += static_cast<Int128>(x.v) * static_cast<Int128>(w.v);
+    }
+    float y = 0.0f;
+    if (sa == kE8M0Nan || sb == kE8M0Nan || nan || (pos_inf && neg_inf)) {
+      y = std::numeric_limits<float>::quiet_NaN();
+    } else if (pos_inf || neg_inf) {
+      y = pos_inf ? std::numeric_limits<float>::infinity()
+                  : -std::numeric_limits<float>::infinity();
+    } else {
+      y = RoundScaled(s, qa + qb + static_cast<int>(sa) + static_cast<int>(sb) - 254);
+    }
+    acc = acc + y;  // fl32: -ffp-contract=off, FP32 addition.
+  }
+  return acc;
+}
+
+float MxElement(const MxTensorView& t, std::size_t row, std::size_t col) {
+  const bool by_rows = t.shape.axis == BlockAxis::kRows;
+  const std::size_t line = by_rows ? row : col;
+  const std::size_t index = by_rows ? col : row;
+  const std::uint32_t code = LineCode(t, line, index);
+  const std::uint8_t scale = LineScale(t, line, index / kBlock);
+  float value = 0.0f;
+  switch (t.shape.format) {
+    case MxFormat::kMxfp8E4M3: value = DecodeBits<Fp8E4M3Traits>(code); break;
+    case MxFormat::kMxfp8E5M2: value = DecodeBits<Fp8E5M2Traits>(code); break;
+    case MxFormat::kMxfp6E2M3: value = DecodeBits<Fp6E2M3Traits>(code); break;
+    case MxFormat::kMxfp6E3M2: value = DecodeBits<Fp6E3M2Traits>(code); break;
+    case MxFormat::kMxfp4: value = DecodeBits<Fp4E2M1Traits>(code); break;
+    case MxFormat::kMxint8: value = DecodeMxInt8(code); break;
+    case MxFormat::kNvfp4: return std::numeric_limits<float>::quiet_NaN();  // Not a GEMM operand.
+  }
+  // Both factors exact in FP32 (scale 00 is the subnormal 2^-127): one rounding.
+  return value * DecodeE8M0(scale);
+}
+
+}  // namespace trnmx::ref
