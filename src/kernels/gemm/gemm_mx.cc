@@ -4,11 +4,18 @@
 // format's quantum: E2M1 -1, E2M3 -3, E3M2 -4, MXINT8 -6, E4M3 -9, E5M2 -16):
 //
 //   pairing                               block sum S (exact)        kernel
+//   M <= 4, MXFP4 weights, activations    int32, VNNI vpdpbusd,      MxGemvFp4Vnni (AVX-512 VNNI;
+//     E2M1 / E2M3 / MXINT8                weights streamed once        RunGemvFp4)
 //   E2M1 / E2M3 / MXINT8 x same class     int32, VNNI vpdpbusd       MxTileQuadI8Vnni (AVX-512 VNNI)
 //     (portable targets, or with E3M2)    FP32 FMA (|S| < 2^23)      MxTileFlat<float>
-//   E4M3 x anything but E5M2,             FP64 FMA (|S| < 2^53)      MxTileFlat<double>
+//   E4M3 x E4M3 or a small format         int16 VNNI vpdpwssd,       MxTilePair16Vnni (AVX-512 VNNI)
+//                                         two planes, FP64 combine
+//     (portable targets), and             FP64 FMA (|S| < 2^53)      MxTileFlat<double>
 //     E5M2 x E2M1/E2M3/E3M2/MXINT8
 //   E5M2 x E4M3, E5M2 x E5M2              int64 / __int128, scalar  RunWide (slow path)
+// The VNNI kernels are used only when the dispatcher chose an AVX-512 target
+// (tests force every target) and the CPU has AVX512-VNNI. GemvDenseMx
+// (gemv_mx.h) is the dense-activation x MXFP4 GEMV for gemm.cc.
 //
 // Driver (BLIS-like, one output = one FP32 chain in K order):
 //   for each panel of nc columns of B:
