@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "trnmx/emu/functional.h"
 #include "trnmx/emu/gemm.h"
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/simulator.h"
@@ -22,7 +23,52 @@ struct GemmArgs {
   std::string trace;
   bool dump = false;
   bool no_throttle = false;
+  bool check = false;
+  uint64_t seed = 1;
 };
+
+// --check: run the lowered program functionally on random data and compare
+// C with one trnmx::Gemm call, bit for bit. Returns the exit status.
+int CheckFunctional(const LoweredGemm& gemm, const SimResult& sim, uint64_t seed) {
+  const GemmConfig& config = gemm.plan.config;
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<GemmData> data = MakeGemmData(config, seed);
+  if (!data.ok()) {
+    std::cerr << data.status().ToString() << "\n";
+    return 1;
+  }
+  StatusOr<std::vector<Bf16>> got = ExecuteGemm(gemm, sim, data->a, data->b);
+  if (!got.ok()) {
+    std::cerr << got.status().ToString() << "\n";
+    return 1;
+  }
+  StatusOr<std::vector<Bf16>> want = ReferenceGemm(config, data->a, data->b);
+  if (!want.ok()) {
+    std::cerr << want.status().ToString() << "\n";
+    return 1;
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t mismatches = 0, first = 0;
+  for (size_t i = got->size(); i-- > 0;) {
+    if ((*got)[i].bits != (*want)[i].bits) {
+      ++mismatches;
+      first = i;
+    }
+  }
+  const unsigned long long seed_ull = seed;
+  if (mismatches != 0) {
+    const size_t n = static_cast<size_t>(config.n);
+    std::printf("check             FAILED: %zu of %zu C elements differ from trnmx::Gemm (seed %llu); "
+                "first C[%zu][%zu] = 0x%04x, expected 0x%04x\n",
+                mismatches, got->size(), seed_ull, first / n, first % n, (*got)[first].bits,
+                (*want)[first].bits);
+    return 1;
+  }
+  std::printf("check             C equals trnmx::Gemm bit for bit (%zu BF16 elements, %zu tile ops "
+              "replayed, seed %llu, %.3f s)\n",
+              got->size(), gemm.tile_ops.size(), seed_ull, s);
+  return 0;
+}
 
 int RunGemm(const GemmArgs& args) {
   StatusOr<Machine> machine = LoadMachine(args.machine);
@@ -50,7 +96,7 @@ int RunGemm(const GemmArgs& args) {
   }
   const auto t1 = std::chrono::steady_clock::now();
   SimOptions options;
-  options.record_trace = !args.trace.empty();
+  options.record_trace = !args.trace.empty() || args.check;
   options.throttle = !args.no_throttle;
   StatusOr<SimResult> result = Simulate(gemm->program, options);
   if (!result.ok()) {
@@ -99,6 +145,7 @@ int RunGemm(const GemmArgs& args) {
     std::printf("trace             %s (%zu events; open in chrome://tracing or ui.perfetto.dev)\n",
                 args.trace.c_str(), result->trace.size());
   }
+  if (args.check) return CheckFunctional(*gemm, *result, args.seed);
   return 0;
 }
 
@@ -135,6 +182,11 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
   cmd->add_flag("--dump-program", args->dump, "print the lowered program");
   cmd->add_flag("--no-throttle", args->no_throttle, "disable the TensorE dI/dt throttle");
+  cmd->add_flag("--check", args->check,
+                "functional mode: run the program's tiles on random data with the trnmx kernels "
+                "and compare C with trnmx::Gemm bit for bit");
+  cmd->add_option("--seed", args->seed, "seed of the --check data (std::mt19937_64)")
+      ->capture_default_str();
   cmd->callback([args, &exit_code]() { exit_code = RunGemm(*args); });
 }
 

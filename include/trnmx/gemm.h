@@ -140,6 +140,14 @@ struct GemmParams {
   float beta = 0.0f;
   const float* bias = nullptr;  // N values added to every row, or nullptr.
   Bf16Mode bf16_mode = Bf16Mode::kExactFma;
+  // Continue the accumulation already in C (like a PSUM accumulation group):
+  // each output's chain starts from C's FP32 value instead of +0.0f, so
+  // splitting K into consecutive ranges, the first call with accumulate =
+  // false and the next ones with true, gives the same bits as one call over
+  // all of K (MX: split at multiples of 32). Needs an FP32 C with
+  // col_stride 1, alpha = 1, beta = 0, no bias and Bf16Mode::kExactFma
+  // (InvalidArgument otherwise).
+  bool accumulate = false;
 };
 
 // C = alpha * A * B + beta * C (+ bias). executor == nullptr: DefaultExecutor().

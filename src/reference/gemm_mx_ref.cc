@@ -159,12 +159,12 @@ std::uint8_t LineScale(const MxTensorView& t, std::size_t line, std::size_t bloc
 }  // namespace
 
 float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b,
-            std::size_t b_line) {
+            std::size_t b_line, float acc_in) {
   const std::size_t k = a.shape.line_length();
   const std::size_t blocks = (k + kBlock - 1) / kBlock;
   const int qa = FormatQuantum(a.shape.format);
   const int qb = FormatQuantum(b.shape.format);
-  float acc = 0.0f;
+  float acc = acc_in;
   for (std::size_t j = 0; j < blocks; ++j) {
     const std::uint32_t sa = LineScale(a, a_line, j);
     const std::uint32_t sb = LineScale(b, b_line, j);

@@ -64,9 +64,9 @@ Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
   const bool native = params.bf16_mode == Bf16Mode::kNativeDot;
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      float acc = 0.0f;
+      float acc = params.accumulate ? ReadOutput(c, i, j) : 0.0f;
       if (mx_mx) {
-        acc = MxDot(a.mx, i, b.mx, j);
+        acc = MxDot(a.mx, i, b.mx, j, acc);
       } else if (native) {
         for (std::size_t k = 0; k < k_len; k += 2) {
           const std::uint16_t a0 = Bf16Bits(a, i, k);

@@ -19,8 +19,10 @@ Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
 // The MX x MX accumulation of one output (formats.md section 10): a_line and
 // b_line are the K-long lines (row i of A, column j of B) of two MX tensors.
 // Returns acc before the epilogue. Exact block sums (integer or wide
-// arithmetic), one rounding per block, FP32 accumulation in K order.
-float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b, std::size_t b_line);
+// arithmetic), one rounding per block, FP32 accumulation in K order starting
+// from acc_in (+0, or C's value under GemmParams::accumulate).
+float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b, std::size_t b_line,
+            float acc_in = 0.0f);
 
 // Value of element (row, col) of an MX tensor decoded to FP32 (element value
 // times scale, rounded once; FF scale -> NaN).

@@ -492,6 +492,7 @@ void BlockedGemm(const DenseGemmArgs& args) {
                                                                : *args.executor;
   if (m == 0 || n == 0) return;
   if (k == 0) {
+    if (p.accumulate) return;  // Nothing to add: C keeps its chains.
     ex.ParallelFor(m, [&](std::size_t i) { Epilogue(c, p, i, i + 1, 0, n, nullptr, 0); });
     return;
   }
@@ -581,7 +582,7 @@ void BlockedGemm(const DenseGemmArgs& args) {
         const std::size_t kcur = std::min(kc, k - pc);
         // K rows of a packed panel: kcur, or the K pairs' rows (native).
         const std::size_t krows = kNative ? 2 * DivCeilK(kcur) : kcur;
-        const bool first = pc == 0;
+        const bool first = pc == 0 && !p.accumulate;
         const bool last = pc + kcur == k;
         if (pack_b) {
           if constexpr (kNative) {

@@ -40,6 +40,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "kernels/gemm/gemm_dense.h"
 #include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/gemv_mx.h"
 
 namespace trnmx {
 
@@ -234,6 +235,13 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
     return InvalidArgumentError("GEMM output C is " + Dims(c.rows, c.cols) + " but A * B is " +
                                 Dims(a.rows, b_cols));
   }
+  if (params.accumulate &&
+      (c.type != OutputType::kFp32 || c.col_stride != 1 || params.alpha != 1.0f ||
+       params.beta != 0.0f || params.bias != nullptr || params.bf16_mode != Bf16Mode::kExactFma)) {
+    return InvalidArgumentError(
+        "GemmParams::accumulate needs an FP32 output with col_stride 1, alpha 1, beta 0, no bias "
+        "and Bf16Mode::kExactFma");
+  }
   switch (params.bf16_mode) {
     case Bf16Mode::kExactFma:
       break;
@@ -340,6 +348,12 @@ Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_
   if (a.type == OperandType::kMx && b_for_mx.type == OperandType::kMx) {
     if (c.rows == 0 || c.cols == 0) return OkStatus();
     return GemmMxMx(a, b_for_mx, c, params, ex);
+  }
+  // Dense activations x MXFP4 weights with M = 1: stream the weights once
+  // (gemv_mx.h; it declines, writing nothing, when it does not apply).
+  if (a.type != OperandType::kMx && b_for_mx.type == OperandType::kMx && c.rows == 1 &&
+      !params.accumulate && GemvDenseMx(a, b_for_mx, c, params, ex)) {
+    return OkStatus();
   }
   DenseGemmArgs args;
   args.m = c.rows;

@@ -514,6 +514,13 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
   for (std::size_t jc = 0; jc < n; jc += ncap) {
     const std::size_t nc = std::min(ncap, RoundUp(n - jc, tc));
     std::fill(acc, acc + mpad * ncap, 0.0f);
+    if (params.accumulate) {  // Chains continue from C (FP32, col_stride 1: validated).
+      const auto* cd = static_cast<const float*>(c.data);
+      const std::size_t cols = std::min(nc, n - jc);
+      for (std::size_t i = 0; i < m; ++i) {
+        std::memcpy(acc + i * ncap, cd + i * c.row_stride + jc, cols * sizeof(float));
+      }
+    }
 
     // Output tasks: row groups x column sub-panels, enough for the threads.
     const std::size_t group_rows = tr * 8;
@@ -743,7 +750,7 @@ Status RunWide(const LineReader& ra, const LineReader& rb, std::size_t m, std::s
     }
     for (std::size_t i = i0; i < i1; ++i) {
       for (std::size_t j = j0; j < j1; ++j) {
-        float acc = 0.0f;
+        float acc = params.accumulate ? static_cast<const float*>(c.data)[i * c.row_stride + j] : 0.0f;
         for (std::size_t b = 0; b < blocks; ++b) {
           const float y = WideBlock(av.data() + (i - i0) * kp + b * kMxK,
                                     bv.data() + (j - j0) * kp + b * kMxK,
@@ -1317,7 +1324,9 @@ bool UseGemv(const FormatTable& ta, MxFormat fb, std::size_t m) {
 
 bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
                  const GemmParams& params, Executor& pool) {
-  if (a.type == OperandType::kMx || b.type != OperandType::kMx || a.rows != 1) return false;
+  if (a.type == OperandType::kMx || b.type != OperandType::kMx || a.rows != 1 || params.accumulate) {
+    return false;
+  }
   const MxTensorView& w = b.mx;
   if (w.shape.format != MxFormat::kMxfp4 || w.shape.axis != BlockAxis::kCols) return false;
   const std::size_t k = a.cols;
@@ -1380,7 +1389,7 @@ Status GemmMxMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
   const LineReader ra{&av, &ta, k};
   const LineReader rb{&bv, &tb, k};
 
-  if (UseGemv(ta, bv.shape.format, m)) return RunGemvFp4(ra, rb, m, n, k, c, params, executor);
+  if (UseGemv(ta, bv.shape.format, m) && !params.accumulate) return RunGemvFp4(ra, rb, m, n, k, c, params, executor);
   TiledPlan plan;
   if (!ChoosePlan(ta, tb, &plan)) return RunWide(ra, rb, m, n, k, c, params, executor);
   return RunTiled(plan, ra, rb, m, n, k, c, params, executor);

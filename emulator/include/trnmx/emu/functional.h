@@ -1,0 +1,71 @@
+// Functional mode of the emulator: a lowered GEMM (gemm.h) executed on real
+// data, tile by tile, with the trnmx kernels, in the order the simulator
+// completed its instructions.
+//
+// Each MultiplyMoving computes its PSUM tile [stat_rows x mov_cols] over its
+// contraction range [k0, k0 + k_len) with trnmx::Gemm: a group's first
+// matmul starts the tile from +0, the next ones continue the accumulation
+// (GemmParams::accumulate), exactly like a PSUM accumulation group. Each
+// evacuation rounds its PSUM tile to BF16 (RNE, formats.md D11) and writes it
+// to C (transposed back when B is stationary). Instructions take effect when
+// they complete in the simulated run: every reader of a PSUM bank completes
+// after its writers and before the bank's next group starts (the program's
+// semaphores), so this replay is the program's data flow. Data movement
+// (DMA into SBUF) is not replayed byte by byte: a matmul reads its operand
+// tiles from A and B at the coordinates its DMA'd SBUF tiles hold.
+//
+// Because trnmx::Gemm's result does not depend on how K is cut into
+// accumulation steps (FP32 FMA chain in K order; MX blocks of 32 with the
+// K tiles multiples of 32), C equals one trnmx::Gemm call over the whole
+// problem bit for bit; `trnmx-emu gemm --check` and the tests verify that.
+//
+// dtypes: fp32 (FP32 x FP32), bf16 (BF16 x BF16), fp8 (run as MXFP8 E4M3
+// with every scale 2^0, i.e. plain FP8 values), mxfp8 (MXFP8 E4M3), mxfp4.
+//
+//   GemmData data = MakeGemmData(config, /*seed=*/1).value();
+//   SimOptions o; o.record_trace = true;
+//   SimResult sim = Simulate(lowered.program, o).value();
+//   std::vector<Bf16> c = ExecuteGemm(lowered, sim, data.a, data.b).value();
+#ifndef TRNMX_EMU_FUNCTIONAL_H_
+#define TRNMX_EMU_FUNCTIONAL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "trnmx/emu/gemm.h"
+#include "trnmx/emu/simulator.h"
+#include "trnmx/formats/types.h"
+#include "trnmx/gemm.h"
+#include "trnmx/mx.h"
+#include "trnmx/status.h"
+
+namespace trnmx::emu {
+
+// Random operands of a GEMM config, owning their storage: A [M x K] and
+// B [K x N] drawn from a normal distribution (std::mt19937_64 with `seed`),
+// stored as the config's dtype: FP32, BF16 (RNE of the draw) or MX (A
+// blocked along rows, B along columns, quantized with the OCP floor rule).
+struct GemmData {
+  GemmOperand a, b;
+  std::vector<float> a_fp32, b_fp32;
+  std::vector<Bf16> a_bf16, b_bf16;
+  MxTensor a_mx, b_mx;
+};
+StatusOr<GemmData> MakeGemmData(const GemmConfig& config, uint64_t seed);
+
+// C (M x N, row-major BF16) computed by replaying `lowered` as described
+// above. `sim` must come from Simulate(lowered.program) with record_trace.
+// Errors: operands whose shapes or types do not match the lowered config, a
+// trace without the program's instructions, a kernel error.
+StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimResult& sim,
+                                        const GemmOperand& a, const GemmOperand& b,
+                                        Executor* executor = nullptr);
+
+// trnmx::Gemm over the whole problem with a BF16 output: the reference the
+// functional result must equal.
+StatusOr<std::vector<Bf16>> ReferenceGemm(const GemmConfig& config, const GemmOperand& a,
+                                          const GemmOperand& b, Executor* executor = nullptr);
+
+}  // namespace trnmx::emu
+
+#endif  // TRNMX_EMU_FUNCTIONAL_H_

@@ -1,0 +1,159 @@
+// GemmParams::accumulate: a GEMM split along K into consecutive calls (the
+// first starting C, the next ones continuing it, like a PSUM accumulation
+// group) gives the same bits as one call, on every operand combination and
+// compiled Highway target; the reference agrees; misuse is rejected.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference/gemm_ref.h"
+#include "support/hwy_targets.h"
+#include "trnmx/executor.h"
+#include "trnmx/formats/codec.h"
+#include "trnmx/gemm.h"
+#include "trnmx/mx.h"
+
+namespace trnmx {
+namespace {
+
+struct Operands {
+  std::vector<float> a32, b32;
+  std::vector<Bf16> a16, b16;
+  MxTensor amx, bmx;
+  GemmOperand a, b;
+};
+
+// type: 0 FP32, 1 BF16, 2 MX of `format`. A is M x K, B is K x N.
+Operands Make(int a_type, int b_type, MxFormat format, std::size_t m, std::size_t n, std::size_t k,
+              std::mt19937& rng) {
+  Operands o;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  o.a32.resize(m * k);
+  o.b32.resize(k * n);
+  for (float& x : o.a32) x = normal(rng);
+  for (float& x : o.b32) x = normal(rng);
+  SerialExecutor serial;
+  auto make = [&](int type, std::vector<float>& v, std::vector<Bf16>& v16, MxTensor& t, std::size_t rows,
+                  std::size_t cols, BlockAxis axis) {
+    if (type == 0) return GemmOperand::Fp32(v.data(), rows, cols, cols);
+    if (type == 1) {
+      v16.resize(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) v16[i] = Encode<Bf16>(v[i]);
+      return GemmOperand::Bf16(v16.data(), rows, cols, cols);
+    }
+    MxQuantizeOptions opt;
+    opt.axis = axis;
+    t = QuantizeMx(Fp32MatrixView{v.data(), rows, cols, cols}, format, opt, &serial).value();
+    return GemmOperand::Mx(t.view());
+  };
+  o.a = make(a_type, o.a32, o.a16, o.amx, m, k, BlockAxis::kRows);
+  o.b = make(b_type, o.b32, o.b16, o.bmx, k, n, BlockAxis::kCols);
+  return o;
+}
+
+// Columns [k0, k0 + kl) of A and rows [k0, k0 + kl) of B (k0 a multiple of 32 for MX).
+GemmOperand SliceK(const GemmOperand& x, bool is_a, std::size_t k0, std::size_t kl) {
+  GemmOperand s = x;
+  if (is_a) {
+    s.cols = kl;
+  } else {
+    s.rows = kl;
+  }
+  if (x.type == OperandType::kMx) {
+    const MxFormatInfo& info = GetMxFormatInfo(x.mx.shape.format);
+    s.mx.codes += k0 / 32 * info.block_bytes;
+    s.mx.scales += k0 / 32;
+    (is_a ? s.mx.shape.cols : s.mx.shape.rows) = kl;
+    return s;
+  }
+  const std::size_t elem = x.type == OperandType::kFp32 ? 4 : 2;
+  const std::size_t step = is_a ? x.col_stride : x.row_stride;
+  s.data = static_cast<const char*>(x.data) + k0 * step * elem;
+  return s;
+}
+
+void ExpectSplitEqualsWhole(int a_type, int b_type, MxFormat format, std::size_t m, std::size_t n,
+                            std::size_t k, const std::vector<std::size_t>& cuts, unsigned seed) {
+  SCOPED_TRACE("types " + std::to_string(a_type) + "x" + std::to_string(b_type) + " m=" + std::to_string(m) +
+               " n=" + std::to_string(n) + " k=" + std::to_string(k) + " seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  Operands o = Make(a_type, b_type, format, m, n, k, rng);
+  std::vector<float> whole(m * n, -1.0f), split(m * n, -7.0f), ref(m * n, -3.0f);
+  ThreadPoolExecutor pool(2);
+  ASSERT_TRUE(Gemm(o.a, o.b, GemmOutput::Fp32(whole.data(), m, n, n), {}, &pool).ok());
+  testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
+    SCOPED_TRACE(target.name);
+    std::size_t k0 = 0;
+    for (std::size_t part = 0; part <= cuts.size(); ++part) {
+      const std::size_t k1 = part < cuts.size() ? cuts[part] : k;
+      GemmParams p;
+      p.accumulate = part > 0;
+      const Status s = Gemm(SliceK(o.a, true, k0, k1 - k0), SliceK(o.b, false, k0, k1 - k0),
+                            GemmOutput::Fp32(split.data(), m, n, n), p, &pool);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      k0 = k1;
+    }
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(split[i]), std::bit_cast<std::uint32_t>(whole[i])) << "element " << i;
+    }
+  });
+  // The reference with the same split agrees too.
+  std::size_t k0 = 0;
+  for (std::size_t part = 0; part <= cuts.size(); ++part) {
+    const std::size_t k1 = part < cuts.size() ? cuts[part] : k;
+    GemmParams p;
+    p.accumulate = part > 0;
+    ASSERT_TRUE(ref::Gemm(SliceK(o.a, true, k0, k1 - k0), SliceK(o.b, false, k0, k1 - k0),
+                          GemmOutput::Fp32(ref.data(), m, n, n), p)
+                    .ok());
+    k0 = k1;
+  }
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(ref[i]), std::bit_cast<std::uint32_t>(whole[i])) << "element " << i;
+  }
+}
+
+TEST(GemmAccumulate, DenseSplitsEqualOneCall) {
+  ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 37, 45, 300, {1, 128, 129}, 1);
+  ExpectSplitEqualsWhole(1, 1, MxFormat::kMxfp4, 16, 70, 257, {100}, 2);
+  ExpectSplitEqualsWhole(0, 1, MxFormat::kMxfp4, 1, 33, 64, {7, 8}, 3);
+  ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 3, 5, 2, {1}, 4);
+}
+
+TEST(GemmAccumulate, MxSplitsAtBlockBoundariesEqualOneCall) {
+  for (const MxFormat f : {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2, MxFormat::kMxfp4,
+                           MxFormat::kMxfp6E3M2, MxFormat::kMxint8}) {
+    ExpectSplitEqualsWhole(2, 2, f, 20, 36, 200, {32, 128}, 5);
+    ExpectSplitEqualsWhole(2, 2, f, 2, 40, 512, {256}, 6);  // M <= 4: the GEMV path declines
+  }
+  ExpectSplitEqualsWhole(1, 2, MxFormat::kMxfp4, 1, 64, 256, {128}, 7);  // dense x MX, M = 1
+  ExpectSplitEqualsWhole(0, 2, MxFormat::kMxfp8E4M3, 9, 17, 96, {64}, 8);
+}
+
+TEST(GemmAccumulate, RejectsOutputsAndEpiloguesItCannotContinue) {
+  std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4, 0.0f), bias(2, 0.0f);
+  std::vector<Bf16> c16(4);
+  const GemmOperand ga = GemmOperand::Fp32(a.data(), 2, 2, 2);
+  const GemmOperand gb = GemmOperand::Fp32(b.data(), 2, 2, 2);
+  GemmParams p;
+  p.accumulate = true;
+  Status s = Gemm(ga, gb, GemmOutput::Bf16(c16.data(), 2, 2, 2), p);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("accumulate"), std::string::npos) << s.message();
+  for (int variant = 0; variant < 3; ++variant) {
+    GemmParams q = p;
+    if (variant == 0) q.alpha = 2.0f;
+    if (variant == 1) q.beta = 1.0f;
+    if (variant == 2) q.bias = bias.data();
+    EXPECT_EQ(Gemm(ga, gb, GemmOutput::Fp32(c.data(), 2, 2, 2), q).code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(c, std::vector<float>(4, 0.0f));  // Nothing written on error.
+  ASSERT_TRUE(Gemm(ga, gb, GemmOutput::Fp32(c.data(), 2, 2, 2), p).ok());
+  EXPECT_EQ(c, std::vector<float>(4, 2.0f));  // 0 + 1*1 + 1*1.
+}
+
+}  // namespace
+}  // namespace trnmx
