@@ -2,7 +2,7 @@
 // one chunk of one element stream, FP32 -> codes or codes -> FP32. The
 // element math is in element_codec-inl.h; this file adds loops, tails
 // (through a zero-padded stack buffer, so any length and alignment works),
-// FP4 nibble packing and non-temporal output through an L1 staging buffer.
+// FP4 nibble packing and non-temporal stores of whole aligned vectors.
 #if defined(TRNMX_SRC_FORMATS_BULK_CODEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TRNMX_SRC_FORMATS_BULK_CODEC_INL_H_
 #undef TRNMX_SRC_FORMATS_BULK_CODEC_INL_H_
@@ -27,12 +27,36 @@ namespace trnmx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Elements per staging round in streaming mode (at most 16 KiB of staged
-// output, which stays in L1/L2 between the encode and the copy).
-inline constexpr std::size_t kBulkStageElems = 4096;
+// Streaming (large) conversions prefetch their input this far ahead (8 KiB):
+// measured to overlap the loads with the encoding where the hardware
+// prefetcher alone left the loop stalled on memory.
+inline constexpr std::size_t kPrefetchFloats = 2048;
+
+// Store, or non-temporal store (kStream; `p` aligned to the vector's bytes).
+template <bool kStream, class D, class V, class T>
+HWY_INLINE void Put(V v, D d, T* HWY_RESTRICT p) {
+  if constexpr (kStream) {
+    hn::Stream(v, d, p);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
+// Elements before `p + h * sizeof(T)` is aligned to `vec_bytes` (h < vec_bytes
+// / sizeof(T)), or n when that never happens or n is smaller.
+template <class T>
+std::size_t HeadToAlign(const T* p, std::size_t vec_bytes, std::size_t n) {
+  const std::size_t mis = reinterpret_cast<std::uintptr_t>(p) % vec_bytes;
+  if (mis == 0) return 0;
+  if ((vec_bytes - mis) % sizeof(T) != 0) return n;
+  const std::size_t h = (vec_bytes - mis) / sizeof(T);
+  return h < n ? h : n;
+}
 
 // FP32 -> one code per element (Out = uint16_t for BF16/FP16, else uint8_t).
-template <class Traits, Rounding R, class Out>
+// kStream: whole vectors of output go out with non-temporal stores once the
+// output is aligned (the head before that and the tail use plain stores).
+template <class Traits, Rounding R, class Out, bool kStream>
 HWY_NOINLINE void EncodeElements(const float* HWY_RESTRICT in, std::size_t n, Out* HWY_RESTRICT out,
                                  const internal::ElementEncodeConsts& consts) {
   using DI = hn::ScalableTag<std::int32_t>;
@@ -41,12 +65,21 @@ HWY_NOINLINE void EncodeElements(const float* HWY_RESTRICT in, std::size_t n, Ou
   const hn::Rebind<Out, decltype(di)> dout;
   const EncodeVecs<Traits, DI> k(di, consts);
   const std::size_t N = hn::Lanes(di);
+  // x86 streams 16 bytes at least: only whole 16-byte outputs may stream.
+  constexpr bool kNT = kStream && hn::MaxLanes(decltype(dout)()) * sizeof(Out) % 16 == 0;
   std::size_t i = 0;
+  if constexpr (kNT) {
+    i = HeadToAlign(out, N * sizeof(Out), n);
+    EncodeElements<Traits, R, Out, false>(in, i, out, consts);
+  }
   for (; i + 2 * N <= n; i += 2 * N) {
+    if constexpr (kNT) {  // large inputs: read ahead of the hardware prefetcher
+      for (std::size_t j = 0; j < 2 * N; j += 16) hwy::Prefetch(in + i + j + kPrefetchFloats);
+    }
     const auto b0 = hn::BitCast(di, hn::LoadU(df, in + i));
     const auto b1 = hn::BitCast(di, hn::LoadU(df, in + i + N));
-    hn::StoreU(NarrowCodes(dout, EncodeFloatCodes<Traits, R>(di, b0, k)), dout, out + i);
-    hn::StoreU(NarrowCodes(dout, EncodeFloatCodes<Traits, R>(di, b1, k)), dout, out + i + N);
+    Put<kNT>(NarrowCodes(dout, EncodeFloatCodes<Traits, R>(di, b0, k)), dout, out + i);
+    Put<kNT>(NarrowCodes(dout, EncodeFloatCodes<Traits, R>(di, b1, k)), dout, out + i + N);
   }
   for (; i < n; i += N) {
     HWY_ALIGN float buf[hn::MaxLanes(di)] = {};
@@ -60,7 +93,7 @@ HWY_NOINLINE void EncodeElements(const float* HWY_RESTRICT in, std::size_t n, Ou
 }
 
 // FP32 -> FP4 E2M1 codes, two per byte (element 2i in bits 3..0 of byte i).
-template <Rounding R>
+template <Rounding R, bool kStream>
 HWY_NOINLINE void EncodePackedFp4(const float* HWY_RESTRICT in, std::size_t n,
                                   std::uint8_t* HWY_RESTRICT out,
                                   const internal::ElementEncodeConsts& consts) {
@@ -70,36 +103,51 @@ HWY_NOINLINE void EncodePackedFp4(const float* HWY_RESTRICT in, std::size_t n,
   const hn::Rebind<std::uint8_t, decltype(di)> d8;
   const EncodeVecs<Fp4E2M1Traits, DI> k(di, consts);
   const std::size_t N = hn::Lanes(di);
-  const auto pack = [&](const float* p, std::uint8_t* o) HWY_ATTR {
+  const auto codes = [&](const float* p) HWY_ATTR {
     hn::Vec<decltype(df)> even, odd;
     hn::LoadInterleaved2(df, p, even, odd);
     const auto lo = EncodeFloatCodes<Fp4E2M1Traits, R>(di, hn::BitCast(di, even), k);
     const auto hi = EncodeFloatCodes<Fp4E2M1Traits, R>(di, hn::BitCast(di, odd), k);
-    hn::StoreU(NarrowCodes(d8, hn::Or(lo, hn::ShiftLeft<4>(hi))), d8, o);
+    return NarrowCodes(d8, hn::Or(lo, hn::ShiftLeft<4>(hi)));
   };
+  constexpr bool kNT = kStream && hn::MaxLanes(decltype(d8)()) % 16 == 0;
   std::size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) pack(in + i, out + i / 2);
+  if constexpr (kNT) {
+    const std::size_t head_bytes = HeadToAlign(out, N, (n + 1) / 2);
+    i = 2 * head_bytes < n ? 2 * head_bytes : n;
+    EncodePackedFp4<R, false>(in, i, out, consts);
+  }
+  for (; i + 2 * N <= n; i += 2 * N) {
+    if constexpr (kNT) {
+      for (std::size_t j = 0; j < 2 * N; j += 16) hwy::Prefetch(in + i + j + kPrefetchFloats);
+    }
+    Put<kNT>(codes(in + i), d8, out + i / 2);
+  }
   if (i < n) {
     HWY_ALIGN float buf[2 * hn::MaxLanes(di)] = {};  // +0 pads: code 0 in the unused nibble
     HWY_ALIGN std::uint8_t obuf[hn::MaxLanes(di)];
     std::memcpy(buf, in + i, (n - i) * sizeof(float));
-    pack(buf, obuf);
+    hn::Store(codes(buf), d8, obuf);
     std::memcpy(out + i / 2, obuf, (n - i + 1) / 2);
   }
 }
 
 // One code per element -> FP32 (In = uint16_t for BF16/FP16, else uint8_t).
-template <class Traits, class In>
+template <class Traits, class In, bool kStream>
 HWY_NOINLINE void DecodeElements(const In* HWY_RESTRICT in, std::size_t n, float* HWY_RESTRICT out) {
-  using DI = hn::ScalableTag<std::int32_t>;
-  const DI di;
+  const hn::ScalableTag<std::int32_t> di;
   const hn::Rebind<float, decltype(di)> df;
   const hn::Rebind<In, decltype(di)> din;
   const std::size_t N = hn::Lanes(di);
+  constexpr bool kNT = kStream && hn::MaxLanes(decltype(df)()) * sizeof(float) % 16 == 0;
   std::size_t i = 0;
+  if constexpr (kNT) {
+    i = HeadToAlign(out, N * sizeof(float), n);
+    DecodeElements<Traits, In, false>(in, i, out);
+  }
   for (; i + N <= n; i += N) {
     const auto c = hn::PromoteTo(di, hn::LoadU(din, in + i));
-    hn::StoreU(DecodeFloatCodes<Traits>(di, c), df, out + i);
+    Put<kNT>(DecodeFloatCodes<Traits>(di, c), df, out + i);
   }
   if (i < n) {
     HWY_ALIGN In buf[hn::MaxLanes(di)] = {};
@@ -110,11 +158,12 @@ HWY_NOINLINE void DecodeElements(const In* HWY_RESTRICT in, std::size_t n, float
   }
 }
 
-// Packed FP4 -> FP32: n values from (n + 1) / 2 bytes.
+// Packed FP4 -> FP32: n values from (n + 1) / 2 bytes. The streaming form
+// writes the interleaved pairs through a small aligned buffer.
+template <bool kStream>
 HWY_NOINLINE void DecodePackedFp4(const std::uint8_t* HWY_RESTRICT in, std::size_t n,
                                   float* HWY_RESTRICT out) {
-  using DI = hn::ScalableTag<std::int32_t>;
-  const DI di;
+  const hn::ScalableTag<std::int32_t> di;
   const hn::Rebind<float, decltype(di)> df;
   const hn::Rebind<std::uint8_t, decltype(di)> d8;
   const std::size_t N = hn::Lanes(di);
@@ -125,6 +174,17 @@ HWY_NOINLINE void DecodePackedFp4(const std::uint8_t* HWY_RESTRICT in, std::size
     hn::StoreInterleaved2(lo, hi, df, o);
   };
   std::size_t i = 0;
+  if constexpr (kStream && hn::MaxLanes(decltype(df)()) * sizeof(float) % 16 == 0) {
+    const std::size_t head = HeadToAlign(out, N * sizeof(float), n);
+    i = head % 2 == 0 ? head : n;  // an odd head cannot start on a byte
+    DecodePackedFp4<false>(in, i, out);
+    HWY_ALIGN float pair[2 * hn::MaxLanes(di)];
+    for (; i + 2 * N <= n; i += 2 * N) {
+      unpack(in + i / 2, pair);
+      hn::Stream(hn::Load(df, pair), df, out + i);
+      hn::Stream(hn::Load(df, pair + N), df, out + i + N);
+    }
+  }
   for (; i + 2 * N <= n; i += 2 * N) unpack(in + i / 2, out + i);
   if (i < n) {
     HWY_ALIGN std::uint8_t buf[hn::MaxLanes(di)] = {};
@@ -135,39 +195,18 @@ HWY_NOINLINE void DecodePackedFp4(const std::uint8_t* HWY_RESTRICT in, std::size
   }
 }
 
-// Runs `convert(first, count, out_bytes_ptr)` either straight into `out` or,
-// when streaming, into an L1 staging buffer copied out with non-temporal
-// stores. out_bytes(count) gives the bytes of `count` elements' output
-// (count is a multiple of kBulkStageElems except at the end, so packed FP4
-// stays byte-aligned).
-template <class Convert, class OutBytes>
-HWY_INLINE void RunMaybeStreamed(bool stream, std::size_t n, std::uint8_t* HWY_RESTRICT out,
-                                 const Convert& convert, const OutBytes& out_bytes) {
-  if (!stream) {
-    convert(std::size_t{0}, n, out);
-    return;
-  }
-  HWY_ALIGN std::uint8_t stage[kBulkStageElems * sizeof(float)];
-  for (std::size_t first = 0; first < n; first += kBulkStageElems) {
-    const std::size_t count = n - first < kBulkStageElems ? n - first : kBulkStageElems;
-    convert(first, count, stage);
-    StreamBytes(out + out_bytes(first), stage, out_bytes(count));
-  }
-  hwy::FlushStream();
-}
-
 template <class Traits, class Out>
 HWY_INLINE void EncodeChunkT(const internal::BulkEncodeArgs& args, const float* HWY_RESTRICT in,
-                             std::size_t n, std::uint8_t* HWY_RESTRICT out) {
-  const auto bytes = [](std::size_t count) { return count * sizeof(Out); };
+                             std::size_t n, std::uint8_t* HWY_RESTRICT out_bytes) {
+  Out* out = reinterpret_cast<Out*>(out_bytes);
   const auto run = [&](auto rounding_tag) {
     constexpr Rounding R = decltype(rounding_tag)::value;
-    RunMaybeStreamed(
-        args.stream, n, out,
-        [&](std::size_t first, std::size_t count, std::uint8_t* dst) {
-          EncodeElements<Traits, R, Out>(in + first, count, reinterpret_cast<Out*>(dst), args.consts);
-        },
-        bytes);
+    if (args.stream) {
+      EncodeElements<Traits, R, Out, true>(in, n, out, args.consts);
+      hwy::FlushStream();
+    } else {
+      EncodeElements<Traits, R, Out, false>(in, n, out, args.consts);
+    }
   };
   switch (args.rounding) {
     case Rounding::kTiesAway: return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
@@ -178,15 +217,14 @@ HWY_INLINE void EncodeChunkT(const internal::BulkEncodeArgs& args, const float* 
 
 HWY_INLINE void EncodePackedChunk(const internal::BulkEncodeArgs& args, const float* HWY_RESTRICT in,
                                   std::size_t n, std::uint8_t* HWY_RESTRICT out) {
-  const auto bytes = [](std::size_t count) { return (count + 1) / 2; };
   const auto run = [&](auto rounding_tag) {
     constexpr Rounding R = decltype(rounding_tag)::value;
-    RunMaybeStreamed(
-        args.stream, n, out,
-        [&](std::size_t first, std::size_t count, std::uint8_t* dst) {
-          EncodePackedFp4<R>(in + first, count, dst, args.consts);
-        },
-        bytes);
+    if (args.stream) {
+      EncodePackedFp4<R, true>(in, n, out, args.consts);
+      hwy::FlushStream();
+    } else {
+      EncodePackedFp4<R, false>(in, n, out, args.consts);
+    }
   };
   switch (args.rounding) {
     case Rounding::kTiesAway: return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
@@ -216,13 +254,12 @@ void BulkEncodeChunk(const internal::BulkEncodeArgs& args, const float* HWY_REST
 template <class Traits, class In>
 HWY_INLINE void DecodeChunkT(bool stream, const std::uint8_t* HWY_RESTRICT in, std::size_t n,
                              float* HWY_RESTRICT out) {
-  RunMaybeStreamed(
-      stream, n, reinterpret_cast<std::uint8_t*>(out),
-      [&](std::size_t first, std::size_t count, std::uint8_t* dst) {
-        DecodeElements<Traits, In>(reinterpret_cast<const In*>(in) + first, count,
-                                   reinterpret_cast<float*>(dst));
-      },
-      [](std::size_t count) { return count * sizeof(float); });
+  if (stream) {
+    DecodeElements<Traits, In, true>(reinterpret_cast<const In*>(in), n, out);
+    hwy::FlushStream();
+  } else {
+    DecodeElements<Traits, In, false>(reinterpret_cast<const In*>(in), n, out);
+  }
 }
 
 // Exported: decodes n elements of `kind` from `in` into out[0, n).
@@ -239,12 +276,12 @@ void BulkDecodeChunk(internal::BulkKind kind, bool stream, const void* HWY_RESTR
     case BulkKind::kFp6E3M2: return DecodeChunkT<Fp6E3M2Traits, std::uint8_t>(stream, in, n, out);
     case BulkKind::kFp4E2M1: return DecodeChunkT<Fp4E2M1Traits, std::uint8_t>(stream, in, n, out);
     case BulkKind::kFp4E2M1Packed:
-      RunMaybeStreamed(
-          stream, n, reinterpret_cast<std::uint8_t*>(out),
-          [&](std::size_t first, std::size_t count, std::uint8_t* dst) {
-            DecodePackedFp4(in + first / 2, count, reinterpret_cast<float*>(dst));
-          },
-          [](std::size_t count) { return count * sizeof(float); });
+      if (stream) {
+        DecodePackedFp4<true>(in, n, out);
+        hwy::FlushStream();
+      } else {
+        DecodePackedFp4<false>(in, n, out);
+      }
       return;
   }
 }

@@ -311,6 +311,7 @@ HWY_INLINE void StreamBytes(std::uint8_t* HWY_RESTRICT dst, const std::uint8_t* 
   std::size_t i = head;
   if (N <= 64) {
     for (; i + 64 <= bytes; i += 64) {
+      hwy::Prefetch(src + i + 8192);  // as the streaming conversions do
       for (std::size_t j = 0; j < 64; j += N) hn::Stream(hn::LoadU(d8, src + i + j), d8, dst + i + j);
     }
   }

@@ -360,10 +360,16 @@ TEST(MxLineSimdTest, StreamingLine) {
   const Line want = Reference(p, x);
   ForEachHwyTarget([&](const HwyTarget& target) {
     SCOPED_TRACE(target.name);
-    Line got{std::vector<std::uint8_t>(want.codes.size() + 1), std::vector<std::uint8_t>(want.scales.size())};
-    ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, got.codes.data() + 1, got.scales.data()));
-    ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), got.codes.begin() + 1));
-    ASSERT_EQ(got.scales, want.scales);
+    // Offset 0: direct non-temporal stores (16-byte aligned codes, 16-lane
+    // targets); offset 1: through the staging buffer.
+    for (const std::size_t off : {0, 1}) {
+      std::vector<std::uint8_t> codes(want.codes.size() + 64);
+      std::uint8_t* base = codes.data() + (64 - reinterpret_cast<std::uintptr_t>(codes.data()) % 64) % 64;
+      std::vector<std::uint8_t> scales(want.scales.size());
+      ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, base + off, scales.data()));
+      ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), base + off)) << "offset " << off;
+      ASSERT_EQ(scales, want.scales);
+    }
   });
 }
 
