@@ -48,6 +48,25 @@ need_conan() {
   export PATH="$venv/bin:$PATH"
 }
 
+# need_golden_python: sets TRNMX_PYTHON to an interpreter with numpy and
+# ml_dtypes (the independent MX quantizer of tools/golden/). The python3 on
+# PATH is used when it has both; otherwise they are installed from PyPI into
+# build/venv-golden.
+need_golden_python() {
+  if python3 -c 'import numpy, ml_dtypes' >/dev/null 2>&1; then
+    TRNMX_PYTHON=$(command -v python3)
+  else
+    local venv="$root/build/venv-golden"
+    if ! "$venv/bin/python" -c 'import numpy, ml_dtypes' >/dev/null 2>&1; then
+      log "installing numpy and ml_dtypes from PyPI into $venv"
+      rm -rf "$venv"
+      python3 -m venv "$venv" 2>/dev/null || { apt_need python3-venv; rm -rf "$venv"; python3 -m venv "$venv"; }
+      "$venv/bin/python" -m pip install -q numpy ml_dtypes==0.6.0
+    fi
+    TRNMX_PYTHON="$venv/bin/python"
+  fi
+}
+
 base_packages=(g++ cmake ninja-build pkgconf libcli11-dev libhwy-dev libpthreadpool-dev zlib1g-dev)
 test_packages=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev
                libeigen3-dev libssl-dev libxsimd-dev)
@@ -71,7 +90,9 @@ case "$mode" in
     apt_need "${base_packages[@]}" "${test_packages[@]}"
     need_conan
     command -v conan >/dev/null || { log "conan could not be installed"; exit 1; }
-    configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON -DTRNMX_BUILD_BENCHMARKS=ON
+    need_golden_python
+    configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON -DTRNMX_BUILD_BENCHMARKS=ON \
+      -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON"
     cmake --build build/test -j "$jobs"
     log "running all tests (labels: unit golden cli consumer emulator exhaustive)"
     ctest --test-dir build/test -j "$jobs" --output-on-failure "$@"
