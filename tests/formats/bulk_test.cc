@@ -371,6 +371,21 @@ TEST(BulkTest, StreamingStoresGiveIdenticalBits) {
   std::vector<std::uint8_t> packed((n4 + 1) / 2);
   ASSERT_TRUE(BulkEncodePackedFp4(z, packed, {}, &pool2).ok());
   ASSERT_EQ(packed, WantPacked(z, {}));
+  // Decoders over 8 MiB of FP32 output: FP8 and packed FP4 (its streaming
+  // form goes through an aligned pair buffer), at an aligned and an odd
+  // float offset.
+  for (const std::size_t off : {0, 1}) {
+    std::vector<float> back8(n8 + 1);
+    ASSERT_TRUE(BulkDecode(std::span<const Fp8E4M3>(q), std::span<float>(back8.data() + off, n8), &pool2).ok());
+    for (std::size_t i = 0; i < n8; ++i) {
+      ASSERT_EQ(Bits(back8[i + off]), Bits(DecodeBits<Fp8E4M3Traits>(q[i].bits))) << i;
+    }
+    std::vector<float> back4(n4 + 1);
+    ASSERT_TRUE(BulkDecodePackedFp4(packed, std::span<float>(back4.data() + off, n4), &pool2).ok());
+    for (std::size_t i = 0; i < n4; ++i) {
+      ASSERT_EQ(Bits(back4[i + off]), Bits(DecodeBits<Fp4E2M1Traits>(packed[i / 2] >> (4 * (i % 2))))) << i;
+    }
+  }
 }
 
 TEST(BulkTest, StochasticRoundingMatchesScalar) {

@@ -373,6 +373,26 @@ TEST(MxLineSimdTest, StreamingLine) {
   });
 }
 
+// MXFP4 (direct non-temporal stores on 16-lane targets) and MXFP6 (staged)
+// lines of >= 8 MiB of codes, best target.
+TEST(MxLineSimdTest, StreamingLinesFp4Fp6) {
+  std::mt19937_64 rng(TestSeed() + 13);
+  for (const MxFormat f : {MxFormat::kMxfp4, MxFormat::kMxfp6E2M3}) {
+    SCOPED_TRACE(GetMxFormatInfo(f).name);
+    const std::size_t blocks = (std::size_t{8} << 20) / GetMxFormatInfo(f).block_bytes + 33;
+    const std::size_t n = blocks * 32 - 7;
+    const std::vector<float> x = MakeMxLine(n, MaxNormal(f), rng);
+    const MxLineParams p = Params(f);
+    const Line want = Reference(p, x);
+    std::vector<std::uint8_t> codes(want.codes.size() + 64);
+    std::uint8_t* base = codes.data() + (64 - reinterpret_cast<std::uintptr_t>(codes.data()) % 64) % 64;
+    std::vector<std::uint8_t> scales(want.scales.size());
+    ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, base, scales.data()));
+    ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), base));
+    ASSERT_EQ(scales, want.scales);
+  }
+}
+
 TEST(MxLineSimdTest, UnsupportedParametersWriteNothing) {
   const std::vector<float> x(64, 1.0f);
   std::vector<std::uint8_t> codes(64, 0xA5), scales(4, 0xA5);
