@@ -38,7 +38,7 @@ namespace trnmx {
 namespace {
 
 constexpr std::uint64_t kSeed = 42;
-constexpr std::size_t kDramElems = (std::size_t{64} << 20) / sizeof(float);  // 64 MiB
+constexpr std::size_t kDramElems = (std::size_t{64} << 20) / sizeof(float);    // 64 MiB
 constexpr std::size_t kCacheElems = (std::size_t{256} << 10) / sizeof(float);  // 256 KiB
 
 struct FreeDeleter {
@@ -66,7 +66,8 @@ std::unique_ptr<float[], FreeDeleter> Inputs(std::size_t n) {
 void SetCounters(benchmark::State& state, std::size_t elems, std::size_t bytes_read,
                  std::size_t bytes_written) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elems));
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * (bytes_read + bytes_written)));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * (bytes_read + bytes_written)));
 }
 
 internal::MxLineParams Params(MxFormat format) {
@@ -106,8 +107,8 @@ void EncodeBf16(benchmark::State& state, std::size_t n) {
   auto out = Alloc<trnmx::Bf16>(n);
   SerialExecutor serial;
   for (auto _ : state) {
-    Status s = BulkEncode(std::span<const float>(x.get(), n), std::span<trnmx::Bf16>(out.get(), n), {},
-                          &serial);
+    Status s = BulkEncode(std::span<const float>(x.get(), n), std::span<trnmx::Bf16>(out.get(), n),
+                          {}, &serial);
     benchmark::DoNotOptimize(s);
     benchmark::ClobberMemory();
   }
@@ -121,7 +122,8 @@ void EncodeE4M3(benchmark::State& state, std::size_t n) {
   auto out = Alloc<Fp8E4M3>(n);
   SerialExecutor serial;
   for (auto _ : state) {
-    Status s = BulkEncode(std::span<const float>(x.get(), n), std::span<Fp8E4M3>(out.get(), n), {}, &serial);
+    Status s = BulkEncode(std::span<const float>(x.get(), n), std::span<Fp8E4M3>(out.get(), n), {},
+                          &serial);
     benchmark::DoNotOptimize(s);
     benchmark::ClobberMemory();
   }
@@ -164,7 +166,9 @@ void BM_Dram_E4M3(benchmark::State& state) { EncodeE4M3(state, kDramElems); }
 void BM_Dram_Fp4Packed(benchmark::State& state) { EncodeFp4Packed(state, kDramElems); }
 void BM_InCache_E4M3(benchmark::State& state) { EncodeE4M3(state, kCacheElems); }
 void BM_InCache_Fp4Packed(benchmark::State& state) { EncodeFp4Packed(state, kCacheElems); }
-void BM_InCache_Mxfp8E4M3(benchmark::State& state) { MxLine(state, MxFormat::kMxfp8E4M3, kCacheElems); }
+void BM_InCache_Mxfp8E4M3(benchmark::State& state) {
+  MxLine(state, MxFormat::kMxfp8E4M3, kCacheElems);
+}
 void BM_InCache_Mxfp4(benchmark::State& state) { MxLine(state, MxFormat::kMxfp4, kCacheElems); }
 
 // ---- (d) two threads in cache ---------------------------------------------
