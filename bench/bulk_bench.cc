@@ -8,6 +8,8 @@
 //                     through QuantizeMxLineSimd over the whole buffer as one
 //                     line. Outputs >= 8 MiB use non-temporal stores.
 //   (c) InCache/*     256 KiB of FP32 in (64 Ki elements), one thread.
+//   Dram/InCache E4M3, Fp4Packed: element casts without MX scaling
+//                     (BulkEncode), the casts numpy_ml_dtypes_bench.py times.
 //   (d) InCache2T/*   two threads: one 256 KiB (or 512 KiB) line split in two
 //                     halves through a ThreadPoolExecutor(2), and the same
 //                     kernel on two independent 256 KiB buffers (->Threads(2)).
@@ -36,7 +38,7 @@ namespace trnmx {
 namespace {
 
 constexpr std::uint64_t kSeed = 42;
-constexpr std::size_t kDramElems = (std::size_t{64} << 20) / sizeof(float);  // 64 MiB
+constexpr std::size_t kDramElems = (std::size_t{64} << 20) / sizeof(float);    // 64 MiB
 constexpr std::size_t kCacheElems = (std::size_t{256} << 10) / sizeof(float);  // 256 KiB
 
 struct FreeDeleter {
@@ -64,7 +66,8 @@ std::unique_ptr<float[], FreeDeleter> Inputs(std::size_t n) {
 void SetCounters(benchmark::State& state, std::size_t elems, std::size_t bytes_read,
                  std::size_t bytes_written) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * elems));
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * (bytes_read + bytes_written)));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * (bytes_read + bytes_written)));
 }
 
 internal::MxLineParams Params(MxFormat format) {
@@ -104,12 +107,40 @@ void EncodeBf16(benchmark::State& state, std::size_t n) {
   auto out = Alloc<trnmx::Bf16>(n);
   SerialExecutor serial;
   for (auto _ : state) {
-    Status s = BulkEncode(std::span<const float>(x.get(), n), std::span<trnmx::Bf16>(out.get(), n), {},
-                          &serial);
+    Status s = BulkEncode(std::span<const float>(x.get(), n), std::span<trnmx::Bf16>(out.get(), n),
+                          {}, &serial);
     benchmark::DoNotOptimize(s);
     benchmark::ClobberMemory();
   }
   SetCounters(state, n, n * sizeof(float), n * sizeof(trnmx::Bf16));
+}
+
+// Element streams without MX scaling: the same casts as numpy/ml_dtypes'
+// astype (bench/numpy_ml_dtypes_bench.py), with trnmx's default policies.
+void EncodeE4M3(benchmark::State& state, std::size_t n) {
+  auto x = Inputs(n);
+  auto out = Alloc<Fp8E4M3>(n);
+  SerialExecutor serial;
+  for (auto _ : state) {
+    Status s = BulkEncode(std::span<const float>(x.get(), n), std::span<Fp8E4M3>(out.get(), n), {},
+                          &serial);
+    benchmark::DoNotOptimize(s);
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, n, n * sizeof(float), n);
+}
+
+void EncodeFp4Packed(benchmark::State& state, std::size_t n) {
+  auto x = Inputs(n);
+  auto out = Alloc<std::uint8_t>((n + 1) / 2);
+  SerialExecutor serial;
+  for (auto _ : state) {
+    Status s = BulkEncodePackedFp4(std::span<const float>(x.get(), n),
+                                   std::span<std::uint8_t>(out.get(), (n + 1) / 2), {}, &serial);
+    benchmark::DoNotOptimize(s);
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, n, n * sizeof(float), (n + 1) / 2);
 }
 
 void MxLine(benchmark::State& state, MxFormat format, std::size_t n) {
@@ -131,7 +162,13 @@ void BM_Dram_Bf16(benchmark::State& state) { EncodeBf16(state, kDramElems); }
 void BM_Dram_Mxfp8E4M3(benchmark::State& state) { MxLine(state, MxFormat::kMxfp8E4M3, kDramElems); }
 void BM_Dram_Mxfp4(benchmark::State& state) { MxLine(state, MxFormat::kMxfp4, kDramElems); }
 void BM_InCache_Bf16(benchmark::State& state) { EncodeBf16(state, kCacheElems); }
-void BM_InCache_Mxfp8E4M3(benchmark::State& state) { MxLine(state, MxFormat::kMxfp8E4M3, kCacheElems); }
+void BM_Dram_E4M3(benchmark::State& state) { EncodeE4M3(state, kDramElems); }
+void BM_Dram_Fp4Packed(benchmark::State& state) { EncodeFp4Packed(state, kDramElems); }
+void BM_InCache_E4M3(benchmark::State& state) { EncodeE4M3(state, kCacheElems); }
+void BM_InCache_Fp4Packed(benchmark::State& state) { EncodeFp4Packed(state, kCacheElems); }
+void BM_InCache_Mxfp8E4M3(benchmark::State& state) {
+  MxLine(state, MxFormat::kMxfp8E4M3, kCacheElems);
+}
 void BM_InCache_Mxfp4(benchmark::State& state) { MxLine(state, MxFormat::kMxfp4, kCacheElems); }
 
 // ---- (d) two threads in cache ---------------------------------------------
@@ -168,6 +205,10 @@ BENCHMARK(BM_Dram_Mxfp4)->UseRealTime();
 BENCHMARK(BM_InCache_Bf16)->UseRealTime();
 BENCHMARK(BM_InCache_Mxfp8E4M3)->UseRealTime();
 BENCHMARK(BM_InCache_Mxfp4)->UseRealTime();
+BENCHMARK(BM_Dram_E4M3)->UseRealTime();
+BENCHMARK(BM_Dram_Fp4Packed)->UseRealTime();
+BENCHMARK(BM_InCache_E4M3)->UseRealTime();
+BENCHMARK(BM_InCache_Fp4Packed)->UseRealTime();
 BENCHMARK(BM_InCache2T_Mxfp8E4M3_Split)->Arg(256)->Arg(512)->UseRealTime();
 BENCHMARK(BM_InCache2T_Mxfp8E4M3_Independent)->Threads(1)->Threads(2)->UseRealTime();
 

@@ -10,13 +10,13 @@
 #define TRNMX_SRC_FORMATS_BULK_CODEC_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-
-#include <hwy/cache_control.h>
-#include <hwy/highway.h>
 
 #include "formats/element_codec-inl.h"
 #include "formats/kernel_args.h"
@@ -134,7 +134,8 @@ HWY_NOINLINE void EncodePackedFp4(const float* HWY_RESTRICT in, std::size_t n,
 
 // One code per element -> FP32 (In = uint16_t for BF16/FP16, else uint8_t).
 template <class Traits, class In, bool kStream>
-HWY_NOINLINE void DecodeElements(const In* HWY_RESTRICT in, std::size_t n, float* HWY_RESTRICT out) {
+HWY_NOINLINE void DecodeElements(const In* HWY_RESTRICT in, std::size_t n,
+                                 float* HWY_RESTRICT out) {
   const hn::ScalableTag<std::int32_t> di;
   const hn::Rebind<float, decltype(di)> df;
   const hn::Rebind<In, decltype(di)> din;
@@ -209,14 +210,18 @@ HWY_INLINE void EncodeChunkT(const internal::BulkEncodeArgs& args, const float* 
     }
   };
   switch (args.rounding) {
-    case Rounding::kTiesAway: return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
-    case Rounding::kTowardZero: return run(std::integral_constant<Rounding, Rounding::kTowardZero>());
-    default: return run(std::integral_constant<Rounding, Rounding::kNearestEven>());
+    case Rounding::kTiesAway:
+      return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
+    case Rounding::kTowardZero:
+      return run(std::integral_constant<Rounding, Rounding::kTowardZero>());
+    default:
+      return run(std::integral_constant<Rounding, Rounding::kNearestEven>());
   }
 }
 
-HWY_INLINE void EncodePackedChunk(const internal::BulkEncodeArgs& args, const float* HWY_RESTRICT in,
-                                  std::size_t n, std::uint8_t* HWY_RESTRICT out) {
+HWY_INLINE void EncodePackedChunk(const internal::BulkEncodeArgs& args,
+                                  const float* HWY_RESTRICT in, std::size_t n,
+                                  std::uint8_t* HWY_RESTRICT out) {
   const auto run = [&](auto rounding_tag) {
     constexpr Rounding R = decltype(rounding_tag)::value;
     if (args.stream) {
@@ -227,9 +232,12 @@ HWY_INLINE void EncodePackedChunk(const internal::BulkEncodeArgs& args, const fl
     }
   };
   switch (args.rounding) {
-    case Rounding::kTiesAway: return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
-    case Rounding::kTowardZero: return run(std::integral_constant<Rounding, Rounding::kTowardZero>());
-    default: return run(std::integral_constant<Rounding, Rounding::kNearestEven>());
+    case Rounding::kTiesAway:
+      return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
+    case Rounding::kTowardZero:
+      return run(std::integral_constant<Rounding, Rounding::kTowardZero>());
+    default:
+      return run(std::integral_constant<Rounding, Rounding::kNearestEven>());
   }
 }
 
@@ -240,14 +248,22 @@ void BulkEncodeChunk(const internal::BulkEncodeArgs& args, const float* HWY_REST
   auto* out = static_cast<std::uint8_t*>(out_void);
   using internal::BulkKind;
   switch (args.kind) {
-    case BulkKind::kBf16: return EncodeChunkT<Bf16Traits, std::uint16_t>(args, in, n, out);
-    case BulkKind::kFp16: return EncodeChunkT<Fp16Traits, std::uint16_t>(args, in, n, out);
-    case BulkKind::kFp8E4M3: return EncodeChunkT<Fp8E4M3Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp8E5M2: return EncodeChunkT<Fp8E5M2Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp6E2M3: return EncodeChunkT<Fp6E2M3Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp6E3M2: return EncodeChunkT<Fp6E3M2Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp4E2M1: return EncodeChunkT<Fp4E2M1Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp4E2M1Packed: return EncodePackedChunk(args, in, n, out);
+    case BulkKind::kBf16:
+      return EncodeChunkT<Bf16Traits, std::uint16_t>(args, in, n, out);
+    case BulkKind::kFp16:
+      return EncodeChunkT<Fp16Traits, std::uint16_t>(args, in, n, out);
+    case BulkKind::kFp8E4M3:
+      return EncodeChunkT<Fp8E4M3Traits, std::uint8_t>(args, in, n, out);
+    case BulkKind::kFp8E5M2:
+      return EncodeChunkT<Fp8E5M2Traits, std::uint8_t>(args, in, n, out);
+    case BulkKind::kFp6E2M3:
+      return EncodeChunkT<Fp6E2M3Traits, std::uint8_t>(args, in, n, out);
+    case BulkKind::kFp6E3M2:
+      return EncodeChunkT<Fp6E3M2Traits, std::uint8_t>(args, in, n, out);
+    case BulkKind::kFp4E2M1:
+      return EncodeChunkT<Fp4E2M1Traits, std::uint8_t>(args, in, n, out);
+    case BulkKind::kFp4E2M1Packed:
+      return EncodePackedChunk(args, in, n, out);
   }
 }
 
@@ -268,13 +284,20 @@ void BulkDecodeChunk(internal::BulkKind kind, bool stream, const void* HWY_RESTR
   const auto* in = static_cast<const std::uint8_t*>(in_void);
   using internal::BulkKind;
   switch (kind) {
-    case BulkKind::kBf16: return DecodeChunkT<Bf16Traits, std::uint16_t>(stream, in, n, out);
-    case BulkKind::kFp16: return DecodeChunkT<Fp16Traits, std::uint16_t>(stream, in, n, out);
-    case BulkKind::kFp8E4M3: return DecodeChunkT<Fp8E4M3Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp8E5M2: return DecodeChunkT<Fp8E5M2Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp6E2M3: return DecodeChunkT<Fp6E2M3Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp6E3M2: return DecodeChunkT<Fp6E3M2Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp4E2M1: return DecodeChunkT<Fp4E2M1Traits, std::uint8_t>(stream, in, n, out);
+    case BulkKind::kBf16:
+      return DecodeChunkT<Bf16Traits, std::uint16_t>(stream, in, n, out);
+    case BulkKind::kFp16:
+      return DecodeChunkT<Fp16Traits, std::uint16_t>(stream, in, n, out);
+    case BulkKind::kFp8E4M3:
+      return DecodeChunkT<Fp8E4M3Traits, std::uint8_t>(stream, in, n, out);
+    case BulkKind::kFp8E5M2:
+      return DecodeChunkT<Fp8E5M2Traits, std::uint8_t>(stream, in, n, out);
+    case BulkKind::kFp6E2M3:
+      return DecodeChunkT<Fp6E2M3Traits, std::uint8_t>(stream, in, n, out);
+    case BulkKind::kFp6E3M2:
+      return DecodeChunkT<Fp6E3M2Traits, std::uint8_t>(stream, in, n, out);
+    case BulkKind::kFp4E2M1:
+      return DecodeChunkT<Fp4E2M1Traits, std::uint8_t>(stream, in, n, out);
     case BulkKind::kFp4E2M1Packed:
       if (stream) {
         DecodePackedFp4<true>(in, n, out);

@@ -78,8 +78,9 @@ Status Encode(BulkKind kind, std::span<const float> in, void* out, std::size_t o
       return InvalidArgumentError("BulkEncode: unknown rounding mode");
     }
     if (random_bits.size() != n) {
-      return InvalidArgumentError("BulkEncode: stochastic rounding needs one random word per element (" +
-                                  std::to_string(n) + "), got " + std::to_string(random_bits.size()));
+      return InvalidArgumentError(
+          "BulkEncode: stochastic rounding needs one random word per element (" +
+          std::to_string(n) + "), got " + std::to_string(random_bits.size()));
     }
     // Stochastic rounding: the scalar codec, chunk by chunk.
     auto* bytes = static_cast<std::uint8_t*>(out);
@@ -107,8 +108,8 @@ Status Encode(BulkKind kind, std::span<const float> in, void* out, std::size_t o
   args.stream = internal::BulkCodeBytes(kind, n) >= internal::kStreamMinBytes;
   auto* bytes = static_cast<std::uint8_t*>(out);
   ForEachChunk(n, executor, [&](std::size_t first, std::size_t count) {
-    HWY_DYNAMIC_DISPATCH(BulkEncodeChunk)(args, in.data() + first, count,
-                                          bytes + internal::BulkCodeBytes(kind, first));
+    HWY_DYNAMIC_DISPATCH(BulkEncodeChunk)
+    (args, in.data() + first, count, bytes + internal::BulkCodeBytes(kind, first));
   });
   return OkStatus();
 }
@@ -118,14 +119,15 @@ Status Decode(BulkKind kind, const void* in, std::size_t in_size, std::span<floa
   const std::size_t n = out.size();
   const std::size_t want = kind == BulkKind::kFp4E2M1Packed ? (n + 1) / 2 : n;
   if (in_size != want) {
-    return InvalidArgumentError("BulkDecode: output has " + std::to_string(n) + " elements, input has " +
-                                std::to_string(in_size) + " (needs " + std::to_string(want) + ")");
+    return InvalidArgumentError("BulkDecode: output has " + std::to_string(n) +
+                                " elements, input has " + std::to_string(in_size) + " (needs " +
+                                std::to_string(want) + ")");
   }
   const bool stream = n * sizeof(float) >= internal::kStreamMinBytes;
   const auto* bytes = static_cast<const std::uint8_t*>(in);
   ForEachChunk(n, executor, [&](std::size_t first, std::size_t count) {
-    HWY_DYNAMIC_DISPATCH(BulkDecodeChunk)(kind, stream, bytes + internal::BulkCodeBytes(kind, first),
-                                          count, out.data() + first);
+    HWY_DYNAMIC_DISPATCH(BulkDecodeChunk)
+    (kind, stream, bytes + internal::BulkCodeBytes(kind, first), count, out.data() + first);
   });
   return OkStatus();
 }
@@ -145,11 +147,13 @@ const void* Bytes(std::span<const Code> s) {
 
 Status BulkEncode(std::span<const float> in, std::span<Bf16> out, const EncodeOptions& options,
                   Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Bf16Traits>(BulkKind::kBf16, in, Bytes(out), out.size(), options, executor, random_bits);
+  return Encode<Bf16Traits>(BulkKind::kBf16, in, Bytes(out), out.size(), options, executor,
+                            random_bits);
 }
 Status BulkEncode(std::span<const float> in, std::span<Fp16> out, const EncodeOptions& options,
                   Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Fp16Traits>(BulkKind::kFp16, in, Bytes(out), out.size(), options, executor, random_bits);
+  return Encode<Fp16Traits>(BulkKind::kFp16, in, Bytes(out), out.size(), options, executor,
+                            random_bits);
 }
 Status BulkEncode(std::span<const float> in, std::span<Fp8E4M3> out, const EncodeOptions& options,
                   Executor* executor, std::span<const std::uint32_t> random_bits) {

@@ -32,12 +32,12 @@
 #define TRNMX_SRC_FORMATS_ELEMENT_CODEC_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-
-#include <hwy/cache_control.h>
-#include <hwy/highway.h>
 
 #include "formats/element_consts.h"
 #include "trnmx/formats/policy.h"
@@ -82,7 +82,8 @@ struct EncodeVecs {
   bool flush;
   V flush_below, overflow_finite, overflow_inf, nan_keep, nan_xor, nan_mag, nan_payload,
       int8_negative_limit;
-  V one, abs_mask, below_inf, inf, sh_base, sh_min, sh_max, k32, low31, max_code, sign_mask, byte_mask, emax, k254, exp_one, rebias;
+  V one, abs_mask, below_inf, inf, sh_base, sh_min, sh_max, k32, low31, max_code, sign_mask,
+      byte_mask, emax, k254, exp_one, rebias;
   EncodeVecs(DI di, const internal::ElementEncodeConsts& k)
       : flush(k.flush_below != 0),
         flush_below(hn::Set(di, I(k.flush_below))),
@@ -268,7 +269,8 @@ HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeFloatCodes(DI di, V code) {
     const V normal = hn::Add(hn::ShiftLeft<23 - m>(mag), hn::Set(di, (127 - b) << 23));
     // Subnormals: M * 2^(1 - b - m), exact (M < 2^10, the product is normal).
     const V sub = hn::BitCast(
-        di, hn::Mul(hn::ConvertTo(df, mag), hn::Set(df, static_cast<float>(detail::Pow2(1 - b - m)))));
+        di,
+        hn::Mul(hn::ConvertTo(df, mag), hn::Set(df, static_cast<float>(detail::Pow2(1 - b - m)))));
     V r = hn::IfThenElse(hn::Lt(mag, hn::Set(di, 1 << m)), sub, normal);
     if constexpr (Traits::kNonFinite == NonFinite::kIeee) {
       const V mant = hn::And(mag, hn::Set(di, static_cast<std::int32_t>(Traits::kMantissaMask)));
@@ -312,7 +314,8 @@ HWY_INLINE void StreamBytes(std::uint8_t* HWY_RESTRICT dst, const std::uint8_t* 
   if (N <= 64) {
     for (; i + 64 <= bytes; i += 64) {
       hwy::Prefetch(src + i + 8192);  // as the streaming conversions do
-      for (std::size_t j = 0; j < 64; j += N) hn::Stream(hn::LoadU(d8, src + i + j), d8, dst + i + j);
+      for (std::size_t j = 0; j < 64; j += N)
+        hn::Stream(hn::LoadU(d8, src + i + j), d8, dst + i + j);
     }
   }
   std::memcpy(dst + i, src + i, bytes - i);

@@ -17,23 +17,26 @@ namespace trnmx::internal {
 
 // The element stream of a bulk conversion.
 enum class BulkKind : std::uint8_t {
-  kBf16,            // uint16 codes
-  kFp16,            // uint16 codes
-  kFp8E4M3,         // one byte per code
+  kBf16,     // uint16 codes
+  kFp16,     // uint16 codes
+  kFp8E4M3,  // one byte per code
   kFp8E5M2,
   kFp6E2M3,
   kFp6E3M2,
   kFp4E2M1,
-  kFp4E2M1Packed,   // two codes per byte, element 2i in bits 3..0
+  kFp4E2M1Packed,  // two codes per byte, element 2i in bits 3..0
 };
 
 // Bytes of output for `n` elements of `kind`.
 constexpr std::size_t BulkCodeBytes(BulkKind kind, std::size_t n) {
   switch (kind) {
     case BulkKind::kBf16:
-    case BulkKind::kFp16: return 2 * n;
-    case BulkKind::kFp4E2M1Packed: return (n + 1) / 2;
-    default: return n;
+    case BulkKind::kFp16:
+      return 2 * n;
+    case BulkKind::kFp4E2M1Packed:
+      return (n + 1) / 2;
+    default:
+      return n;
   }
 }
 

@@ -23,13 +23,13 @@
 #define TRNMX_SRC_FORMATS_MX_LINE_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-
-#include <hwy/cache_control.h>
-#include <hwy/highway.h>
 
 #include "formats/element_codec-inl.h"
 #include "formats/kernel_args.h"
@@ -81,8 +81,9 @@ HWY_INLINE void PutCodes(V v, D d, std::uint8_t* HWY_RESTRICT p) {
 
 // Step 4: codes = encode(x * r), packed into kBits * 4 bytes at `out`.
 template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, bool kNT = false, class DI>
-HWY_INLINE void EncodeAndPack(DI di, const hn::Vec<DI>* HWY_RESTRICT x, hn::Vec<hn::Rebind<float, DI>> r,
-                              const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
+HWY_INLINE void EncodeAndPack(DI di, const hn::Vec<DI>* HWY_RESTRICT x,
+                              hn::Vec<hn::Rebind<float, DI>> r, const EncodeVecs<Traits, DI>& k,
+                              std::uint8_t* HWY_RESTRICT out) {
   using V = hn::Vec<DI>;
   const hn::Rebind<float, DI> df;
   const hn::Rebind<std::uint8_t, DI> d8;
@@ -94,10 +95,29 @@ HWY_INLINE void EncodeAndPack(DI di, const hn::Vec<DI>* HWY_RESTRICT x, hn::Vec<
     c[v] = EncodeMxCodes<Traits, R, kMaybeSpecial>(di, y, k);
   }
   if constexpr (kBits == 8) {
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
+    if constexpr (N == 16) {
+      // VBMI: the low bytes of both vectors in one vpermt2b (vpmovdb is two
+      // uops per vector on current Intel cores).
+      alignas(64) static constexpr std::uint8_t kLowBytes[64] = {
+          0,  4,  8,  12, 16, 20, 24, 28, 32, 36,  40,  44,  48,  52,  56,  60,
+          64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124};
+      const __m512i bytes =
+          _mm512_permutex2var_epi8(c[0].raw, _mm512_load_si512(kLowBytes), c[1].raw);
+      if constexpr (kNT) {
+        _mm_stream_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(bytes));
+        _mm_stream_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_extracti32x4_epi32(bytes, 1));
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_castsi512_si256(bytes));
+      }
+      return;
+    }
+#endif
     for (std::size_t v = 0; v < kV; ++v) PutCodes<kNT>(NarrowCodes(d8, c[v]), d8, out + v * N);
   } else if constexpr (kBits == 4) {
     for (std::size_t p = 0; p < kV / 2; ++p) {
-      PutCodes<kNT>(NarrowCodes(d8, hn::Or(c[2 * p], hn::ShiftLeft<4>(c[2 * p + 1]))), d8, out + p * N);
+      PutCodes<kNT>(NarrowCodes(d8, hn::Or(c[2 * p], hn::ShiftLeft<4>(c[2 * p + 1]))), d8,
+                    out + p * N);
     }
   } else {
     // Group a, b, c, d -> 24 bits a | b << 6 | c << 12 | d << 18, stored
@@ -146,8 +166,9 @@ HWY_INLINE void LoadBlock(DI di, const float* HWY_RESTRICT in, hn::Vec<DI>* HWY_
 // scale byte.
 template <class Traits, Rounding R, int kBits, bool kNT = false, class DI>
 HWY_INLINE void QuantizeBlock(DI di, const float* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
-                              std::uint8_t* HWY_RESTRICT scale, const internal::MxQuantizeArgs& args,
-                              const EncodeVecs<Traits, DI>& k, const EncodeVecs<Traits, DI>& k_sat) {
+                              std::uint8_t* HWY_RESTRICT scale,
+                              const internal::MxQuantizeArgs& args, const EncodeVecs<Traits, DI>& k,
+                              const EncodeVecs<Traits, DI>& k_sat) {
   using V = hn::Vec<DI>;
   const hn::Rebind<float, DI> df;
   constexpr std::size_t N = hn::MaxLanes(DI());
@@ -173,7 +194,8 @@ HWY_INLINE void QuantizeBlock(DI di, const float* HWY_RESTRICT in, std::uint8_t*
     }
     // kSatFiniteBlock with +-Inf: scale FE, saturating elements.
     *scale = 0xFE;
-    EncodeAndPack<Traits, R, kBits, true, kNT>(di, x, hn::Set(df, ReciprocalE8M0(0xFE)), k_sat, out);
+    EncodeAndPack<Traits, R, kBits, true, kNT>(di, x, hn::Set(df, ReciprocalE8M0(0xFE)), k_sat,
+                                               out);
     return;
   }
   hn::Vec<hn::Rebind<float, DI>> r;
@@ -213,7 +235,8 @@ using IndicesFor = decltype(hn::SetTableIndices(DI(), static_cast<const std::int
 // block holds a NaN or Inf.
 template <class Traits, Rounding R, int kBits, bool kNT, class DI>
 HWY_INLINE void QuantizeGroup4(DI di, const float* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
-                               std::uint8_t* HWY_RESTRICT scales, const internal::MxQuantizeArgs& args,
+                               std::uint8_t* HWY_RESTRICT scales,
+                               const internal::MxQuantizeArgs& args,
                                const EncodeVecs<Traits, DI>& k, const EncodeVecs<Traits, DI>& k_sat,
                                const IndicesFor<DI>* lane_of_block) {
   using V = hn::Vec<DI>;
@@ -239,8 +262,8 @@ HWY_INLINE void QuantizeGroup4(DI di, const float* HWY_RESTRICT in, std::uint8_t
   u = hn::Max(u, hn::Shuffle0321(u));
   if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf)))) {
     for (std::size_t j = 0; j < 4; ++j) {
-      QuantizeBlock<Traits, R, kBits, kNT>(di, in + j * kMxBlock, out + j * kBlockBytes, scales + j, args,
-                                           k, k_sat);
+      QuantizeBlock<Traits, R, kBits, kNT>(di, in + j * kMxBlock, out + j * kBlockBytes, scales + j,
+                                           args, k, k_sat);
     }
     return;
   }
@@ -288,7 +311,8 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
   // Lane of u (QuantizeGroup4) holding block j's amax: A C B D order.
   HWY_ALIGN std::int32_t lanes[4][N];
   for (std::size_t j = 0; j < 4; ++j) {
-    for (std::size_t i = 0; i < N; ++i) lanes[j][i] = static_cast<std::int32_t>(j == 0 ? 0 : j == 1 ? 8 : j == 2 ? 4 : 12);
+    for (std::size_t i = 0; i < N; ++i)
+      lanes[j][i] = static_cast<std::int32_t>(j == 0 ? 0 : j == 1 ? 8 : j == 2 ? 4 : 12);
   }
 #endif
   // kNT: codes go out with non-temporal stores of whole 16-byte vectors.
@@ -305,8 +329,9 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
             const float* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
             for (std::size_t line = 0; line < 4 * kMxBlock; line += 16) hwy::Prefetch(ahead + line);
           }
-          QuantizeGroup4<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
-                                                scales + first + b, args, k, k_sat, lane_of_block);
+          QuantizeGroup4<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock,
+                                                dst + b * kBlockBytes, scales + first + b, args, k,
+                                                k_sat, lane_of_block);
         }
       }
     }
@@ -341,7 +366,8 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
   if (const std::size_t rem = n - full * kMxBlock; rem != 0) {
     HWY_ALIGN float buf[kMxBlock] = {};
     std::memcpy(buf, src + full * kMxBlock, rem * sizeof(float));
-    QuantizeBlock<Traits, R, kBits>(di, buf, codes + full * kBlockBytes, scales + full, args, k, k_sat);
+    QuantizeBlock<Traits, R, kBits>(di, buf, codes + full * kBlockBytes, scales + full, args, k,
+                                    k_sat);
   }
 }
 
@@ -363,13 +389,20 @@ void QuantizeMxLineKernel(const internal::MxQuantizeArgs& args, const float* HWY
                           std::size_t n, std::uint8_t* HWY_RESTRICT codes,
                           std::uint8_t* HWY_RESTRICT scales) {
   switch (args.format) {
-    case MxFormat::kMxfp8E4M3: return QuantizeByRounding<Fp8E4M3Traits, 8>(args, src, n, codes, scales);
-    case MxFormat::kMxfp8E5M2: return QuantizeByRounding<Fp8E5M2Traits, 8>(args, src, n, codes, scales);
-    case MxFormat::kMxfp6E2M3: return QuantizeByRounding<Fp6E2M3Traits, 6>(args, src, n, codes, scales);
-    case MxFormat::kMxfp6E3M2: return QuantizeByRounding<Fp6E3M2Traits, 6>(args, src, n, codes, scales);
-    case MxFormat::kMxfp4: return QuantizeByRounding<Fp4E2M1Traits, 4>(args, src, n, codes, scales);
-    case MxFormat::kMxint8: return QuantizeByRounding<MxInt8Traits, 8>(args, src, n, codes, scales);
-    case MxFormat::kNvfp4: return;
+    case MxFormat::kMxfp8E4M3:
+      return QuantizeByRounding<Fp8E4M3Traits, 8>(args, src, n, codes, scales);
+    case MxFormat::kMxfp8E5M2:
+      return QuantizeByRounding<Fp8E5M2Traits, 8>(args, src, n, codes, scales);
+    case MxFormat::kMxfp6E2M3:
+      return QuantizeByRounding<Fp6E2M3Traits, 6>(args, src, n, codes, scales);
+    case MxFormat::kMxfp6E3M2:
+      return QuantizeByRounding<Fp6E3M2Traits, 6>(args, src, n, codes, scales);
+    case MxFormat::kMxfp4:
+      return QuantizeByRounding<Fp4E2M1Traits, 4>(args, src, n, codes, scales);
+    case MxFormat::kMxint8:
+      return QuantizeByRounding<MxInt8Traits, 8>(args, src, n, codes, scales);
+    case MxFormat::kNvfp4:
+      return;
   }
 }
 
@@ -406,9 +439,9 @@ HWY_INLINE void DequantizeBlock(DI di, const std::uint8_t* HWY_RESTRICT in, std:
     for (std::size_t q = 0; q < kV / 4; ++q) {
       hn::Vec<hn::Rebind<std::uint8_t, DI>> b0, b1, b2;
       hn::LoadInterleaved3(d8, in + q * 3 * N, b0, b1, b2);
-      const auto w = hn::Or(hn::PromoteTo(di, b0),
-                            hn::Or(hn::ShiftLeft<8>(hn::PromoteTo(di, b1)),
-                                   hn::ShiftLeft<16>(hn::PromoteTo(di, b2))));
+      const auto w =
+          hn::Or(hn::PromoteTo(di, b0), hn::Or(hn::ShiftLeft<8>(hn::PromoteTo(di, b1)),
+                                               hn::ShiftLeft<16>(hn::PromoteTo(di, b2))));
       const auto f0 = DecodeMxCodes<Traits>(di, hn::And(w, k6));
       const auto f1 = DecodeMxCodes<Traits>(di, hn::And(hn::ShiftRight<6>(w), k6));
       const auto f2 = DecodeMxCodes<Traits>(di, hn::And(hn::ShiftRight<12>(w), k6));
@@ -442,13 +475,20 @@ void DequantizeMxLineKernel(MxFormat format, const std::uint8_t* HWY_RESTRICT co
                             const std::uint8_t* HWY_RESTRICT scales, std::size_t n,
                             float* HWY_RESTRICT dst) {
   switch (format) {
-    case MxFormat::kMxfp8E4M3: return DequantizeLine<Fp8E4M3Traits, 8>(codes, scales, n, dst);
-    case MxFormat::kMxfp8E5M2: return DequantizeLine<Fp8E5M2Traits, 8>(codes, scales, n, dst);
-    case MxFormat::kMxfp6E2M3: return DequantizeLine<Fp6E2M3Traits, 6>(codes, scales, n, dst);
-    case MxFormat::kMxfp6E3M2: return DequantizeLine<Fp6E3M2Traits, 6>(codes, scales, n, dst);
-    case MxFormat::kMxfp4: return DequantizeLine<Fp4E2M1Traits, 4>(codes, scales, n, dst);
-    case MxFormat::kMxint8: return DequantizeLine<MxInt8Traits, 8>(codes, scales, n, dst);
-    case MxFormat::kNvfp4: return;
+    case MxFormat::kMxfp8E4M3:
+      return DequantizeLine<Fp8E4M3Traits, 8>(codes, scales, n, dst);
+    case MxFormat::kMxfp8E5M2:
+      return DequantizeLine<Fp8E5M2Traits, 8>(codes, scales, n, dst);
+    case MxFormat::kMxfp6E2M3:
+      return DequantizeLine<Fp6E2M3Traits, 6>(codes, scales, n, dst);
+    case MxFormat::kMxfp6E3M2:
+      return DequantizeLine<Fp6E3M2Traits, 6>(codes, scales, n, dst);
+    case MxFormat::kMxfp4:
+      return DequantizeLine<Fp4E2M1Traits, 4>(codes, scales, n, dst);
+    case MxFormat::kMxint8:
+      return DequantizeLine<MxInt8Traits, 8>(codes, scales, n, dst);
+    case MxFormat::kNvfp4:
+      return;
   }
 }
 

@@ -52,13 +52,27 @@ bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_
   args.special = params.special;
   bool ok = false;
   switch (params.format) {
-    case MxFormat::kMxfp8E4M3: ok = Resolve<Fp8E4M3Traits>(params, args); break;
-    case MxFormat::kMxfp8E5M2: ok = Resolve<Fp8E5M2Traits>(params, args); break;
-    case MxFormat::kMxfp6E2M3: ok = Resolve<Fp6E2M3Traits>(params, args); break;
-    case MxFormat::kMxfp6E3M2: ok = Resolve<Fp6E3M2Traits>(params, args); break;
-    case MxFormat::kMxfp4: ok = Resolve<Fp4E2M1Traits>(params, args); break;
-    case MxFormat::kMxint8: ok = Resolve<MxInt8Traits>(params, args); break;
-    case MxFormat::kNvfp4: ok = false; break;  // UE4M3 scales and a tensor scale: scalar only
+    case MxFormat::kMxfp8E4M3:
+      ok = Resolve<Fp8E4M3Traits>(params, args);
+      break;
+    case MxFormat::kMxfp8E5M2:
+      ok = Resolve<Fp8E5M2Traits>(params, args);
+      break;
+    case MxFormat::kMxfp6E2M3:
+      ok = Resolve<Fp6E2M3Traits>(params, args);
+      break;
+    case MxFormat::kMxfp6E3M2:
+      ok = Resolve<Fp6E3M2Traits>(params, args);
+      break;
+    case MxFormat::kMxfp4:
+      ok = Resolve<Fp4E2M1Traits>(params, args);
+      break;
+    case MxFormat::kMxint8:
+      ok = Resolve<MxInt8Traits>(params, args);
+      break;
+    case MxFormat::kNvfp4:
+      ok = false;
+      break;  // UE4M3 scales and a tensor scale: scalar only
   }
   if (!ok) return false;
   const std::size_t blocks = (n + kMxBlockSize - 1) / kMxBlockSize;

@@ -7,7 +7,6 @@
 // unit tests (bulk_test.cc) cover the other targets and policies on sampled
 // inputs. ctest label: exhaustive.
 #include <gtest/gtest.h>
-
 #include <hwy/targets.h>
 
 #include <atomic>
@@ -34,7 +33,8 @@ struct Mismatches {
   void Add(const char* what, std::uint32_t bits, std::uint32_t got, std::uint32_t want) {
     if (count.fetch_add(1) < 10) {
       const std::lock_guard<std::mutex> lock(mutex);
-      ADD_FAILURE() << what << ": x=0x" << std::hex << bits << " simd 0x" << got << " scalar 0x" << want;
+      ADD_FAILURE() << what << ": x=0x" << std::hex << bits << " simd 0x" << got << " scalar 0x"
+                    << want;
     }
   }
 };
@@ -58,7 +58,8 @@ struct Check {
 template <class... Checks>
 void SweepAllInputs(const Checks&... checks) {
   const auto start = std::chrono::steady_clock::now();
-  std::printf("best Highway target: %s\n", hwy::TargetName(hwy::SupportedTargets() & ~(hwy::SupportedTargets() - 1)));
+  std::printf("best Highway target: %s\n",
+              hwy::TargetName(hwy::SupportedTargets() & ~(hwy::SupportedTargets() - 1)));
   Mismatches mismatches;
   ThreadPoolExecutor pool(2);
   pool.ParallelFor(kTasks, [&](std::size_t task) {

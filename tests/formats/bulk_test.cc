@@ -183,7 +183,8 @@ TEST(BulkTest, LengthsAndMisalignment) {
         ASSERT_TRUE(BulkEncode(in, std::span<Code>(buf.data() + out_off, n)).ok());
         for (std::size_t i = 0; i < buf.size(); ++i) {
           const bool inside = i >= out_off && i < out_off + n;
-          const std::uint32_t want = inside ? Want<Code>(in[i - out_off], {}) : Code::FromBits(0x5A).bits;
+          const std::uint32_t want =
+              inside ? Want<Code>(in[i - out_off], {}) : Code::FromBits(0x5A).bits;
           ASSERT_EQ(buf[i].bits, want) << "n=" << n << " index " << i << " x=0x" << std::hex
                                        << (inside ? Bits(in[i - out_off]) : 0u);
         }
@@ -209,7 +210,8 @@ TEST(BulkTest, LengthsAndMisalignment) {
       const std::span<const float> in(pool.data() + in_off, n);
       const std::size_t bytes = (n + 1) / 2;
       std::vector<std::uint8_t> buf(bytes + 16, 0xA5);
-      ASSERT_TRUE(BulkEncodePackedFp4(in, std::span<std::uint8_t>(buf.data() + out_off, bytes)).ok());
+      ASSERT_TRUE(
+          BulkEncodePackedFp4(in, std::span<std::uint8_t>(buf.data() + out_off, bytes)).ok());
       const std::vector<std::uint8_t> want = WantPacked(in, {});
       for (std::size_t i = 0; i < buf.size(); ++i) {
         const bool inside = i >= out_off && i < out_off + bytes;
@@ -279,7 +281,8 @@ TEST(BulkTest, DecodesEveryCode) {
       std::vector<float> out(count);
       ASSERT_TRUE(BulkDecode(std::span<const Code>(codes), out).ok());
       for (std::size_t c = 0; c < count; ++c) {
-        ASSERT_EQ(Bits(out[c]), Bits(DecodeBits<typename Code::Traits>(static_cast<std::uint32_t>(c))))
+        ASSERT_EQ(Bits(out[c]),
+                  Bits(DecodeBits<typename Code::Traits>(static_cast<std::uint32_t>(c))))
             << "code 0x" << std::hex << c;
       }
     });
@@ -352,8 +355,8 @@ TEST(BulkTest, StreamingStoresGiveIdenticalBits) {
     ASSERT_TRUE(BulkEncode(in, std::span<Bf16>(out.data() + 1, n), {}, &pool2).ok());
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i + 1].bits, Want<Bf16>(in[i], {})) << i;
     std::vector<float> back(n + 1);
-    ASSERT_TRUE(BulkDecode(std::span<const Bf16>(out.data() + 1, n), std::span<float>(back.data() + 1, n),
-                           &pool2)
+    ASSERT_TRUE(BulkDecode(std::span<const Bf16>(out.data() + 1, n),
+                           std::span<float>(back.data() + 1, n), &pool2)
                     .ok());
     for (std::size_t i = 0; i < n; ++i) {
       ASSERT_EQ(Bits(back[i + 1]), static_cast<std::uint32_t>(out[i + 1].bits) << 16) << i;
@@ -371,6 +374,25 @@ TEST(BulkTest, StreamingStoresGiveIdenticalBits) {
   std::vector<std::uint8_t> packed((n4 + 1) / 2);
   ASSERT_TRUE(BulkEncodePackedFp4(z, packed, {}, &pool2).ok());
   ASSERT_EQ(packed, WantPacked(z, {}));
+  // Decoders over 8 MiB of FP32 output: FP8 and packed FP4 (its streaming
+  // form goes through an aligned pair buffer), at an aligned and an odd
+  // float offset.
+  for (const std::size_t off : {0, 1}) {
+    std::vector<float> back8(n8 + 1);
+    ASSERT_TRUE(
+        BulkDecode(std::span<const Fp8E4M3>(q), std::span<float>(back8.data() + off, n8), &pool2)
+            .ok());
+    for (std::size_t i = 0; i < n8; ++i) {
+      ASSERT_EQ(Bits(back8[i + off]), Bits(DecodeBits<Fp8E4M3Traits>(q[i].bits))) << i;
+    }
+    std::vector<float> back4(n4 + 1);
+    ASSERT_TRUE(BulkDecodePackedFp4(packed, std::span<float>(back4.data() + off, n4), &pool2).ok());
+    for (std::size_t i = 0; i < n4; ++i) {
+      ASSERT_EQ(Bits(back4[i + off]),
+                Bits(DecodeBits<Fp4E2M1Traits>(packed[i / 2] >> (4 * (i % 2)))))
+          << i;
+    }
+  }
 }
 
 TEST(BulkTest, StochasticRoundingMatchesScalar) {
@@ -417,7 +439,8 @@ TEST(BulkTest, BadSizesAreErrorsAndWriteNothing) {
   const std::vector<std::uint32_t> short_random(9);
   EXPECT_EQ(BulkEncode(x, h, {.rounding = Rounding::kStochastic}, nullptr, short_random).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(BulkEncode(x, h, {.rounding = Rounding::kStochastic}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BulkEncode(x, h, {.rounding = Rounding::kStochastic}).code(),
+            StatusCode::kInvalidArgument);
   for (const Bf16 c : h) EXPECT_EQ(c.bits, 0x1234);
 
   // Empty spans are fine.

@@ -66,7 +66,8 @@ std::vector<float> MakeInputs(std::size_t n, std::mt19937_64& rng) {
         const double v = ((r >> 40) & 1) ? lo : (lo + hi) / 2;
         bits = std::bit_cast<std::uint32_t>(static_cast<float>(v)) | sign;
         const int nudge = static_cast<int>((r >> 44) % 3) - 1;
-        if ((bits & 0x7FFFFFFF) != 0) bits = static_cast<std::uint32_t>(static_cast<int>(bits) + nudge);
+        if ((bits & 0x7FFFFFFF) != 0)
+          bits = static_cast<std::uint32_t>(static_cast<int>(bits) + nudge);
         break;
       }
       case 7:

@@ -6,8 +6,6 @@
 // policies, rounding/overflow/subnormal/int8-range options, lengths 0..300
 // (tails) at misaligned offsets, seeded random blocks with NaN, Inf, zeros,
 // FP32 subnormals, huge values and planted ties. ctest label: unit.
-#include "formats/mx_line.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "formats/bulk_test_util.h"
+#include "formats/mx_line.h"
 #include "support/hwy_targets.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
@@ -43,13 +42,20 @@ constexpr ScaleRule kRules[] = {ScaleRule::kOcpFloor, ScaleRule::kCeil, ScaleRul
 template <class Fn>
 void WithTraits(MxFormat format, Fn&& fn) {
   switch (format) {
-    case MxFormat::kMxfp8E4M3: return fn.template operator()<Fp8E4M3Traits>();
-    case MxFormat::kMxfp8E5M2: return fn.template operator()<Fp8E5M2Traits>();
-    case MxFormat::kMxfp6E2M3: return fn.template operator()<Fp6E2M3Traits>();
-    case MxFormat::kMxfp6E3M2: return fn.template operator()<Fp6E3M2Traits>();
-    case MxFormat::kMxfp4: return fn.template operator()<Fp4E2M1Traits>();
-    case MxFormat::kMxint8: return fn.template operator()<MxInt8Traits>();
-    case MxFormat::kNvfp4: break;
+    case MxFormat::kMxfp8E4M3:
+      return fn.template operator()<Fp8E4M3Traits>();
+    case MxFormat::kMxfp8E5M2:
+      return fn.template operator()<Fp8E5M2Traits>();
+    case MxFormat::kMxfp6E2M3:
+      return fn.template operator()<Fp6E2M3Traits>();
+    case MxFormat::kMxfp6E3M2:
+      return fn.template operator()<Fp6E3M2Traits>();
+    case MxFormat::kMxfp4:
+      return fn.template operator()<Fp4E2M1Traits>();
+    case MxFormat::kMxint8:
+      return fn.template operator()<MxInt8Traits>();
+    case MxFormat::kNvfp4:
+      break;
   }
   FAIL() << "no traits";
 }
@@ -62,7 +68,8 @@ bool RuleDefined(MxFormat format, ScaleRule rule) {
 
 // MxLineParams without designated initializers (its `element` member has no
 // default member initializer, which -Wmissing-field-initializers flags).
-MxLineParams Params(MxFormat format, ScaleRule rule = ScaleRule::kOcpFloor, const EncodeOptions& element = {},
+MxLineParams Params(MxFormat format, ScaleRule rule = ScaleRule::kOcpFloor,
+                    const EncodeOptions& element = {},
                     SpecialBlock special = SpecialBlock::kDefault) {
   MxLineParams p;
   p.format = format;
@@ -125,11 +132,13 @@ struct Line {
 Line Reference(const MxLineParams& p, std::span<const float> x) {
   const MxFormatInfo& info = GetMxFormatInfo(p.format);
   const std::size_t blocks = (x.size() + 31) / 32;
-  Line line{std::vector<std::uint8_t>(blocks * info.block_bytes), std::vector<std::uint8_t>(blocks)};
+  Line line{std::vector<std::uint8_t>(blocks * info.block_bytes),
+            std::vector<std::uint8_t>(blocks)};
   WithTraits(p.format, [&]<class Traits>() {
     for (std::size_t b = 0; b < blocks; ++b) {
       const std::size_t len = std::min<std::size_t>(32, x.size() - 32 * b);
-      const MxBlockCodes q = QuantizeMxBlock<Traits>(x.subspan(32 * b, len), p.rule, p.element, p.special);
+      const MxBlockCodes q =
+          QuantizeMxBlock<Traits>(x.subspan(32 * b, len), p.rule, p.element, p.special);
       line.scales[b] = q.scale.bits;
       PackBlock(info.element_bits, q.codes, line.codes.data() + b * info.block_bytes);
     }
@@ -199,8 +208,8 @@ std::vector<float> MakeMxLine(std::size_t n, double max_normal, std::mt19937_64&
     }
     // Occasional specials anywhere (NaN, Inf, signed zeros).
     if (rng() % 6 == 0) {
-      const std::uint32_t specials[] = {0x7FC00000, 0xFFC00000, 0x7F800001, 0x7F800000, 0xFF800000,
-                                        0x80000000};
+      const std::uint32_t specials[] = {0x7FC00000, 0xFFC00000, 0x7F800001,
+                                        0x7F800000, 0xFF800000, 0x80000000};
       x[b + rng() % len] = std::bit_cast<float>(specials[rng() % std::size(specials)]);
     }
   }
@@ -240,7 +249,8 @@ void CheckLine(const MxLineParams& p, std::span<const float> x, std::size_t off)
   for (std::size_t i = 0; i < codes.size(); ++i) {
     const bool inside = i >= off && i < off + want.codes.size();
     ASSERT_EQ(codes[i], inside ? want.codes[i - off] : 0xA5)
-        << "code byte " << i - off << " (block " << (i - off) / GetMxFormatInfo(p.format).block_bytes << ")";
+        << "code byte " << i - off << " (block "
+        << (i - off) / GetMxFormatInfo(p.format).block_bytes << ")";
   }
   for (std::size_t i = 0; i < scales.size(); ++i) {
     const bool inside = i >= off && i < off + want.scales.size();
@@ -248,8 +258,8 @@ void CheckLine(const MxLineParams& p, std::span<const float> x, std::size_t off)
   }
   const std::vector<float> back_want = ReferenceDequant(p.format, want, x.size());
   std::vector<float> back(x.size() + 16, 42.0f);
-  ASSERT_TRUE(DequantizeMxLineSimd(p.format, codes.data() + off, scales.data() + off, x.size(), 1.0f,
-                                   back.data() + (off % 8)));
+  ASSERT_TRUE(DequantizeMxLineSimd(p.format, codes.data() + off, scales.data() + off, x.size(),
+                                   1.0f, back.data() + (off % 8)));
   for (std::size_t i = 0; i < back.size(); ++i) {
     const bool inside = i >= off % 8 && i < off % 8 + x.size();
     if (!inside) {
@@ -364,7 +374,8 @@ TEST(MxLineSimdTest, StreamingLine) {
     // targets); offset 1: through the staging buffer.
     for (const std::size_t off : {0, 1}) {
       std::vector<std::uint8_t> codes(want.codes.size() + 64);
-      std::uint8_t* base = codes.data() + (64 - reinterpret_cast<std::uintptr_t>(codes.data()) % 64) % 64;
+      std::uint8_t* base =
+          codes.data() + (64 - reinterpret_cast<std::uintptr_t>(codes.data()) % 64) % 64;
       std::vector<std::uint8_t> scales(want.scales.size());
       ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, base + off, scales.data()));
       ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), base + off)) << "offset " << off;
@@ -373,13 +384,35 @@ TEST(MxLineSimdTest, StreamingLine) {
   });
 }
 
+// MXFP4 (direct non-temporal stores on 16-lane targets) and MXFP6 (staged)
+// lines of >= 8 MiB of codes, best target.
+TEST(MxLineSimdTest, StreamingLinesFp4Fp6) {
+  std::mt19937_64 rng(TestSeed() + 13);
+  for (const MxFormat f : {MxFormat::kMxfp4, MxFormat::kMxfp6E2M3}) {
+    SCOPED_TRACE(GetMxFormatInfo(f).name);
+    const std::size_t blocks = (std::size_t{8} << 20) / GetMxFormatInfo(f).block_bytes + 33;
+    const std::size_t n = blocks * 32 - 7;
+    const std::vector<float> x = MakeMxLine(n, MaxNormal(f), rng);
+    const MxLineParams p = Params(f);
+    const Line want = Reference(p, x);
+    std::vector<std::uint8_t> codes(want.codes.size() + 64);
+    std::uint8_t* base =
+        codes.data() + (64 - reinterpret_cast<std::uintptr_t>(codes.data()) % 64) % 64;
+    std::vector<std::uint8_t> scales(want.scales.size());
+    ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, base, scales.data()));
+    ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), base));
+    ASSERT_EQ(scales, want.scales);
+  }
+}
+
 TEST(MxLineSimdTest, UnsupportedParametersWriteNothing) {
   const std::vector<float> x(64, 1.0f);
   std::vector<std::uint8_t> codes(64, 0xA5), scales(4, 0xA5);
   MxLineParams stochastic;
   stochastic.element.rounding = Rounding::kStochastic;
   EXPECT_FALSE(QuantizeMxLineSimd(stochastic, x.data(), 64, codes.data(), scales.data()));
-  EXPECT_FALSE(QuantizeMxLineSimd(Params(MxFormat::kNvfp4), x.data(), 64, codes.data(), scales.data()));
+  EXPECT_FALSE(
+      QuantizeMxLineSimd(Params(MxFormat::kNvfp4), x.data(), 64, codes.data(), scales.data()));
   EXPECT_FALSE(QuantizeMxLineSimd(Params(MxFormat::kMxfp6E2M3, ScaleRule::kNki), x.data(), 64,
                                   codes.data(), scales.data()));
   EXPECT_FALSE(QuantizeMxLineSimd(Params(MxFormat::kMxint8, ScaleRule::kRceil), x.data(), 64,
@@ -387,8 +420,10 @@ TEST(MxLineSimdTest, UnsupportedParametersWriteNothing) {
   for (const std::uint8_t b : codes) EXPECT_EQ(b, 0xA5);
   for (const std::uint8_t b : scales) EXPECT_EQ(b, 0xA5);
   std::vector<float> out(64, 42.0f);
-  EXPECT_FALSE(DequantizeMxLineSimd(MxFormat::kNvfp4, codes.data(), scales.data(), 64, 1.0f, out.data()));
-  EXPECT_FALSE(DequantizeMxLineSimd(MxFormat::kMxfp4, codes.data(), scales.data(), 64, 2.0f, out.data()));
+  EXPECT_FALSE(
+      DequantizeMxLineSimd(MxFormat::kNvfp4, codes.data(), scales.data(), 64, 1.0f, out.data()));
+  EXPECT_FALSE(
+      DequantizeMxLineSimd(MxFormat::kMxfp4, codes.data(), scales.data(), 64, 2.0f, out.data()));
   for (const float v : out) EXPECT_EQ(v, 42.0f);
 }
 
