@@ -13,6 +13,7 @@
 #ifndef TRNMX_FORMATS_H_
 #define TRNMX_FORMATS_H_
 
+#include "trnmx/formats/bulk.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"

@@ -13,6 +13,7 @@
 
 #include "trnmx/executor.h"
 #include "trnmx/formats.h"
+#include "trnmx/gemm.h"
 #include "trnmx/status.h"
 #include "trnmx/version.h"
 
@@ -92,6 +93,24 @@ int main(int argc, char** argv) {
   Check(!unknown.ok() && unknown.status().code() == StatusCode::kInvalidArgument,
         "ParseFormatName(\"e9m9\") is kInvalidArgument");
   Check(AllFormats().size() >= 10, "AllFormats() lists every format");
+
+  // Highway-dispatched bulk codec (libhwy on the link line) and a GEMM.
+  {
+    const std::vector<float> xs = {1.0f, -1.5f, 3.0e38f, 1.0e-40f};
+    std::vector<Bf16> bf(xs.size());
+    Check(BulkEncode(xs, bf).ok(), "BulkEncode(FP32 -> BF16) is ok");
+    CheckCode(bf[0].bits, 0x3F80, "BulkEncode BF16 1.0");
+    CheckCode(bf[1].bits, 0xBFC0, "BulkEncode BF16 -1.5");
+    CheckCode(bf[2].bits, 0x7F62, "BulkEncode BF16 3e38");
+    const std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8};
+    std::vector<float> c(4, -1.0f);
+    SerialExecutor serial;
+    Check(Gemm(GemmOperand::Fp32(a.data(), 2, 2, 2), GemmOperand::Fp32(b.data(), 2, 2, 2),
+               GemmOutput::Fp32(c.data(), 2, 2, 2), {}, &serial)
+              .ok(),
+          "Gemm 2x2 is ok");
+    Check(c == std::vector<float>({19, 22, 43, 50}), "Gemm 2x2 values");
+  }
 
   // Compiled executor on pthreadpool: every task runs once.
   {
