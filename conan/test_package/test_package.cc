@@ -31,6 +31,12 @@ int main() {
   }
   check(!ParseFormatName("e9m9").ok(), "ParseFormatName(\"e9m9\") fails");
 
+  // Highway-dispatched bulk codec (hwy, a system library of the package).
+  const std::vector<float> xs = {1.0f, -1.5f};
+  std::vector<Bf16> bf(xs.size());
+  check(BulkEncode(xs, bf).ok() && bf[0].bits == 0x3F80 && bf[1].bits == 0xBFC0,
+        "BulkEncode(FP32 -> BF16) == {0x3F80, 0xBFC0}");
+
   // Compiled executor (pthreadpool, a system library of the package).
   ThreadPoolExecutor pool(2);
   std::vector<int> hits(16, 0);
