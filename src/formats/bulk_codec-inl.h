@@ -209,14 +209,7 @@ HWY_INLINE void EncodeChunkT(const internal::BulkEncodeArgs& args, const float* 
       EncodeElements<Traits, R, Out, false>(in, n, out, args.consts);
     }
   };
-  switch (args.rounding) {
-    case Rounding::kTiesAway:
-      return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
-    case Rounding::kTowardZero:
-      return run(std::integral_constant<Rounding, Rounding::kTowardZero>());
-    default:
-      return run(std::integral_constant<Rounding, Rounding::kNearestEven>());
-  }
+  WithRounding(args.rounding, run);
 }
 
 HWY_INLINE void EncodePackedChunk(const internal::BulkEncodeArgs& args,
@@ -231,14 +224,7 @@ HWY_INLINE void EncodePackedChunk(const internal::BulkEncodeArgs& args,
       EncodePackedFp4<R, false>(in, n, out, args.consts);
     }
   };
-  switch (args.rounding) {
-    case Rounding::kTiesAway:
-      return run(std::integral_constant<Rounding, Rounding::kTiesAway>());
-    case Rounding::kTowardZero:
-      return run(std::integral_constant<Rounding, Rounding::kTowardZero>());
-    default:
-      return run(std::integral_constant<Rounding, Rounding::kNearestEven>());
-  }
+  WithRounding(args.rounding, run);
 }
 
 // Exported: encodes in[0, n) into `out` (BulkCodeBytes(kind, n) bytes). For

@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "formats/element_consts.h"
 #include "trnmx/formats/policy.h"
@@ -48,6 +49,21 @@ HWY_BEFORE_NAMESPACE();
 namespace trnmx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// Calls f(std::integral_constant<Rounding, R>{}) for the run-time `rounding`
+// (ties-away, toward-zero, else nearest-even): the one place that turns the
+// option into the compile-time parameter of the encoders.
+template <class F>
+HWY_INLINE decltype(auto) WithRounding(Rounding rounding, F&& f) {
+  switch (rounding) {
+    case Rounding::kTiesAway:
+      return f(std::integral_constant<Rounding, Rounding::kTiesAway>());
+    case Rounding::kTowardZero:
+      return f(std::integral_constant<Rounding, Rounding::kTowardZero>());
+    default:
+      return f(std::integral_constant<Rounding, Rounding::kNearestEven>());
+  }
+}
 
 // Element format constants of the encoders.
 template <class Traits>

@@ -374,14 +374,9 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
 template <class Traits, int kBits>
 HWY_INLINE void QuantizeByRounding(const internal::MxQuantizeArgs& args, const float* src,
                                    std::size_t n, std::uint8_t* codes, std::uint8_t* scales) {
-  switch (args.rounding) {
-    case Rounding::kTiesAway:
-      return QuantizeLine<Traits, Rounding::kTiesAway, kBits>(args, src, n, codes, scales);
-    case Rounding::kTowardZero:
-      return QuantizeLine<Traits, Rounding::kTowardZero, kBits>(args, src, n, codes, scales);
-    default:
-      return QuantizeLine<Traits, Rounding::kNearestEven, kBits>(args, src, n, codes, scales);
-  }
+  WithRounding(args.rounding, [&](auto rounding_tag) {
+    QuantizeLine<Traits, decltype(rounding_tag)::value, kBits>(args, src, n, codes, scales);
+  });
 }
 
 // Exported. args.format is an MX format with 32-element blocks (not NVFP4).
