@@ -107,7 +107,11 @@ case "$mode" in
       ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
     ;;
   bench)
-    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev libopenblas-dev libdnnl-dev
+    # Debian 12's dnnl-config.cmake needs OpenCL (find_package(OpenCL REQUIRED)),
+    # which libdnnl-dev only recommends. Without it the configure still works
+    # and only gemm_compare is skipped (cmake/TrnmxPeers.cmake).
+    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev libopenblas-dev libdnnl-dev \
+      ocl-icd-opencl-dev
     configure build/bench -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF -DTRNMX_BUILD_BENCHMARKS=ON \
       -DTRNMX_INSTALL=OFF
     cmake --build build/bench -j "$jobs"
