@@ -14,7 +14,8 @@
 #
 #   trnmx_find_optional_package(<Pkg> FOR <what needs it> SOURCE <probe.cc>
 #       [VERSION <min>] [TARGETS <imported targets>...]
-#       [LIBRARIES_VAR <var>] [INCLUDE_DIRS_VAR <var>] [HINT <Debian package>])
+#       [LIBRARIES_VAR <var>] [INCLUDE_DIRS_VAR <var>] [HINT <Debian package>]
+#       [DEPENDS <packages its config looks for>...])
 #     Sets TRNMX_HAVE_<Pkg> (ON/OFF); when ON, find_package(<Pkg> CONFIG) has
 #     run in the caller's scope.
 #
@@ -26,8 +27,9 @@
 #     ON, defines the INTERFACE IMPORTED target <new target>.
 #
 # Probe results are cached per peer together with a fingerprint of their
-# inputs (search paths, <Pkg>_DIR, ...): a re-configure with the same inputs
-# does not probe again; changing e.g. -Ddnnl_DIR probes again.
+# inputs (search paths, <Pkg>_DIR, the DEPENDS' hints, the probe source, the
+# compiler): a re-configure with the same inputs does not probe again;
+# changing e.g. -Ddnnl_DIR or -DOpenCL_INCLUDE_DIR probes again.
 include_guard(GLOBAL)
 
 # _trnmx_probe_cached(<peer> <fingerprint> <out_var>): <out_var> is the cached
@@ -87,10 +89,13 @@ function(_trnmx_report_peer peer have what hint log)
 endfunction()
 
 # The child run sees what steers a find_package() in this one: search paths
-# and every <Name>_DIR / <Name>_ROOT / <Name>_INCLUDE_DIR / <Name>_LIBRARY
-# cache entry a user may have set (also for the peer's own dependencies,
-# e.g. OpenCL_INCLUDE_DIR).
-function(_trnmx_probe_search_settings out_var)
+# and the <Name>_DIR / <Name>_ROOT / <Name>_INCLUDE_DIR / <Name>_LIBRARY cache
+# entries a user may have set, for the peer and for its own dependencies
+# (names: DEPENDS of trnmx_find_optional_package, e.g. OpenCL for oneDNN).
+# Only those, so that the fingerprint does not change when this project's
+# own find_package() calls add entries for other packages.
+function(_trnmx_probe_search_settings names out_var)
+  list(JOIN names "|" names_regex)
   set(text "")
   foreach(var CMAKE_PREFIX_PATH CMAKE_FIND_ROOT_PATH CMAKE_SYSROOT CMAKE_IGNORE_PATH
               CMAKE_IGNORE_PREFIX_PATH CMAKE_LIBRARY_PATH CMAKE_INCLUDE_PATH
@@ -102,29 +107,39 @@ function(_trnmx_probe_search_settings out_var)
   get_cmake_property(cache_vars CACHE_VARIABLES)
   list(SORT cache_vars)
   foreach(var IN LISTS cache_vars)
-    if(var MATCHES "^[A-Za-z][A-Za-z0-9_]*_(DIR|ROOT|INCLUDE_DIR|LIBRARY)$"
-       AND NOT var MATCHES "^(CMAKE|TRNMX)_" AND NOT "${${var}}" MATCHES "-NOTFOUND$")
+    if(var MATCHES "^(${names_regex})_(DIR|ROOT|INCLUDE_DIR|LIBRARY)$"
+       AND NOT "${${var}}" MATCHES "-NOTFOUND$")
       string(APPEND text "set(${var} [==[${${var}}]==])\n")
     endif()
   endforeach()
   set(${out_var} "${text}" PARENT_SCOPE)
 endfunction()
 
-function(_trnmx_probe_config_package pkg)
-  set(probes "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/probes")
-  cmake_parse_arguments(ARG "" "FOR;SOURCE;VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR;HINT" "TARGETS"
-                        ${ARGN})
-  set(work "${CMAKE_BINARY_DIR}/CMakeFiles/trnmx_probes/${pkg}")
-  _trnmx_probe_search_settings(inputs)
+# The probe project's input file for <pkg> and its fingerprint.
+function(_trnmx_probe_inputs pkg depends source out_inputs out_fingerprint)
+  cmake_parse_arguments(ARG "" "VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR" "TARGETS" ${ARGN})
+  _trnmx_probe_search_settings("${pkg};${depends}" inputs)
   string(APPEND inputs
     "set(TRNMX_PROBE_PACKAGE [==[${pkg}]==])\n"
     "set(TRNMX_PROBE_VERSION [==[${ARG_VERSION}]==])\n"
     "set(TRNMX_PROBE_TARGETS [==[${ARG_TARGETS}]==])\n"
     "set(TRNMX_PROBE_LIBRARIES_VAR [==[${ARG_LIBRARIES_VAR}]==])\n"
     "set(TRNMX_PROBE_INCLUDE_DIRS_VAR [==[${ARG_INCLUDE_DIRS_VAR}]==])\n"
-    "set(TRNMX_PROBE_SOURCE [==[${probes}/${ARG_SOURCE}]==])\n")
-  file(SHA256 "${probes}/${ARG_SOURCE}" source_hash)
+    "set(TRNMX_PROBE_SOURCE [==[${source}]==])\n")
+  file(SHA256 "${source}" source_hash)
   string(SHA256 fingerprint "${inputs}${source_hash}${CMAKE_CXX_COMPILER}")
+  set(${out_inputs} "${inputs}" PARENT_SCOPE)
+  set(${out_fingerprint} "${fingerprint}" PARENT_SCOPE)
+endfunction()
+
+function(_trnmx_probe_config_package pkg)
+  set(probes "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/probes")
+  cmake_parse_arguments(ARG "" "FOR;SOURCE;VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR;HINT"
+                        "TARGETS;DEPENDS" ${ARGN})
+  set(work "${CMAKE_BINARY_DIR}/CMakeFiles/trnmx_probes/${pkg}")
+  _trnmx_probe_inputs(${pkg} "${ARG_DEPENDS}" "${probes}/${ARG_SOURCE}" inputs fingerprint
+    VERSION "${ARG_VERSION}" TARGETS "${ARG_TARGETS}" LIBRARIES_VAR "${ARG_LIBRARIES_VAR}"
+    INCLUDE_DIRS_VAR "${ARG_INCLUDE_DIRS_VAR}")
   _trnmx_probe_cached(${pkg} "${fingerprint}" have)
   if(have STREQUAL "")
     file(REMOVE_RECURSE "${work}")
@@ -160,13 +175,29 @@ function(_trnmx_probe_config_package pkg)
   set(TRNMX_HAVE_${pkg} ${have} PARENT_SCOPE)
 endfunction()
 
+# After a successful probe, trnmx's own find_package() adds cache entries
+# (<Pkg>_DIR, its dependencies' hints) with the values the probe found; the
+# fingerprint is taken again so that the next configure does not re-probe
+# for them.
+function(_trnmx_probe_refingerprint pkg)
+  set(probes "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/probes")
+  cmake_parse_arguments(ARG "" "FOR;SOURCE;VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR;HINT"
+                        "TARGETS;DEPENDS" ${ARGN})
+  _trnmx_probe_inputs(${pkg} "${ARG_DEPENDS}" "${probes}/${ARG_SOURCE}" inputs fingerprint
+    VERSION "${ARG_VERSION}" TARGETS "${ARG_TARGETS}" LIBRARIES_VAR "${ARG_LIBRARIES_VAR}"
+    INCLUDE_DIRS_VAR "${ARG_INCLUDE_DIRS_VAR}")
+  _trnmx_probe_store(${pkg} "${fingerprint}" ON "")
+endfunction()
+
 macro(trnmx_find_optional_package _trnmx_pkg)
   _trnmx_probe_config_package(${_trnmx_pkg} ${ARGN})
   if(TRNMX_HAVE_${_trnmx_pkg})
     cmake_parse_arguments(_trnmx_opt "" "VERSION" "" ${ARGN})
     # Succeeds: the probe has just found the same package with the same inputs.
     find_package(${_trnmx_pkg} ${_trnmx_opt_VERSION} CONFIG QUIET)
-    if(NOT ${_trnmx_pkg}_FOUND)
+    if(${_trnmx_pkg}_FOUND)
+      _trnmx_probe_refingerprint(${_trnmx_pkg} ${ARGN})
+    else()
       message(STATUS "trnmx: ${_trnmx_pkg} passed its probe but find_package() failed; skipped")
       set(TRNMX_HAVE_${_trnmx_pkg} OFF)
     endif()
