@@ -115,10 +115,13 @@ function(_trnmx_probe_search_settings names out_var)
   set(${out_var} "${text}" PARENT_SCOPE)
 endfunction()
 
-# The probe project's input file for <pkg> and its fingerprint.
-function(_trnmx_probe_inputs pkg depends source out_inputs out_fingerprint)
-  cmake_parse_arguments(ARG "" "VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR" "TARGETS" ${ARGN})
-  _trnmx_probe_search_settings("${pkg};${depends}" inputs)
+# The probe project's input file for <pkg> and its fingerprint, from the
+# arguments of trnmx_find_optional_package().
+function(_trnmx_probe_inputs pkg out_inputs out_fingerprint)
+  cmake_parse_arguments(ARG "" "FOR;SOURCE;VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR;HINT"
+                        "TARGETS;DEPENDS" ${ARGN})
+  set(source "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/probes/${ARG_SOURCE}")
+  _trnmx_probe_search_settings("${pkg};${ARG_DEPENDS}" inputs)
   string(APPEND inputs
     "set(TRNMX_PROBE_PACKAGE [==[${pkg}]==])\n"
     "set(TRNMX_PROBE_VERSION [==[${ARG_VERSION}]==])\n"
@@ -137,9 +140,7 @@ function(_trnmx_probe_config_package pkg)
   cmake_parse_arguments(ARG "" "FOR;SOURCE;VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR;HINT"
                         "TARGETS;DEPENDS" ${ARGN})
   set(work "${CMAKE_BINARY_DIR}/CMakeFiles/trnmx_probes/${pkg}")
-  _trnmx_probe_inputs(${pkg} "${ARG_DEPENDS}" "${probes}/${ARG_SOURCE}" inputs fingerprint
-    VERSION "${ARG_VERSION}" TARGETS "${ARG_TARGETS}" LIBRARIES_VAR "${ARG_LIBRARIES_VAR}"
-    INCLUDE_DIRS_VAR "${ARG_INCLUDE_DIRS_VAR}")
+  _trnmx_probe_inputs(${pkg} inputs fingerprint ${ARGN})
   _trnmx_probe_cached(${pkg} "${fingerprint}" have)
   if(have STREQUAL "")
     file(REMOVE_RECURSE "${work}")
@@ -180,12 +181,7 @@ endfunction()
 # fingerprint is taken again so that the next configure does not re-probe
 # for them.
 function(_trnmx_probe_refingerprint pkg)
-  set(probes "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/probes")
-  cmake_parse_arguments(ARG "" "FOR;SOURCE;VERSION;LIBRARIES_VAR;INCLUDE_DIRS_VAR;HINT"
-                        "TARGETS;DEPENDS" ${ARGN})
-  _trnmx_probe_inputs(${pkg} "${ARG_DEPENDS}" "${probes}/${ARG_SOURCE}" inputs fingerprint
-    VERSION "${ARG_VERSION}" TARGETS "${ARG_TARGETS}" LIBRARIES_VAR "${ARG_LIBRARIES_VAR}"
-    INCLUDE_DIRS_VAR "${ARG_INCLUDE_DIRS_VAR}")
+  _trnmx_probe_inputs(${pkg} inputs fingerprint ${ARGN})
   _trnmx_probe_store(${pkg} "${fingerprint}" ON "")
 endfunction()
 
@@ -222,7 +218,9 @@ function(trnmx_find_optional_library name)
   if(NOT ${name}_INCLUDE_DIR)
     list(APPEND missing "${ARG_HEADER}")
   endif()
-  string(SHA256 fingerprint "${${name}_INCLUDE_DIR};${libraries};${CMAKE_CXX_COMPILER}")
+  file(SHA256 "${probes}/${ARG_SOURCE}" source_hash)
+  string(SHA256 fingerprint
+         "${${name}_INCLUDE_DIR};${libraries};${source_hash};${CMAKE_CXX_COMPILER}")
   _trnmx_probe_cached(${name} "${fingerprint}" have)
   if(have STREQUAL "")
     if(missing)
