@@ -1,5 +1,6 @@
 # Install rules: headers, the library, a CMake package (find_package(trnmx
-# CONFIG) -> trnmx::trnmx) and a pkg-config file.
+# CONFIG) -> trnmx::trnmx, and trnmx::emu when the emulator is built), a
+# pkg-config file, the emulator's program and machine files, and the license.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS trnmx EXPORT trnmxTargets
@@ -12,11 +13,37 @@ install(DIRECTORY include/trnmx DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/generated/include/trnmx/version.h"
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/trnmx)
 
+# The emulator (TRNMX_BUILD_EMULATOR): library trnmx::emu with its headers
+# (include/trnmx/emu/), and the machine descriptions. trnmx-emu and the
+# library embed the presets, so nothing reads these files at run time unless
+# asked to (--machine FILE, LoadMachineFile): they are the editable starting
+# point for a machine of one's own, found from the package as
+# trnmx_MACHINES_DIR.
+set(TRNMX_INSTALL_MACHINESDIR ${CMAKE_INSTALL_DATADIR}/trnmx/machines)
+if(TARGET trnmx_emu)
+  install(TARGETS trnmx_emu EXPORT trnmxTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(DIRECTORY emulator/include/trnmx/emu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/trnmx
+    FILES_MATCHING PATTERN "*.h")
+  install(DIRECTORY emulator/machines/ DESTINATION ${TRNMX_INSTALL_MACHINESDIR}
+    FILES_MATCHING PATTERN "*.json")
+  set(TRNMX_PACKAGE_HAS_EMU TRUE)
+else()
+  set(TRNMX_PACKAGE_HAS_EMU FALSE)
+endif()
+
+# Apache-2.0, as Highway and XNNPACK; CMAKE_INSTALL_DOCDIR is share/doc/trnmx.
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
 set(TRNMX_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/trnmx)
 install(EXPORT trnmxTargets NAMESPACE trnmx:: DESTINATION ${TRNMX_CMAKE_DIR})
 configure_package_config_file(cmake/trnmxConfig.cmake.in
   "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfig.cmake"
-  INSTALL_DESTINATION ${TRNMX_CMAKE_DIR})
+  INSTALL_DESTINATION ${TRNMX_CMAKE_DIR}
+  PATH_VARS TRNMX_INSTALL_MACHINESDIR CMAKE_INSTALL_DOCDIR)
 write_basic_package_version_file("${CMAKE_CURRENT_BINARY_DIR}/trnmxConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/trnmxConfig.cmake"

@@ -2,16 +2,18 @@
 
 The recipe lives in conan/ and packages the checkout it sits in (the parent
 directory). Build and test it offline with the Debian 12 profile, which takes
-CLI11 from Debian's libcli11-dev through [platform_requires] and links Highway
-and pthreadpool from Debian (libhwy-dev, libpthreadpool-dev) as system
-libraries:
+CLI11 (libcli11-dev) and nlohmann_json (nlohmann-json3-dev) from Debian through
+[platform_requires] and links Highway and pthreadpool from Debian
+(libhwy-dev, libpthreadpool-dev) as system libraries:
 
     conan create conan -pr:a conan/profiles/debian12 --build=missing -nr
 
 Package contents: the trnmx library (static by default; -o "trnmx/*:shared=True"
-for a shared one), its public headers, and the `trnmx` command-line program
-(option `tools`, default True; -o "trnmx/*:tools=False" drops it and its CLI11
-requirement).
+for a shared one) and its public headers (component trnmx::trnmx); the
+`trnmx` command-line program (option `tools`, default True); the Trainium
+emulator (option `emulator`, default True): library trnmx::emu (component
+`emu`), its headers, the `trnmx-emu` program and the machine descriptions
+under share/trnmx/machines. License: Apache-2.0 (licenses/LICENSE).
 """
 import os
 import re
@@ -29,14 +31,17 @@ class TrnmxConan(ConanFile):
     description = ("Bit-exact microscaling (MX) numerics, tiled kernels and a "
                    "Trainium3 emulator")
     topics = ("mx", "microscaling", "fp8", "fp4", "numerics", "trainium")
+    license = "Apache-2.0"
     package_type = "library"
     settings = "os", "arch", "compiler", "build_type"
-    options = {"shared": [True, False], "fPIC": [True, False], "tools": [True, False]}
-    default_options = {"shared": False, "fPIC": True, "tools": True}
+    options = {"shared": [True, False], "fPIC": [True, False], "tools": [True, False],
+               "emulator": [True, False]}
+    default_options = {"shared": False, "fPIC": True, "tools": True, "emulator": True}
 
     # What the package is built from: the top-level CMake project and the
-    # directories it reads when tests, benchmarks and the emulator are off.
-    _source_items = ("CMakeLists.txt", "cmake/*", "include/*", "src/*", "tools/*")
+    # directories it reads when tests and benchmarks are off.
+    _source_items = ("CMakeLists.txt", "LICENSE", "cmake/*", "include/*", "src/*", "tools/*",
+                     "emulator/*")
 
     def set_version(self):
         # One version for the project: project(trnmx VERSION x.y.z) in the
@@ -65,11 +70,16 @@ class TrnmxConan(ConanFile):
         cmake_layout(self)
 
     def requirements(self):
-        if self.options.tools:
-            # Header-only, used by the `trnmx` program only: not visible to
-            # consumers of the library. On Debian it is libcli11-dev 2.1.2,
-            # declared in the profile's [platform_requires].
+        if self.options.tools or self.options.emulator:
+            # Header-only, used by the `trnmx` and `trnmx-emu` programs only:
+            # not visible to consumers of the library. On Debian it is
+            # libcli11-dev 2.1.2, declared in the profile's [platform_requires].
             self.requires("cli11/[>=2.1 <3]", visible=False)
+        if self.options.emulator:
+            # Header-only, read by the emulator's .cc files only (machine
+            # JSON): not in its public headers nor on a consumer's link line.
+            # Debian: nlohmann-json3-dev 3.11.2 ([platform_requires]).
+            self.requires("nlohmann_json/[>=3.10 <4]", visible=False)
 
     def validate(self):
         check_min_cppstd(self, 20)
@@ -78,9 +88,11 @@ class TrnmxConan(ConanFile):
         tc = CMakeToolchain(self)
         tc.cache_variables["TRNMX_BUILD_TESTS"] = False
         tc.cache_variables["TRNMX_BUILD_BENCHMARKS"] = False
-        tc.cache_variables["TRNMX_BUILD_EMULATOR"] = False
+        tc.cache_variables["TRNMX_BUILD_EMULATOR"] = bool(self.options.emulator)
         tc.cache_variables["TRNMX_BUILD_TOOLS"] = bool(self.options.tools)
         tc.cache_variables["TRNMX_INSTALL"] = True
+        # The toolchain also sets CMAKE_POSITION_INDEPENDENT_CODE from the
+        # fPIC option; trnmx's targets leave it to that variable.
         tc.generate()
         # For a real cli11 package; a platform requirement generates nothing
         # and find_package(CLI11 CONFIG) finds Debian's
@@ -93,6 +105,7 @@ class TrnmxConan(ConanFile):
         cmake.build()
 
     def package(self):
+        copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
         cmake = CMake(self)
         cmake.install()
         # Consumers get Conan's generated CMake config and .pc files (from
@@ -102,11 +115,24 @@ class TrnmxConan(ConanFile):
 
     def package_info(self):
         self.cpp_info.set_property("cmake_file_name", "trnmx")
-        self.cpp_info.set_property("cmake_target_name", "trnmx::trnmx")
-        self.cpp_info.set_property("pkg_config_name", "trnmx")
-        self.cpp_info.libs = ["trnmx"]
+        self.cpp_info.set_property("pkg_config_name", "trnmx-all")
+        core = self.cpp_info.components["trnmx"]
+        core.set_property("cmake_target_name", "trnmx::trnmx")
+        core.set_property("pkg_config_name", "trnmx")
+        core.libs = ["trnmx"]
         # Highway (SIMD dispatch) and pthreadpool (ThreadPoolExecutor) are
         # private link dependencies taken from the system (Debian's
         # libhwy-dev and libpthreadpool-dev, see the profile): consumers only
         # need them on the link line, never in their include path.
-        self.cpp_info.system_libs = ["hwy", "pthreadpool"]
+        core.system_libs = ["hwy", "pthreadpool"]
+        if self.options.emulator:
+            emu = self.cpp_info.components["emu"]
+            emu.set_property("cmake_target_name", "trnmx::emu")
+            emu.set_property("pkg_config_name", "trnmx-emu")
+            emu.libs = ["trnmx_emu"]
+            emu.requires = ["trnmx"]
+            # The machine descriptions (trn2.json, trn3.json), the same as
+            # the presets compiled into the library.
+            emu.resdirs = [os.path.join("share", "trnmx", "machines")]
+        # cli11 and nlohmann_json are visible=False requirements of the
+        # programs and the emulator's .cc files: no component passes them on.

@@ -2,7 +2,9 @@
 # trnmx's one entry point for people and CI. Each mode installs what it needs
 # (Debian packages, PyPI packages) only if missing, configures, builds, runs.
 #
-#   tools/run.sh demo                 main job: quantization error table (trnmx demo)
+#   tools/run.sh demo                 main job: MX quantization errors and a checked MXFP4
+#                                     GEMM (trnmx demo), then a GEMM on the Trainium3
+#                                     emulator with its report and check (trnmx-emu gemm)
 #   tools/run.sh test [ctest args]    build everything, run every test (all labels)
 #   tools/run.sh sanitize             unit tests under ASan + UBSan
 #   tools/run.sh bench [bench args]   build and run the benchmarks
@@ -80,11 +82,16 @@ mode=${1:-}
 [ $# -gt 0 ] && shift
 case "$mode" in
   demo)
-    apt_need "${base_packages[@]}"
+    apt_need "${base_packages[@]}" nlohmann-json3-dev
     configure build/demo -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF \
-      -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_BUILD_EMULATOR=OFF -DTRNMX_INSTALL=OFF
-    cmake --build build/demo -j "$jobs" --target trnmx_cli
-    exec build/demo/tools/trnmx/trnmx demo "$@"
+      -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_BUILD_EMULATOR=ON -DTRNMX_INSTALL=OFF
+    # The two programs only: trnmx (core library) and trnmx-emu (emulator).
+    cmake --build build/demo -j "$jobs" --target trnmx_cli trnmx_emu_cli
+    build/demo/tools/trnmx/trnmx demo "$@"
+    printf '\n3. Trainium3 emulator: the same kind of GEMM (MXFP4) lowered onto 4 NeuronCores, simulated,\n'
+    printf '   then replayed tile by tile with the trnmx kernels and compared with trnmx::Gemm (--check)\n'
+    build/demo/emulator/tools/trnmx-emu gemm --machine trn3 --m 1024 --n 1024 --k 2048 \
+      --dtype mxfp4 --cores 4 --check
     ;;
   test)
     apt_need "${base_packages[@]}" "${test_packages[@]}"
@@ -107,7 +114,11 @@ case "$mode" in
       ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
     ;;
   bench)
-    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev libopenblas-dev libdnnl-dev
+    # Debian 12's dnnl-config.cmake needs OpenCL (find_package(OpenCL REQUIRED)),
+    # which libdnnl-dev only recommends. Without it the configure still works
+    # and only gemm_compare is skipped (cmake/TrnmxPeers.cmake).
+    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev libopenblas-dev libdnnl-dev \
+      ocl-icd-opencl-dev
     configure build/bench -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF -DTRNMX_BUILD_BENCHMARKS=ON \
       -DTRNMX_INSTALL=OFF
     cmake --build build/bench -j "$jobs"
@@ -117,7 +128,7 @@ case "$mode" in
     done
     ;;
   *)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -6,6 +6,10 @@
 #include "trnmx/executor.h"
 #include "trnmx/formats.h"
 
+#ifdef TRNMX_TEST_SHARED_PLUGIN
+extern "C" std::uint32_t test_plugin_encode_e4m3(float x);
+#endif
+
 int main() {
   using namespace trnmx;
   int failures = 0;
@@ -44,6 +48,11 @@ int main() {
   bool all_once = true;
   for (const int h : hits) all_once = all_once && h == 1;
   check(all_once, "ThreadPoolExecutor(2) runs every task once");
+
+#ifdef TRNMX_TEST_SHARED_PLUGIN
+  // Registry inside a shared library that contains the static, -fPIC trnmx.
+  check(test_plugin_encode_e4m3(3.14159f) == 0x45, "shared plugin: EncodeScalars(e4m3, 3.14159)");
+#endif
 
   if (failures != 0) return 1;
   std::printf("trnmx test_package OK: e4m3(3.14159) = 0x45, %zu formats\n", AllFormats().size());

@@ -13,7 +13,9 @@
 # and pkg_config also build and run consumer_inline (inline_main.cc: the
 # optional xsimd inline layer, with xsimd found by the consumer itself), and
 # install checks that the inline headers are installed and that trnmx's CMake
-# package and .pc file do not depend on xsimd.
+# package and .pc file do not depend on xsimd. When the emulator is built,
+# install also runs the installed trnmx-emu on the installed trn3.json and
+# find_package builds and runs consumer_emu (emu_main.cc, trnmx::emu).
 #   consumer.conan         `conan create conan/` offline with the Debian 12
 #                          profile (label `consumer;package`; skipped when
 #                          conan is not installed)
@@ -30,6 +32,12 @@ set(_trnmx_consumer_work "${PROJECT_BINARY_DIR}/consumer")
 set(_trnmx_consumer_prefix "${_trnmx_consumer_work}/prefix")
 # A sanitized libtrnmx.a needs the sanitizer runtime in the consumer's link.
 set(_trnmx_consumer_flags "")
+# With the emulator built, install also checks trnmx-emu and the machine
+# files, and find_package builds consumer_emu (emu_main.cc) on trnmx::emu.
+set(_trnmx_consumer_emu OFF)
+if(TARGET trnmx_emu)
+  set(_trnmx_consumer_emu ON)
+endif()
 if(TRNMX_SANITIZE)
   set(_trnmx_consumer_flags "-fsanitize=address,undefined")
 endif()
@@ -63,7 +71,7 @@ set_tests_properties(consumer.install consumer.find_package consumer.add_subdire
   LABELS consumer
   TIMEOUT 300
   SKIP_RETURN_CODE 77
-  ENVIRONMENT "CMAKE_COMMAND=${CMAKE_COMMAND};TRNMX_CONSUMER_INLINE=${TRNMX_TESTS_HAVE_XSIMD}")
+  ENVIRONMENT "CMAKE_COMMAND=${CMAKE_COMMAND};TRNMX_CONSUMER_INLINE=${TRNMX_TESTS_HAVE_XSIMD};TRNMX_CONSUMER_EMU=${_trnmx_consumer_emu}")
 set_tests_properties(consumer.find_package consumer.pkg_config PROPERTIES
   FIXTURES_REQUIRED trnmx_consumer_prefix)
 

@@ -11,9 +11,13 @@
 # Exit status 77 means "skipped" (a tool is missing); ctest reports it as such.
 # TRNMX_CONSUMER_INLINE=ON (set by ctest when xsimd 8 is found) also builds and
 # runs consumer_inline, the consumer of the optional xsimd inline layer.
+# TRNMX_CONSUMER_EMU=ON (set by ctest when the emulator is built) checks the
+# installed emulator (trnmx-emu, machine files) and builds and runs
+# consumer_emu against trnmx::emu.
 set -euo pipefail
 cmake=${CMAKE_COMMAND:-cmake}  # the CMake that built trnmx (set by ctest)
 inline=${TRNMX_CONSUMER_INLINE:-OFF}
+emu=${TRNMX_CONSUMER_EMU:-OFF}
 
 step() { printf '\n=== %s\n' "$*"; }
 run() { printf '+ %s\n' "$*"; "$@"; }
@@ -42,9 +46,23 @@ case "$mode" in
     if grep -il xsimd "$(dirname "$config_file")"/*.cmake "$pc_file"; then
       die "trnmx's CMake package or .pc file mentions xsimd (listed above); only trnmx/inline/ users need it"
     fi
+    [[ -f "$prefix/share/doc/trnmx/LICENSE" ]] || die "$prefix/share/doc/trnmx/LICENSE was not installed"
+    grep -q "Apache License" "$prefix/share/doc/trnmx/LICENSE" || die "the installed LICENSE is not Apache-2.0"
     if [[ -x "$prefix/bin/trnmx" ]]; then
       step "run the installed tool"
       run "$prefix/bin/trnmx" formats >/dev/null || die "$prefix/bin/trnmx formats failed"
+    fi
+    if [[ "$emu" == ON ]]; then
+      for f in include/trnmx/emu/gemm.h include/trnmx/emu/machine.h bin/trnmx-emu \
+               share/trnmx/machines/trn2.json share/trnmx/machines/trn3.json; do
+        [[ -e "$prefix/$f" ]] || die "$prefix/$f was not installed (emulator)"
+      done
+      grep -q "trnmx::emu" "$(dirname "$config_file")"/trnmxTargets.cmake \
+        || die "trnmx's CMake package does not export trnmx::emu"
+      step "run the installed emulator on the installed trn3 machine file"
+      run "$prefix/bin/trnmx-emu" gemm --machine "$prefix/share/trnmx/machines/trn3.json" \
+        --m 256 --n 256 --k 512 --dtype mxfp4 --check \
+        || die "$prefix/bin/trnmx-emu gemm --machine .../trn3.json --check failed"
     fi
     step "installed files"
     (cd "$prefix" && find . -type f | sort)
@@ -60,6 +78,7 @@ case "$mode" in
       -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$cxxflags" \
       -DCMAKE_PREFIX_PATH="$prefix" -DTRNMX_EXPECTED_PREFIX="$prefix" \
       -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DTRNMX_CONSUMER_INLINE="$inline" \
+      -DTRNMX_CONSUMER_EMU="$emu" \
       || die "configuring the consumer with find_package(trnmx 0.1 CONFIG REQUIRED) failed"
     step "build the consumer"
     run "$cmake" --build "$work" --config "$config" || die "building the consumer failed"
@@ -70,6 +89,10 @@ case "$mode" in
     if [[ "$inline" == ON ]]; then
       step "run the inline-layer consumer"
       run "$(dirname "$exe")/consumer_inline" || die "consumer_inline built with find_package reported a mismatch"
+    fi
+    if [[ "$emu" == ON ]]; then
+      step "run the emulator consumer"
+      run "$(dirname "$exe")/consumer_emu" || die "consumer_emu built with find_package(trnmx COMPONENTS emu) failed"
     fi
     ;;
 

@@ -28,6 +28,7 @@
 #include <iterator>
 #include <map>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -807,19 +808,78 @@ TEST(CliDecode, DecimalOutputRoundTripsThroughFromDecimal) {
 // ---------------------------------------------------------------------------
 // trnmx demo
 
-TEST(CliDemo, PrintsEveryElementFormatAndIsReproducible) {
-  const RunResult a = RunCli({"demo", "--size", "4096", "--seed", "1"});
-  ASSERT_EQ(a.exit_code, 0) << a;
-  EXPECT_EQ(a.err, "");
-  EXPECT_NE(a.out.find("4096 samples"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find("seed 1"), std::string::npos) << a.out;
+// First word of each output line -> how many lines start with it.
+std::map<std::string, int> FirstWords(const std::string& out) {
   std::map<std::string, int> rows;
-  for (const std::string& line : Lines(a.out)) {
+  for (const std::string& line : Lines(out)) {
     std::istringstream words(line);
     std::string first;
     words >> first;
     ++rows[first];
   }
+  return rows;
+}
+
+const char* const kDemoGemm[] = {"--gemm-m", "16", "--gemm-n", "64", "--gemm-k", "96"};
+
+std::vector<std::string> DemoArgs(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"demo", "--size", "4096"};
+  args.insert(args.end(), std::begin(kDemoGemm), std::end(kDemoGemm));
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(CliDemo, PrintsEveryMxFormatAndACheckedMxfp4Gemm) {
+  const RunResult a = RunCli(DemoArgs({"--seed", "1"}));
+  ASSERT_EQ(a.exit_code, 0) << a;
+  EXPECT_EQ(a.err, "");
+  EXPECT_NE(a.out.find("4096 samples"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("seed 1"), std::string::npos) << a.out;
+  const std::map<std::string, int> rows = FirstWords(a.out);
+  // Part 1: one row per MX format, with bits/elem, bytes, RMSE, max error, SQNR.
+  for (const trnmx::MxFormatInfo& f : trnmx::AllMxFormats()) {
+    EXPECT_EQ(rows.count(std::string(f.name)) ? rows.at(std::string(f.name)) : 0, 1)
+        << "no single row for " << f.name << "\n"
+        << a.out;
+  }
+  for (const std::string& line : Lines(a.out)) {
+    if (line.rfind("mxfp4 ", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string name;
+    double bits = 0, bytes = 0, rmse = 0, max_err = 0, sqnr = 0;
+    ASSERT_TRUE(words >> name >> bits >> bytes >> rmse >> max_err >> sqnr) << line;
+    EXPECT_EQ(bits, 4.25) << "MXFP4: 4 bits per element plus one E8M0 per 32";
+    EXPECT_EQ(bytes, 4096 / 2 + 4096 / 32);
+    EXPECT_GT(rmse, 0);
+    EXPECT_GE(max_err, rmse);
+    EXPECT_GT(sqnr, 5);
+    EXPECT_LT(sqnr, 30);
+  }
+  // Part 2: the GEMM with its two checks.
+  EXPECT_NE(a.out.find("C (16 x 64, FP32) = A (16 x 96, BF16) x W (96 x 64, MXFP4)"),
+            std::string::npos)
+      << a.out;
+  const std::regex fp64_check(R"(check vs FP64 +max \|C - C_fp64\| / bound = ([0-9.]+) .*: OK\n)");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(a.out, match, fp64_check)) << a.out;
+  EXPECT_LE(std::stod(match[1]), 1.0);
+  EXPECT_NE(a.out.find("identical bits: OK"), std::string::npos) << a.out;
+  // The element-format table only with --elements.
+  EXPECT_EQ(rows.count("e4m3"), 0u) << a.out;
+
+  const RunResult b = RunCli(DemoArgs({"--seed", "1"}));
+  ASSERT_EQ(b.exit_code, 0) << b;
+  EXPECT_EQ(a.out, b.out) << "same seed, different output";
+  const RunResult c = RunCli(DemoArgs({"--seed", "2"}));
+  ASSERT_EQ(c.exit_code, 0) << c;
+  EXPECT_NE(a.out, c.out) << "seeds 1 and 2 gave the same output";
+}
+
+TEST(CliDemo, ElementsFlagAddsEveryElementFormatAndPolicy) {
+  const RunResult a = RunCli(DemoArgs({"--seed", "1", "--elements"}));
+  ASSERT_EQ(a.exit_code, 0) << a;
+  EXPECT_EQ(a.err, "");
+  std::map<std::string, int> rows = FirstWords(a.out);
   for (const char* format : {"bf16", "fp16", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "int8"}) {
     EXPECT_GE(rows[format], 1) << "no row for " << format << "\n" << a.out;
   }
@@ -828,13 +888,9 @@ TEST(CliDemo, PrintsEveryElementFormatAndIsReproducible) {
   EXPECT_EQ(rows["e2m1"], 6);
   EXPECT_EQ(rows["e8m0"], 0) << "e8m0 is a scale format, not an element format";
   EXPECT_EQ(rows["fp32"], 0);
-
-  const RunResult b = RunCli({"demo", "--size", "4096", "--seed", "1"});
-  ASSERT_EQ(b.exit_code, 0) << b;
-  EXPECT_EQ(a.out, b.out) << "same seed, different tables";
-  const RunResult c = RunCli({"demo", "--size", "4096", "--seed", "2"});
-  ASSERT_EQ(c.exit_code, 0) << c;
-  EXPECT_NE(a.out, c.out) << "seeds 1 and 2 gave the same table";
+  // The MX table and the GEMM are still there.
+  EXPECT_EQ(rows["mxfp4"], 1);
+  EXPECT_NE(a.out.find("identical bits: OK"), std::string::npos) << a.out;
 }
 
 // ---------------------------------------------------------------------------
@@ -969,6 +1025,7 @@ const BadCase kBadCases[] = {
     {"no_subcommand", {}, "", 2, {"subcommand"}},
     {"demo_size_zero", {"demo", "--size", "0"}, "", 2, {"--size", "0"}},
     {"demo_unknown_option", {"demo", "--rows", "3"}, "", 2, {"--rows"}},
+    {"demo_gemm_k_zero", {"demo", "--gemm-k", "0"}, "", 2, {"--gemm-k", "0"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, CliBadInput, testing::ValuesIn(kBadCases),
@@ -1009,17 +1066,26 @@ std::vector<std::uint8_t> ReadAll(const std::string& path) {
 
 void WriteAll(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 // A float32 .npy file (version 1.0, C order) written by hand, independent of
 // the program's own writer.
-void WriteNpyF32(const std::string& path, std::size_t rows, std::size_t cols, const std::vector<float>& v) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
-                     std::to_string(cols) + "), }";
+void WriteNpyF32(const std::string& path, std::size_t rows, std::size_t cols,
+                 const std::vector<float>& v) {
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) +
+                     ", " + std::to_string(cols) + "), }";
   while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
   dict += '\n';
-  std::vector<std::uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  std::vector<std::uint8_t> bytes = {0x93,
+                                     'N',
+                                     'U',
+                                     'M',
+                                     'P',
+                                     'Y',
+                                     1,
+                                     0,
                                      static_cast<std::uint8_t>(dict.size()),
                                      static_cast<std::uint8_t>(dict.size() >> 8)};
   bytes.insert(bytes.end(), dict.begin(), dict.end());
@@ -1051,7 +1117,8 @@ TEST(CliQuantizeText, KnownAnswersOneBlockPerLine) {
   const std::string inf_block = "3f800000 40000000 c0400000 7f800000\n";
   RunResult d = RunCli({"quantize", "--format", "mxfp8-e4m3", "--text"}, inf_block);
   EXPECT_EQ(d.out, "scale=0xff codes=0x00 0x00 0x00 0x00\n") << d;
-  d = RunCli({"quantize", "--format", "mxfp8-e4m3", "--special", "sat-finite", "--text"}, inf_block);
+  d = RunCli({"quantize", "--format", "mxfp8-e4m3", "--special", "sat-finite", "--text"},
+             inf_block);
   EXPECT_EQ(d.out, "scale=0xfe codes=0x00 0x00 0x80 0x7e\n") << d;
   // MXFP4: 6 -> scale 2^0 with max code 7; 0.25 ties to even (0).
   d = RunCli({"quantize", "--format", "mxfp4", "--text"}, "40c00000 3e800000 bf400000\n");
@@ -1070,7 +1137,9 @@ TEST(CliQuantizeText, BadInputFailsCleanly) {
   }();
   const std::vector<Case> cases = {
       {{"quantize", "--format", "mxfp9", "--text"}, "0\n", "unknown MX format 'mxfp9'"},
-      {{"quantize", "--format", "mxfp4", "--scale-rule", "floor", "--text"}, "0\n", "unknown scale rule 'floor'"},
+      {{"quantize", "--format", "mxfp4", "--scale-rule", "floor", "--text"},
+       "0\n",
+       "unknown scale rule 'floor'"},
       {{"quantize", "--format", "mxfp6-e2m3", "--scale-rule", "nki", "--text"}, "0\n", "nki"},
       {{"quantize", "--format", "mxfp4", "--text"}, "3f800000 zz\n", "'zz'"},
       {{"quantize", "--format", "mxfp4", "--text"}, line33, "more than 32 values"},
@@ -1088,7 +1157,8 @@ TEST(CliQuantizeText, BadInputFailsCleanly) {
 TEST(CliQuantizeFile, RoundTripsExactValuesThroughNpyAndContainer) {
   // Every value is exact in E4M3 under scale 2^0 (amax 448): the round trip
   // must return the same bits, -0 included.
-  const std::string in = TempPath("exact.npy"), mx = TempPath("exact.mx"), out = TempPath("exact_out.npy");
+  const std::string in = TempPath("exact.npy"), mx = TempPath("exact.mx"),
+                    out = TempPath("exact_out.npy");
   const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 448.0f};
   WriteNpyF32(in, 2, 3, v);
   RunResult r = RunCli({"quantize", "--format", "mxfp8-e4m3", in, mx});
@@ -1118,22 +1188,27 @@ TEST(CliQuantizeFile, MatchesTheLibraryForEveryFormatAndAxis) {
     for (const char* axis : {"rows", "cols"}) {
       SCOPED_TRACE(std::string(info.name) + " " + axis);
       const std::string mx = TempPath("lib.mx"), out = TempPath("lib_out.npy");
-      RunResult r = RunCli({"quantize", "--format", std::string(info.name), "--axis", axis, in, mx});
+      RunResult r =
+          RunCli({"quantize", "--format", std::string(info.name), "--axis", axis, in, mx});
       ASSERT_EQ(r.exit_code, 0) << r;
       r = RunCli({"dequantize", mx, out, "--threads", "2"});
       ASSERT_EQ(r.exit_code, 0) << r;
       trnmx::MxQuantizeOptions options;
-      options.axis = std::string(axis) == "cols" ? trnmx::BlockAxis::kCols : trnmx::BlockAxis::kRows;
+      options.axis =
+          std::string(axis) == "cols" ? trnmx::BlockAxis::kCols : trnmx::BlockAxis::kRows;
       trnmx::SerialExecutor serial;
-      trnmx::StatusOr<trnmx::MxTensor> t =
-          trnmx::QuantizeMx(trnmx::Fp32MatrixView{v.data(), rows, cols, cols}, info.format, options, &serial);
+      trnmx::StatusOr<trnmx::MxTensor> t = trnmx::QuantizeMx(
+          trnmx::Fp32MatrixView{v.data(), rows, cols, cols}, info.format, options, &serial);
       ASSERT_TRUE(t.ok()) << t.status().ToString();
       std::vector<float> want(rows * cols);
-      ASSERT_TRUE(trnmx::DequantizeMx(t->view(), trnmx::Fp32MatrixSpan{want.data(), rows, cols, cols}, &serial).ok());
+      ASSERT_TRUE(trnmx::DequantizeMx(t->view(),
+                                      trnmx::Fp32MatrixSpan{want.data(), rows, cols, cols}, &serial)
+                      .ok());
       const std::vector<float> got = NpyPayload(ReadAll(out));
       ASSERT_EQ(got.size(), want.size());
       for (std::size_t i = 0; i < want.size(); ++i) {
-        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "element " << i;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i]))
+            << "element " << i;
       }
       // The container holds exactly the library's codes and scales (after the 64-byte header).
       const std::vector<std::uint8_t> file = ReadAll(mx);
@@ -1148,7 +1223,8 @@ TEST(CliQuantizeFile, MatchesTheLibraryForEveryFormatAndAxis) {
 TEST(CliQuantizeFile, ReadsBf16AsUint16) {
   const std::string mx = TempPath("u2.mx"), out = TempPath("u2_out.npy");
   // 1.0, -1.0, +Inf, 2^-133 (subnormal), NaN: a NaN block gives scale FF.
-  RunResult r = RunCli({"quantize", "--format", "mxfp8-e5m2", TRNMX_TEST_DATA_DIR "/npy/u2_5.npy", mx});
+  RunResult r =
+      RunCli({"quantize", "--format", "mxfp8-e5m2", TRNMX_TEST_DATA_DIR "/npy/u2_5.npy", mx});
   ASSERT_EQ(r.exit_code, 0) << r;
   r = RunCli({"inspect", mx});
   ASSERT_EQ(r.exit_code, 0) << r;
@@ -1161,8 +1237,8 @@ TEST(CliInspect, PrintsHistogramSaturationAndError) {
   // Block 0: amax 6 (scale 2^0), 7 saturates? no: 7 rounds... use 6 and 5.9 -> 6.
   std::vector<float> v(64, 0.5f);
   v[0] = 6.0f;
-  v[1] = 5.9f;    // -> 6 (at max)
-  v[32] = 100.0f; // block 1: scale 2^4, 100/16 = 6.25 -> 6 (at max)
+  v[1] = 5.9f;     // -> 6 (at max)
+  v[32] = 100.0f;  // block 1: scale 2^4, 100/16 = 6.25 -> 6 (at max)
   WriteNpyF32(in, 1, 64, v);
   ASSERT_EQ(RunCli({"quantize", "--format", "mxfp4", in, mx}).exit_code, 0);
   const RunResult r = RunCli({"inspect", mx, "--source", in});
@@ -1185,8 +1261,10 @@ TEST(CliQuantizeFile, CorruptOrTruncatedFilesGiveErrorsAndNoOutput) {
   ASSERT_EQ(RunCli({"quantize", "--format", "mxfp6-e3m2", in, mx}).exit_code, 0);
   const std::vector<std::uint8_t> good = ReadAll(mx);
   const std::string bad = TempPath("bad.mx");
-  for (const std::size_t keep : {std::size_t{0}, std::size_t{5}, std::size_t{63}, good.size() - 1}) {
-    WriteAll(bad, std::vector<std::uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(keep)));
+  for (const std::size_t keep :
+       {std::size_t{0}, std::size_t{5}, std::size_t{63}, good.size() - 1}) {
+    WriteAll(bad, std::vector<std::uint8_t>(good.begin(),
+                                            good.begin() + static_cast<std::ptrdiff_t>(keep)));
     std::filesystem::remove(out);
     const RunResult r = RunCli({"dequantize", bad, out});
     EXPECT_NE(r.exit_code, 0) << r;
