@@ -314,12 +314,16 @@ TEST(BulkTest, ThreadCountsGiveIdenticalBits) {
   inputs[7] = MakeInputs<Fp4E2M1Traits>(n, rng);
   for (std::uint8_t b : WantPacked(inputs[7], {})) want[7].push_back(b);
 
-  for (const int threads : {-1, 1, 2, 3, 0}) {  // -1: SerialExecutor, 0: DefaultExecutor()
+  // -2: nullptr (the calling thread), -1: SerialExecutor, 0: DefaultExecutor().
+  for (const int threads : {-2, -1, 1, 2, 3, 0}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     SerialExecutor serial;
     std::unique_ptr<ThreadPoolExecutor> pool;
     if (threads > 0) pool = std::make_unique<ThreadPoolExecutor>(threads);
-    Executor* ex = threads < 0 ? static_cast<Executor*>(&serial) : pool.get();  // nullptr: default
+    Executor* ex = threads == -2   ? nullptr
+                   : threads == -1 ? static_cast<Executor*>(&serial)
+                   : threads == 0  ? &DefaultExecutor()
+                                   : pool.get();
     ForEachHwyTarget([&](const HwyTarget& target) {
       SCOPED_TRACE(target.name);
       int k = 0;
