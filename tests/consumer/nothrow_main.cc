@@ -17,11 +17,7 @@
 #include <cstring>
 #include <vector>
 
-#include "trnmx/executor.h"
-#include "trnmx/formats.h"
-#include "trnmx/gemm.h"
-#include "trnmx/mx.h"
-#include "trnmx/status.h"
+#include "trnmx/trnmx.h"  // every public core header, compiled without exceptions
 
 namespace {
 
