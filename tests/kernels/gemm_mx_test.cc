@@ -425,34 +425,36 @@ std::vector<float> RunKernel(const MxMatrix& a, const MxMatrix& b, const Case& c
   return out;
 }
 
-// Compares on every target and thread count; returns false on the first
-// mismatch (reported).
-bool CheckAllTargets(const MxMatrix& a, const MxMatrix& b, const Case& cs,
-                     const std::vector<float>& c_old, const std::vector<float>& expected,
-                     const std::string& what) {
+// Compares on `target` (dispatch already forced to it by the per-target
+// suite) and every thread count; returns false on the first mismatch
+// (reported).
+bool CheckOnTarget(const MxMatrix& a, const MxMatrix& b, const Case& cs,
+                   const std::vector<float>& c_old, const std::vector<float>& expected,
+                   const std::string& what, const testing::HwyTarget& target) {
   static SerialExecutor serial;
   static ThreadPoolExecutor two(2);
   static ThreadPoolExecutor three(3);
   Executor* executors[] = {&serial, &two, &three};
-  bool ok = true;
-  testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-    for (Executor* ex : executors) {
-      if (!ok) return;
-      const std::vector<float> got = RunKernel(a, b, cs, c_old, *ex);
-      for (std::size_t idx = 0; idx < got.size(); ++idx) {
-        if (!SameBits(got[idx], expected[idx])) {
-          ADD_FAILURE() << what << " target " << target.name << " threads " << ex->NumThreads()
-                        << " M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " at (" << idx / cs.n
-                        << ", " << idx % cs.n << "): got " << Hex(got[idx]) << " want "
-                        << Hex(expected[idx]);
-          ok = false;
-          return;
-        }
+  for (Executor* ex : executors) {
+    const std::vector<float> got = RunKernel(a, b, cs, c_old, *ex);
+    for (std::size_t idx = 0; idx < got.size(); ++idx) {
+      if (!SameBits(got[idx], expected[idx])) {
+        ADD_FAILURE() << what << " target " << target.name << " threads " << ex->NumThreads()
+                      << " M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " at (" << idx / cs.n
+                      << ", " << idx % cs.n << "): got " << Hex(got[idx]) << " want "
+                      << Hex(expected[idx]);
+        return false;
       }
     }
-  });
-  return ok;
+  }
+  return true;
 }
+
+// The tests that run once per compiled Highway target (named .../AVX2 etc.).
+class GemmMxMxPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(GemmMxMxPerTarget);
+class GemvDenseMxPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(GemvDenseMxPerTarget);
 
 std::string PairName(MxFormat fa, MxFormat fb) {
   return std::string(GetMxFormatInfo(fa).name) + " x " + std::string(GetMxFormatInfo(fb).name);
@@ -460,7 +462,7 @@ std::string PairName(MxFormat fa, MxFormat fb) {
 
 // Small shapes (every M, N, K class in 1..17 across the pairings) and random
 // codes with NaN/Inf and extreme scales.
-TEST(GemmMxMx, SmallShapesRandomCodesAllPairings) {
+TEST_P(GemmMxMxPerTarget, SmallShapesRandomCodesAllPairings) {
   std::mt19937_64 rng(TestSeed() ^ 0x2001);
   const std::size_t dims[] = {1, 2, 3, 5, 7, 8, 13, 16, 17};
   const std::size_t ks[] = {1, 2, 5, 17, 31, 32, 33, 63, 64, 65, 97};
@@ -476,7 +478,7 @@ TEST(GemmMxMx, SmallShapesRandomCodesAllPairings) {
         const MxMatrix b = MakeRandomCodes(fb, BlockAxis::kCols, cs.k, cs.n, rep % 2, rng, special, rep == 3);
         const std::vector<float> c_old(cs.m * cs.n, 0.0f);
         const std::vector<float> expected = ExpectedC(a, b, cs, c_old, {});
-        if (!CheckAllTargets(a, b, cs, c_old, expected, PairName(fa, fb))) return;
+        if (!CheckOnTarget(a, b, cs, c_old, expected, PairName(fa, fb), GetParam())) return;
       }
     }
   }
@@ -484,7 +486,7 @@ TEST(GemmMxMx, SmallShapesRandomCodesAllPairings) {
 
 // Quantized Gaussian data with block-varying magnitudes, all pairings, a
 // shape that crosses the packing chunks and panels.
-TEST(GemmMxMx, QuantizedDataAllPairings) {
+TEST_P(GemmMxMxPerTarget, QuantizedDataAllPairings) {
   std::mt19937_64 rng(TestSeed() ^ 0x2002);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (MxFormat fa : kMxFormats) {
@@ -498,14 +500,14 @@ TEST(GemmMxMx, QuantizedDataAllPairings) {
       const MxMatrix b = MakeQuantized(fb, BlockAxis::kCols, cs.k, cs.n, 4,
                                        [&](std::size_t j, std::size_t k) { return vb[k * cs.n + j]; });
       const std::vector<float> c_old(cs.m * cs.n, 0.0f);
-      if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(fa, fb))) return;
+      if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(fa, fb), GetParam())) return;
     }
   }
 }
 
 // Larger shapes for the main formats: panel (N > 2048) and chunk (K > 512)
 // boundaries, every register-tile edge.
-TEST(GemmMxMx, LargeShapes) {
+TEST_P(GemmMxMxPerTarget, LargeShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2003);
   struct Shape { MxFormat fa, fb; std::size_t m, n, k; };
   const Shape shapes[] = {
@@ -521,14 +523,14 @@ TEST(GemmMxMx, LargeShapes) {
     const MxMatrix a = MakeRandomCodes(s.fa, BlockAxis::kRows, s.m, s.k, 0, rng, false, false);
     const MxMatrix b = MakeRandomCodes(s.fb, BlockAxis::kCols, s.k, s.n, 0, rng, false, false);
     const std::vector<float> c_old(cs.m * cs.n, 0.0f);
-    if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(s.fa, s.fb))) return;
+    if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(s.fa, s.fb), GetParam())) return;
   }
 }
 
 // M <= 4 with MXFP4 weights: the streaming GEMV path (AVX-512 VNNI targets),
 // with K tails inside a 4-block chunk, N tails inside a 16-column group,
 // extreme scales, and enough work for the threads to split N.
-TEST(GemmMxMx, GemvShapes) {
+TEST_P(GemmMxMxPerTarget, GemvShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2005);
   struct Shape { MxFormat fa; std::size_t m, n, k; bool special; };
   const Shape shapes[] = {
@@ -541,12 +543,12 @@ TEST(GemmMxMx, GemvShapes) {
     const MxMatrix a = MakeRandomCodes(sh.fa, BlockAxis::kRows, sh.m, sh.k, 0, rng, sh.special, sh.special);
     const MxMatrix b = MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, sh.k, sh.n, 3, rng, sh.special, sh.special);
     const std::vector<float> c_old(cs.m * cs.n, 0.0f);
-    if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), "gemv " + PairName(sh.fa, MxFormat::kMxfp4))) return;
+    if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), "gemv " + PairName(sh.fa, MxFormat::kMxfp4), GetParam())) return;
   }
 }
 
 // alpha, beta (with NaN in C ignored when beta == 0), bias, BF16 output.
-TEST(GemmMxMx, Epilogue) {
+TEST_P(GemmMxMxPerTarget, Epilogue) {
   std::mt19937_64 rng(TestSeed() ^ 0x2004);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (MxFormat f : {MxFormat::kMxfp4, MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2}) {
@@ -567,38 +569,36 @@ TEST(GemmMxMx, Epilogue) {
       }
       const MxMatrix a = MakeRandomCodes(f, BlockAxis::kRows, cs.m, cs.k, 0, rng, false, false);
       const MxMatrix b = MakeRandomCodes(f, BlockAxis::kCols, cs.k, cs.n, 0, rng, false, false);
-      if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, bias), "epilogue")) return;
+      if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, bias), "epilogue", GetParam())) return;
     }
   }
 }
 
 // The kernel each pairing takes on each target (for the log: the VNNI kernel
 // runs only on the AVX-512 targets of a CPU with VNNI).
-TEST(GemmMxMx, PathsPerTarget) {
-  testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-    std::string line = target.name;
-    line.append(":");
-    for (MxFormat fa : kMxFormats) {
-      for (MxFormat fb : kMxFormats) {
-        const char* path = internal::GemmMxMxPathName(fa, fb);
-        EXPECT_NE(std::string(path), "");
-        if (fa == fb) {
-          line.append(" ");
-          line.append(GetMxFormatInfo(fa).name);
-          line.append("=");
-          line.append(path);
-        }
+TEST_P(GemmMxMxPerTarget, KernelPaths) {
+  std::string line = GetParam().name;
+  line.append(":");
+  for (MxFormat fa : kMxFormats) {
+    for (MxFormat fb : kMxFormats) {
+      const char* path = internal::GemmMxMxPathName(fa, fb);
+      EXPECT_NE(std::string(path), "");
+      if (fa == fb) {
+        line.append(" ");
+        line.append(GetMxFormatInfo(fa).name);
+        line.append("=");
+        line.append(path);
       }
     }
-    std::printf("%s\n", line.c_str());
-  });
+  }
+  std::printf("%s\n", line.c_str());
 }
 
 // internal::GemvDenseMx (dense FP32/BF16 row x MXFP4 weights) against the
 // gemm.h dense x MX contract: w = ref::MxElement, acc = std::fma chain in K
 // order, then the epilogue. Where the function declines (non-AVX-512
 // targets), it must leave C alone.
-TEST(GemvDenseMx, MatchesDenseContract) {
+TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
   std::mt19937_64 rng(TestSeed() ^ 0x3001);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   struct Shape { std::size_t n, k; bool bf16, special; };
@@ -637,23 +637,23 @@ TEST(GemvDenseMx, MatchesDenseContract) {
                                    : GemmOperand::Fp32(x.data(), 1, sh.k, sh.k);
     const GemmOperand gb = GemmOperand::Mx(b.view());
     bool ran = false;
-    testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-      for (Executor* ex : executors) {
-        std::vector<float> got(sh.n, 12345.0f);
-        const bool handled = internal::GemvDenseMx(ga, gb, GemmOutput::Fp32(got.data(), 1, sh.n, sh.n), params, *ex);
-        if (!handled) {
-          for (float v : got) ASSERT_EQ(v, 12345.0f);
-          continue;
-        }
-        ran = true;
-        for (std::size_t j = 0; j < sh.n; ++j) {
-          ASSERT_TRUE(SameBits(got[j], want[j]))
-              << "target " << target.name << " threads " << ex->NumThreads() << " N=" << sh.n
-              << " K=" << sh.k << " j=" << j << ": got " << Hex(got[j]) << " want " << Hex(want[j]);
-        }
+    for (Executor* ex : executors) {
+      std::vector<float> got(sh.n, 12345.0f);
+      const bool handled = internal::GemvDenseMx(ga, gb, GemmOutput::Fp32(got.data(), 1, sh.n, sh.n), params, *ex);
+      if (!handled) {
+        for (float v : got) ASSERT_EQ(v, 12345.0f);
+        continue;
       }
-    });
-    if (internal::CpuHasAvx512Vnni()) {
+      ran = true;
+      for (std::size_t j = 0; j < sh.n; ++j) {
+        ASSERT_TRUE(SameBits(got[j], want[j]))
+            << "target " << GetParam().name << " threads " << ex->NumThreads() << " N=" << sh.n
+            << " K=" << sh.k << " j=" << j << ": got " << Hex(got[j]) << " want " << Hex(want[j]);
+      }
+    }
+    // The AVX-512 targets take the GEMV on a VNNI CPU (the best target always
+    // is one there); the others decline.
+    if (internal::CpuHasAvx512Vnni() && testing::IsBestHwyTarget(GetParam())) {
       EXPECT_TRUE(ran);
     }
   }
