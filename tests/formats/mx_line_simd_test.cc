@@ -315,7 +315,6 @@ TEST_P(MxLineSimdPerTarget, KnownAnswers) {
 
 // Every length 0..300 at offsets 0..7, default parameters, every format.
 TEST_P(MxLineSimdPerTarget, LengthsAndOffsets) {
-  std::printf("seed 0x%llx\n", static_cast<unsigned long long>(TestSeed()));
   std::mt19937_64 rng(TestSeed() + 10);
   for (const MxFormat f : kFormats) {
     const std::vector<float> x = MakeMxLine(300 + 8, MaxNormal(f), rng);

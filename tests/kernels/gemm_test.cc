@@ -26,6 +26,7 @@
 #include "kernels/gemm_test_util.h"
 #include "reference/gemm_ref.h"
 #include "support/hwy_targets.h"
+#include "support/random.h"
 
 namespace trnmx {
 namespace {
@@ -36,20 +37,16 @@ using testing::FromMx;
 using testing::Kind;
 using testing::MakeDense;
 using testing::MakeOutput;
-using testing::QuantizeMx;
+using testing::QuantizeMxScalar;
 using testing::RandomFloat;
 using testing::RandomMx;
 using testing::Rng;
 using testing::TestOperand;
 using testing::TestOutput;
 
-// Seed from TRNMX_TEST_SEED or a fixed default; printed by every test.
-std::uint64_t Seed() {
-  const char* env = std::getenv("TRNMX_TEST_SEED");
-  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 0) : 20261130;
-  std::cout << "[ seed     ] TRNMX_TEST_SEED=" << seed << "\n";
-  return seed;
-}
+// The seed of these tests (printed; TRNMX_TEST_SEED overrides it,
+// support/random.h).
+std::uint64_t Seed() { return testing::TestSeed(20261130); }
 
 // Pools shared by the tests: 1, 2 and 3 threads.
 Executor& Pool(std::size_t threads) {
@@ -245,7 +242,7 @@ TestOperand BuildOperand(const OperandSpec& s, std::size_t rows, std::size_t col
   const BlockAxis axis = is_b ? BlockAxis::kCols : BlockAxis::kRows;
   if (!s.quantized) return FromMx(RandomMx(s.format, axis, rows, cols, rng, 100, 150));
   // Lines run along K: (line, pos) = (row, col) for A, (col, row) for B.
-  return FromMx(QuantizeMx(
+  return FromMx(QuantizeMxScalar(
       s.format, axis, rows, cols,
       [&](std::size_t line, std::size_t pos) { return is_b ? value(pos, line) : value(line, pos); },
       s.pad));
