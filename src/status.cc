@@ -1,5 +1,7 @@
 #include "trnmx/status.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace trnmx {
@@ -24,5 +26,16 @@ std::string Status::ToString() const {
   s += message_;
   return s;
 }
+
+namespace internal {
+
+void AbortOnErrorValueAccess(const Status& status) noexcept {
+  std::fprintf(stderr, "trnmx: StatusOr value accessed on an error: %s\n",
+               status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace trnmx

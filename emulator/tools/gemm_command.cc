@@ -11,6 +11,7 @@
 #include "trnmx/emu/gemm.h"
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/simulator.h"
+#include "trnmx/executor.h"
 
 namespace trnmx::emu::cli {
 namespace {
@@ -42,7 +43,10 @@ int CheckFunctional(const LoweredGemm& gemm, const SimResult& sim, uint64_t seed
     std::cerr << got.status().ToString() << "\n";
     return 1;
   }
-  StatusOr<std::vector<Bf16>> want = ReferenceGemm(config, data->a, data->b);
+  // The whole-problem reference is the one big product here: give it the
+  // process pool (the tile replay above is mostly sub-MFLOP tiles, which run
+  // on the calling thread whatever the executor).
+  StatusOr<std::vector<Bf16>> want = ReferenceGemm(config, data->a, data->b, &DefaultExecutor());
   if (!want.ok()) {
     std::cerr << want.status().ToString() << "\n";
     return 1;

@@ -11,19 +11,25 @@
 // changes a summation order: results are bit-identical for every executor
 // and thread count.
 //
-// An application with its own thread pool implements Executor (two virtual
-// functions) and passes it to trnmx; otherwise it uses
-//   - SerialExecutor: runs the tasks in order on the calling thread;
+// The rule for every trnmx function that takes an `Executor* executor`
+// (XNNPACK's rule for its threadpool argument): nullptr runs all the work on
+// the calling thread, in the caller's order, and trnmx starts no thread of
+// its own. Threads are always the caller's explicit choice:
+//   - an application with its own thread pool implements Executor (two
+//     virtual functions) and passes it to trnmx;
+//   - SerialExecutor: runs the tasks in order on the calling thread (what
+//     nullptr does);
 //   - ThreadPoolExecutor: a pool of worker threads (pthreadpool, the pool
 //     XNNPACK uses), owned by the object; the calling thread takes part;
-//   - DefaultExecutor(): one ThreadPoolExecutor shared by the process,
+//   - DefaultExecutor(): an opt-in ThreadPoolExecutor shared by the process,
 //     created on first use with TRNMX_NUM_THREADS threads if that
 //     environment variable is a positive integer, else one per hardware
-//     thread.
+//     thread. trnmx never uses it unless the caller passes it.
 //
 //   trnmx::ThreadPoolExecutor pool(2);
 //   std::vector<float> y(n);
 //   pool.ParallelFor(n / 1024, [&](std::size_t t) { Work(t * 1024, &y); });
+//   trnmx::Status s = trnmx::Gemm(a, b, c, {}, &trnmx::DefaultExecutor());
 #ifndef TRNMX_EXECUTOR_H_
 #define TRNMX_EXECUTOR_H_
 
@@ -89,8 +95,9 @@ class ThreadPoolExecutor final : public Executor {
   std::unique_ptr<Impl> impl_;
 };
 
-// The process-wide pool described above. Thread-safe to obtain; ParallelFor
-// calls from several application threads are serialised by the pool.
+// The opt-in process-wide pool described above; created on the first call,
+// never by trnmx itself. Thread-safe to obtain; ParallelFor calls from
+// several application threads are serialised by the pool.
 Executor& DefaultExecutor();
 
 }  // namespace trnmx

@@ -58,7 +58,8 @@
 //
 // Threads: the executor runs tasks that each own a block of outputs (M
 // blocks x groups of 32 columns); K is never split, so every thread count
-// gives the same bits. Products under ~1 MFLOP run on the calling thread.
+// gives the same bits. Products under ~1 MFLOP run on the calling thread, and
+// so does everything when executor is nullptr (executor.h); Pack() too.
 //
 // Example (row-major FP32, 2 threads):
 //   trnmx::ThreadPoolExecutor pool(2);
@@ -150,7 +151,8 @@ struct GemmParams {
   bool accumulate = false;
 };
 
-// C = alpha * A * B + beta * C (+ bias). executor == nullptr: DefaultExecutor().
+// C = alpha * A * B + beta * C (+ bias). executor == nullptr: the calling
+// thread only (executor.h); pass &DefaultExecutor() or your own pool for threads.
 Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
             const GemmParams& params = {}, Executor* executor = nullptr);
 

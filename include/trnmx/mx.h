@@ -256,8 +256,8 @@ class MxTensor {
 // is set to S_dec (MX formats: 1). BF16 sources convert exactly to FP32 first.
 //
 // Work is split over groups of lines and over segments of long lines, run
-// through `executor` (nullptr: DefaultExecutor()). The result is bit-identical
-// for every executor, thread count and SIMD target.
+// through `executor` (nullptr: all on the calling thread, executor.h). The
+// result is bit-identical for every executor, thread count and SIMD target.
 //
 // Errors (nothing is written, not even dst.tensor_scale): options invalid
 // (CheckMxQuantizeOptions), axis or size mismatch, dst invalid (CheckMxSpan),
@@ -283,8 +283,9 @@ StatusOr<MxTensor> QuantizeMx(Bf16MatrixView src, MxFormat format,
 // dst(r, c) = the value of element (r, c): decode(code) * 2^(scale - 127) as
 // one FP32 multiply for MX formats (exact unless it overflows to +-Inf; scale
 // FF gives NaN; MXINT8 n / 64), (E2M1 * UE4M3) * tensor_scale for NVFP4
-// (UE4M3 7F/FF gives NaN). Tail padding is never written out. Bit-identical
-// for every executor and thread count.
+// (UE4M3 7F/FF gives NaN). Tail padding is never written out. Runs through
+// `executor` (nullptr: the calling thread, executor.h); bit-identical for
+// every executor and thread count.
 // Errors (nothing is written): CheckMxView(src), dst size differs from
 // src.shape, dst.data null or misaligned while it has elements, dst.row_stride
 // < dst.cols, or dst overlapping the codes or scales.

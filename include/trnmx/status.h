@@ -9,7 +9,12 @@
 //   if (!f.ok()) { std::cerr << f.status().ToString() << "\n"; return 1; }
 //   trnmx::Format format = *f;
 //
-// StatusOr<T>::value() throws trnmx::StatusError when the status is not ok.
+// Accessing the value of an error StatusOr (value(), operator*, operator->)
+// is a programming error. With C++ exceptions on, it throws
+// trnmx::StatusError carrying the status; compiled with -fno-exceptions (the
+// choice is made in the caller's translation unit, as Abseil does), it
+// prints "trnmx: StatusOr value accessed on an error: CODE: message" to
+// stderr and calls std::abort(). Check ok() first to handle errors.
 #ifndef TRNMX_STATUS_H_
 #define TRNMX_STATUS_H_
 
@@ -57,7 +62,7 @@ inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResou
 inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
-// Thrown by StatusOr<T>::value() on an error status.
+// Thrown by StatusOr<T>::value() on an error status (with exceptions on).
 class StatusError : public std::runtime_error {
  public:
   explicit StatusError(Status status)
@@ -67,6 +72,12 @@ class StatusError : public std::runtime_error {
  private:
   Status status_;
 };
+
+namespace internal {
+// Prints the message described at the top of this file and aborts. Defined
+// in the library, so that it works whatever the caller's exception setting.
+[[noreturn]] void AbortOnErrorValueAccess(const Status& status) noexcept;
+}  // namespace internal
 
 // Either a T or an error Status.
 template <class T>
@@ -83,15 +94,15 @@ class [[nodiscard]] StatusOr {
   Status status() const { return ok() ? Status() : std::get<Status>(data_); }
 
   const T& value() const& {
-    if (!ok()) throw StatusError(std::get<Status>(data_));
+    if (!ok()) FailValueAccess();
     return std::get<T>(data_);
   }
   T& value() & {
-    if (!ok()) throw StatusError(std::get<Status>(data_));
+    if (!ok()) FailValueAccess();
     return std::get<T>(data_);
   }
   T&& value() && {
-    if (!ok()) throw StatusError(std::get<Status>(data_));
+    if (!ok()) FailValueAccess();
     return std::get<T>(std::move(data_));
   }
   const T& operator*() const& { return value(); }
@@ -99,6 +110,14 @@ class [[nodiscard]] StatusOr {
   const T* operator->() const { return &value(); }
 
  private:
+  [[noreturn]] void FailValueAccess() const {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+    throw StatusError(std::get<Status>(data_));
+#else
+    internal::AbortOnErrorValueAccess(std::get<Status>(data_));
+#endif
+  }
+
   std::variant<T, Status> data_;
 };
 

@@ -20,6 +20,7 @@
 #include "formats/element_consts.h"
 #include "formats/kernel_args.h"
 #include "formats/stream_copy.h"
+#include "internal/calling_thread.h"
 #include "trnmx/formats/codec.h"
 
 namespace trnmx {
@@ -51,7 +52,7 @@ void ForEachChunk(std::size_t n, Executor* executor, const Body& body) {
     if (n != 0) body(std::size_t{0}, n);
     return;
   }
-  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  Executor& ex = internal::ExecutorOrCallingThread(executor);
   ex.ParallelFor(chunks, [&](std::size_t c) {
     const std::size_t first = c * kChunkElems;
     const std::size_t count = n - first < kChunkElems ? n - first : kChunkElems;

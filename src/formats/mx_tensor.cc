@@ -26,6 +26,7 @@
 
 #include "formats/mx_dispatch.h"
 #include "formats/mx_line.h"
+#include "internal/calling_thread.h"
 #include "trnmx/mx.h"
 
 namespace trnmx {
@@ -274,7 +275,7 @@ Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
     return InvalidArgumentError("source overlaps the destination scales");
   }
 
-  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  Executor& ex = internal::ExecutorOrCallingThread(executor);
   const MxFormatInfo& info = GetMxFormatInfo(shape.format);
   internal::MxLineParams base;
   base.format = shape.format;
@@ -543,7 +544,7 @@ Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* execu
   const std::size_t len = shape.line_length();
   if (num_lines == 0 || len == 0) return OkStatus();
 
-  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  Executor& ex = internal::ExecutorOrCallingThread(executor);
   const MxFormatInfo& info = GetMxFormatInfo(shape.format);
   const std::size_t bs = info.block_size;
   const bool cols_axis = shape.axis == BlockAxis::kCols;

@@ -1,13 +1,26 @@
 #include "trnmx/executor.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "trnmx/formats/bulk.h"
+#include "trnmx/gemm.h"
+#include "trnmx/mx.h"
 
 namespace trnmx {
 namespace {
@@ -81,6 +94,107 @@ TEST(DefaultExecutor, IsOneSharedPool) {
   EXPECT_EQ(&a, &b);
   EXPECT_GE(a.NumThreads(), 1u);
   ExpectEachTaskOnce(a, 333);
+}
+
+// Threads of this process (Linux: one entry per thread in /proc/self/task);
+// 0 when that cannot be read.
+std::size_t ProcessThreads() {
+  std::error_code error;
+  std::size_t n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", error), end; !error && it != end;
+       it.increment(error)) {
+    ++n;
+  }
+  return error ? 0 : n;
+}
+
+std::vector<std::uint32_t> Bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> out(v.size());
+  if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * sizeof(float));
+  return out;
+}
+
+// Every entry point that takes an Executor*, with sizes that split into many
+// tasks (several bulk chunks, many MX line groups, a GEMM far above the
+// 1 MFLOP inline threshold), once with `executor`. Returns the outputs.
+std::vector<std::vector<std::uint32_t>> RunEveryEntryPoint(Executor* executor) {
+  const std::size_t n = 5 * 32768 + 7;
+  const std::size_t dim = 192;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::sin(0.001f * static_cast<float>(i)) * 300.0f;
+  std::vector<std::vector<std::uint32_t>> out;
+
+  std::vector<Fp8E4M3> fp8(n);
+  if (!BulkEncode(x, fp8, {}, executor).ok()) return {};
+  std::vector<float> back(n);
+  if (!BulkDecode(std::span<const Fp8E4M3>(fp8), back, executor).ok()) return {};
+  out.push_back(Bits(back));
+
+  const Fp32MatrixView src{x.data(), dim, dim, dim};
+  StatusOr<MxTensor> a = QuantizeMx(src, MxFormat::kMxfp4, {}, executor);
+  if (!a.ok()) return {};
+  std::vector<float> a_back(dim * dim);
+  if (!DequantizeMx(a->view(), {a_back.data(), dim, dim, dim}, executor).ok()) return {};
+  out.push_back(Bits(a_back));
+
+  MxQuantizeOptions cols;
+  cols.axis = BlockAxis::kCols;
+  StatusOr<MxTensor> b = QuantizeMx(src, MxFormat::kMxfp4, cols, executor);
+  if (!b.ok()) return {};
+  StatusOr<PackedWeights> w = PackedWeights::Pack(GemmOperand::Mx(b->view()), executor);
+  if (!w.ok()) return {};
+  std::vector<float> c(dim * dim), c_packed(dim * dim);
+  const GemmOperand fa = GemmOperand::Fp32(x.data(), dim, dim, dim);
+  if (!Gemm(fa, GemmOperand::Mx(b->view()), GemmOutput::Fp32(c.data(), dim, dim, dim), {}, executor)
+           .ok()) {
+    return {};
+  }
+  if (!Gemm(fa, *w, GemmOutput::Fp32(c_packed.data(), dim, dim, dim), {}, executor).ok()) return {};
+  out.push_back(Bits(c));
+  out.push_back(Bits(c_packed));
+  if (!Gemm(GemmOperand::Mx(a->view()), GemmOperand::Mx(b->view()),
+            GemmOutput::Fp32(c.data(), dim, dim, dim), {}, executor)
+           .ok()) {
+    return {};
+  }
+  out.push_back(Bits(c));
+  return out;
+}
+
+// executor.h: nullptr runs on the calling thread and trnmx starts no thread.
+// Checked in a fresh process (a "threadsafe" death test re-executes this
+// binary), which has exactly one thread until something creates a pool: after
+// every entry point ran with nullptr it must still have one. Then a 3-thread
+// pool must show as 3 threads (the count works) and the same calls through it
+// must give the same bits.
+TEST(NullExecutor, RunsOnTheCallingThreadAndStartsNoThread) {
+  if (ProcessThreads() == 0) GTEST_SKIP() << "/proc/self/task is not readable here";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const std::size_t before = ProcessThreads();
+        const std::vector<std::vector<std::uint32_t>> inline_bits = RunEveryEntryPoint(nullptr);
+        const std::size_t after = ProcessThreads();
+        if (inline_bits.empty()) {
+          std::fprintf(stderr, "an entry point failed with a nullptr executor\n");
+          std::_Exit(2);
+        }
+        if (before != 1 || after != 1) {
+          std::fprintf(stderr, "threads before %zu, after %zu (want 1 and 1)\n", before, after);
+          std::_Exit(3);
+        }
+        ThreadPoolExecutor pool(3);
+        if (ProcessThreads() < 3) {  // The count must see a pool's threads.
+          std::fprintf(stderr, "a 3-thread pool shows as %zu threads\n", ProcessThreads());
+          std::_Exit(5);
+        }
+        if (RunEveryEntryPoint(&pool) != inline_bits) {
+          std::fprintf(stderr, "a 3-thread pool gave other bits than nullptr\n");
+          std::_Exit(4);
+        }
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "^$");
 }
 
 }  // namespace

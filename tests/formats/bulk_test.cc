@@ -26,8 +26,11 @@
 namespace trnmx::test {
 namespace {
 
-using testing::ForEachHwyTarget;
 using testing::HwyTarget;
+
+// The tests that run once per compiled Highway target (named .../AVX2 etc.).
+class BulkPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(BulkPerTarget);
 
 constexpr Rounding kRoundings[] = {Rounding::kNearestEven, Rounding::kTiesAway,
                                    Rounding::kTowardZero};
@@ -85,55 +88,53 @@ std::vector<std::uint8_t> WantPacked(std::span<const float> x, const EncodeOptio
 }
 
 TEST(BulkTest, PrintsSeedAndTargets) {
-  std::printf("seed 0x%llx; targets:", static_cast<unsigned long long>(TestSeed()));
+  (void)TestSeed();  // prints it
+  std::printf("targets:");
   for (const HwyTarget& t : testing::CompiledHwyTargets()) std::printf(" %s", t.name.c_str());
   std::printf("\n");
   EXPECT_FALSE(testing::CompiledHwyTargets().empty());
 }
 
 // formats.md section 12.1 (BF16) and 12.3 (elements), on every target.
-TEST(BulkTest, KnownAnswers) {
-  ForEachHwyTarget([](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    const std::uint32_t in[] = {0x3F800000, 0x3F808000, 0x3F818000, 0x3F807FFF, 0x7F7FFFFF,
-                                0x00400000, 0x00018000, 0x7F800000, 0xFF800000, 0x7FC00000,
-                                0xFFC00000, 0x7F800001, 0xFFA12345, 0x7FFFFFFF};
-    const std::uint16_t def[] = {0x3F80, 0x3F80, 0x3F82, 0x3F80, 0x7F80, 0x0040, 0x0002,
+TEST_P(BulkPerTarget, KnownAnswers) {
+  const std::uint32_t in[] = {0x3F800000, 0x3F808000, 0x3F818000, 0x3F807FFF, 0x7F7FFFFF,
+                              0x00400000, 0x00018000, 0x7F800000, 0xFF800000, 0x7FC00000,
+                              0xFFC00000, 0x7F800001, 0xFFA12345, 0x7FFFFFFF};
+  const std::uint16_t def[] = {0x3F80, 0x3F80, 0x3F82, 0x3F80, 0x7F80, 0x0040, 0x0002,
+                               0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7FC0, 0xFFE1, 0x7FFF};
+  const std::uint16_t intel[] = {0x3F80, 0x3F80, 0x3F82, 0x3F80, 0x7F80, 0x0000, 0x0000,
                                  0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7FC0, 0xFFE1, 0x7FFF};
-    const std::uint16_t intel[] = {0x3F80, 0x3F80, 0x3F82, 0x3F80, 0x7F80, 0x0000, 0x0000,
-                                   0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7FC0, 0xFFE1, 0x7FFF};
-    const std::uint16_t eigen[] = {0x3F80, 0x3F80, 0x3F82, 0x3F80, 0x7F80, 0x0040, 0x0002,
-                                   0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7FC0, 0xFFC0, 0x7FC0};
-    std::vector<float> x;
-    for (std::uint32_t b : in) x.push_back(std::bit_cast<float>(b));
-    std::vector<Bf16> out(x.size());
-    const auto check = [&](const EncodeOptions& o, const std::uint16_t* want, const char* what) {
-      ASSERT_TRUE(BulkEncode(x, out, o).ok());
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        EXPECT_EQ(out[i].bits, want[i]) << what << " x=0x" << std::hex << in[i];
-      }
-    };
-    check({}, def, "default");
-    check({.subnormals = Subnormals::kFlush}, intel, "kDazFtz");
-    check({.nan = NanPolicy::kCanonical}, eigen, "kCanonicalNaN");
+  const std::uint16_t eigen[] = {0x3F80, 0x3F80, 0x3F82, 0x3F80, 0x7F80, 0x0040, 0x0002,
+                                 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7FC0, 0xFFC0, 0x7FC0};
+  std::vector<float> x;
+  for (std::uint32_t b : in) x.push_back(std::bit_cast<float>(b));
+  std::vector<Bf16> out(x.size());
+  const auto check = [&](const EncodeOptions& o, const std::uint16_t* want, const char* what) {
+    ASSERT_TRUE(BulkEncode(x, out, o).ok());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(out[i].bits, want[i]) << what << " x=0x" << std::hex << in[i];
+    }
+  };
+  check({}, def, "default");
+  check({.subnormals = Subnormals::kFlush}, intel, "kDazFtz");
+  check({.nan = NanPolicy::kCanonical}, eigen, "kCanonicalNaN");
 
-    const float e4m3_in[] = {1.0f, 448.0f, 464.0f, 1000.0f, 17.0f, 0x1p-9f, 0x1p-10f, -0.0f};
-    const std::uint8_t e4m3_sat[] = {0x38, 0x7E, 0x7E, 0x7E, 0x58, 0x01, 0x00, 0x80};
-    std::vector<Fp8E4M3> q(std::size(e4m3_in));
-    ASSERT_TRUE(BulkEncode(e4m3_in, q).ok());
-    for (std::size_t i = 0; i < q.size(); ++i) EXPECT_EQ(q[i].bits, e4m3_sat[i]) << i;
-    ASSERT_TRUE(BulkEncode(e4m3_in, q, {.overflow = Overflow::kNonSat}).ok());
-    EXPECT_EQ(q[3].bits, 0x7F);  // 1000 -> NaN when not saturating
+  const float e4m3_in[] = {1.0f, 448.0f, 464.0f, 1000.0f, 17.0f, 0x1p-9f, 0x1p-10f, -0.0f};
+  const std::uint8_t e4m3_sat[] = {0x38, 0x7E, 0x7E, 0x7E, 0x58, 0x01, 0x00, 0x80};
+  std::vector<Fp8E4M3> q(std::size(e4m3_in));
+  ASSERT_TRUE(BulkEncode(e4m3_in, q).ok());
+  for (std::size_t i = 0; i < q.size(); ++i) EXPECT_EQ(q[i].bits, e4m3_sat[i]) << i;
+  ASSERT_TRUE(BulkEncode(e4m3_in, q, {.overflow = Overflow::kNonSat}).ok());
+  EXPECT_EQ(q[3].bits, 0x7F);  // 1000 -> NaN when not saturating
 
-    const float e2m1_in[] = {0.25f, 0.75f, 1.25f, 1.75f, -0.25f, 7.0f, 1e30f};
-    const std::uint8_t e2m1_want[] = {0x0, 0x2, 0x2, 0x4, 0x8, 0x7, 0x7};
-    std::vector<Fp4E2M1> f4(std::size(e2m1_in));
-    ASSERT_TRUE(BulkEncode(e2m1_in, f4).ok());
-    for (std::size_t i = 0; i < f4.size(); ++i) EXPECT_EQ(f4[i].bits, e2m1_want[i]) << i;
-    std::vector<std::uint8_t> packed(4);
-    ASSERT_TRUE(BulkEncodePackedFp4(e2m1_in, packed).ok());
-    EXPECT_EQ(packed, (std::vector<std::uint8_t>{0x20, 0x42, 0x78, 0x07}));
-  });
+  const float e2m1_in[] = {0.25f, 0.75f, 1.25f, 1.75f, -0.25f, 7.0f, 1e30f};
+  const std::uint8_t e2m1_want[] = {0x0, 0x2, 0x2, 0x4, 0x8, 0x7, 0x7};
+  std::vector<Fp4E2M1> f4(std::size(e2m1_in));
+  ASSERT_TRUE(BulkEncode(e2m1_in, f4).ok());
+  for (std::size_t i = 0; i < f4.size(); ++i) EXPECT_EQ(f4[i].bits, e2m1_want[i]) << i;
+  std::vector<std::uint8_t> packed(4);
+  ASSERT_TRUE(BulkEncodePackedFp4(e2m1_in, packed).ok());
+  EXPECT_EQ(packed, (std::vector<std::uint8_t>{0x20, 0x42, 0x78, 0x07}));
 }
 
 // The examples of bulk.h's comments, as written there.
@@ -168,139 +169,129 @@ TEST(BulkTest, HeaderExamples) {
 
 // Every length 0..300 at input offsets 0..7 floats and output offsets 0..7
 // codes, default options; guard codes around the output stay untouched.
-TEST(BulkTest, LengthsAndMisalignment) {
+TEST_P(BulkPerTarget, LengthsAndMisalignment) {
   std::mt19937_64 rng(TestSeed());
-  ForEachHwyTarget([&](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    ForEachCodeType([&]<class Code>() {
-      SCOPED_TRACE(Name<Code>());
-      const std::vector<float> pool = MakeInputs<typename Code::Traits>(300 + 8, rng);
-      for (std::size_t n = 0; n <= 300; ++n) {
-        const std::size_t in_off = n % 8;
-        const std::size_t out_off = (n * 5 + 3) % 8;
-        const std::span<const float> in(pool.data() + in_off, n);
-        std::vector<Code> buf(n + 16, Code::FromBits(0x5A));
-        ASSERT_TRUE(BulkEncode(in, std::span<Code>(buf.data() + out_off, n)).ok());
-        for (std::size_t i = 0; i < buf.size(); ++i) {
-          const bool inside = i >= out_off && i < out_off + n;
-          const std::uint32_t want =
-              inside ? Want<Code>(in[i - out_off], {}) : Code::FromBits(0x5A).bits;
-          ASSERT_EQ(buf[i].bits, want) << "n=" << n << " index " << i << " x=0x" << std::hex
-                                       << (inside ? Bits(in[i - out_off]) : 0u);
-        }
-        // Decode the codes back from a misaligned copy.
-        std::vector<float> back(n + 16, 42.0f);
-        ASSERT_TRUE(BulkDecode(std::span<const Code>(buf.data() + out_off, n),
-                               std::span<float>(back.data() + in_off, n))
-                        .ok());
-        for (std::size_t i = 0; i < back.size(); ++i) {
-          const bool inside = i >= in_off && i < in_off + n;
-          const std::uint32_t want =
-              inside ? Bits(DecodeBits<typename Code::Traits>(buf[i - in_off + out_off].bits))
-                     : Bits(42.0f);
-          ASSERT_EQ(Bits(back[i]), want) << "decode n=" << n << " index " << i;
-        }
-      }
-    });
-    // Packed FP4: odd and even lengths, misaligned bytes.
-    const std::vector<float> pool = MakeInputs<Fp4E2M1Traits>(300 + 8, rng);
+  ForEachCodeType([&]<class Code>() {
+    SCOPED_TRACE(Name<Code>());
+    const std::vector<float> pool = MakeInputs<typename Code::Traits>(300 + 8, rng);
     for (std::size_t n = 0; n <= 300; ++n) {
-      const std::size_t in_off = (n * 3) % 8;
-      const std::size_t out_off = n % 8;
+      const std::size_t in_off = n % 8;
+      const std::size_t out_off = (n * 5 + 3) % 8;
       const std::span<const float> in(pool.data() + in_off, n);
-      const std::size_t bytes = (n + 1) / 2;
-      std::vector<std::uint8_t> buf(bytes + 16, 0xA5);
-      ASSERT_TRUE(
-          BulkEncodePackedFp4(in, std::span<std::uint8_t>(buf.data() + out_off, bytes)).ok());
-      const std::vector<std::uint8_t> want = WantPacked(in, {});
+      std::vector<Code> buf(n + 16, Code::FromBits(0x5A));
+      ASSERT_TRUE(BulkEncode(in, std::span<Code>(buf.data() + out_off, n)).ok());
       for (std::size_t i = 0; i < buf.size(); ++i) {
-        const bool inside = i >= out_off && i < out_off + bytes;
-        ASSERT_EQ(buf[i], inside ? want[i - out_off] : 0xA5) << "packed n=" << n << " byte " << i;
+        const bool inside = i >= out_off && i < out_off + n;
+        const std::uint32_t want =
+            inside ? Want<Code>(in[i - out_off], {}) : Code::FromBits(0x5A).bits;
+        ASSERT_EQ(buf[i].bits, want) << "n=" << n << " index " << i << " x=0x" << std::hex
+                                     << (inside ? Bits(in[i - out_off]) : 0u);
       }
+      // Decode the codes back from a misaligned copy.
       std::vector<float> back(n + 16, 42.0f);
-      ASSERT_TRUE(BulkDecodePackedFp4(std::span<const std::uint8_t>(buf.data() + out_off, bytes),
-                                      std::span<float>(back.data() + in_off, n))
+      ASSERT_TRUE(BulkDecode(std::span<const Code>(buf.data() + out_off, n),
+                             std::span<float>(back.data() + in_off, n))
                       .ok());
       for (std::size_t i = 0; i < back.size(); ++i) {
         const bool inside = i >= in_off && i < in_off + n;
-        std::uint32_t w = Bits(42.0f);
-        if (inside) {
-          const std::size_t k = i - in_off;
-          w = Bits(DecodeBits<Fp4E2M1Traits>(want[k / 2] >> (4 * (k % 2))));
-        }
-        ASSERT_EQ(Bits(back[i]), w) << "packed decode n=" << n << " index " << i;
+        const std::uint32_t want =
+            inside ? Bits(DecodeBits<typename Code::Traits>(buf[i - in_off + out_off].bits))
+                   : Bits(42.0f);
+        ASSERT_EQ(Bits(back[i]), want) << "decode n=" << n << " index " << i;
       }
     }
   });
+  // Packed FP4: odd and even lengths, misaligned bytes.
+  const std::vector<float> pool = MakeInputs<Fp4E2M1Traits>(300 + 8, rng);
+  for (std::size_t n = 0; n <= 300; ++n) {
+    const std::size_t in_off = (n * 3) % 8;
+    const std::size_t out_off = n % 8;
+    const std::span<const float> in(pool.data() + in_off, n);
+    const std::size_t bytes = (n + 1) / 2;
+    std::vector<std::uint8_t> buf(bytes + 16, 0xA5);
+    ASSERT_TRUE(BulkEncodePackedFp4(in, std::span<std::uint8_t>(buf.data() + out_off, bytes)).ok());
+    const std::vector<std::uint8_t> want = WantPacked(in, {});
+    for (std::size_t i = 0; i < buf.size(); ++i) {
+      const bool inside = i >= out_off && i < out_off + bytes;
+      ASSERT_EQ(buf[i], inside ? want[i - out_off] : 0xA5) << "packed n=" << n << " byte " << i;
+    }
+    std::vector<float> back(n + 16, 42.0f);
+    ASSERT_TRUE(BulkDecodePackedFp4(std::span<const std::uint8_t>(buf.data() + out_off, bytes),
+                                    std::span<float>(back.data() + in_off, n))
+                    .ok());
+    for (std::size_t i = 0; i < back.size(); ++i) {
+      const bool inside = i >= in_off && i < in_off + n;
+      std::uint32_t w = Bits(42.0f);
+      if (inside) {
+        const std::size_t k = i - in_off;
+        w = Bits(DecodeBits<Fp4E2M1Traits>(want[k / 2] >> (4 * (k % 2))));
+      }
+      ASSERT_EQ(Bits(back[i]), w) << "packed decode n=" << n << " index " << i;
+    }
+  }
 }
 
 // Every rounding x overflow x NaN x subnormal policy, on every target.
-TEST(BulkTest, EveryPolicyCombination) {
+TEST_P(BulkPerTarget, EveryPolicyCombination) {
   std::mt19937_64 rng(TestSeed() + 1);
   constexpr std::size_t kN = 2000;
-  ForEachHwyTarget([&](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    ForEachCodeType([&]<class Code>() {
-      SCOPED_TRACE(Name<Code>());
-      const std::vector<float> x = MakeInputs<typename Code::Traits>(kN, rng);
-      std::vector<Code> out(kN);
-      std::vector<std::uint8_t> packed((kN + 1) / 2);
-      for (Rounding r : kRoundings) {
-        for (Overflow ov : kOverflows) {
-          for (NanPolicy nan : kNans) {
-            for (Subnormals sub : kSubnormals) {
-              const EncodeOptions o{.rounding = r, .overflow = ov, .nan = nan, .subnormals = sub};
-              ASSERT_TRUE(BulkEncode(x, out, o).ok());
-              for (std::size_t i = 0; i < kN; ++i) {
-                ASSERT_EQ(out[i].bits, Want<Code>(x[i], o))
-                    << Describe(o) << " x=0x" << std::hex << Bits(x[i]);
-              }
-              if constexpr (std::is_same_v<Code, Fp4E2M1>) {
-                ASSERT_TRUE(BulkEncodePackedFp4(x, packed, o).ok());
-                ASSERT_EQ(packed, WantPacked(x, o)) << Describe(o);
-              }
+  ForEachCodeType([&]<class Code>() {
+    SCOPED_TRACE(Name<Code>());
+    const std::vector<float> x = MakeInputs<typename Code::Traits>(kN, rng);
+    std::vector<Code> out(kN);
+    std::vector<std::uint8_t> packed((kN + 1) / 2);
+    for (Rounding r : kRoundings) {
+      for (Overflow ov : kOverflows) {
+        for (NanPolicy nan : kNans) {
+          for (Subnormals sub : kSubnormals) {
+            const EncodeOptions o{.rounding = r, .overflow = ov, .nan = nan, .subnormals = sub};
+            ASSERT_TRUE(BulkEncode(x, out, o).ok());
+            for (std::size_t i = 0; i < kN; ++i) {
+              ASSERT_EQ(out[i].bits, Want<Code>(x[i], o))
+                  << Describe(o) << " x=0x" << std::hex << Bits(x[i]);
+            }
+            if constexpr (std::is_same_v<Code, Fp4E2M1>) {
+              ASSERT_TRUE(BulkEncodePackedFp4(x, packed, o).ok());
+              ASSERT_EQ(packed, WantPacked(x, o)) << Describe(o);
             }
           }
         }
       }
-    });
+    }
   });
 }
 
 // Every code (and, for the sub-byte formats, every byte: high bits ignored).
-TEST(BulkTest, DecodesEveryCode) {
-  ForEachHwyTarget([&](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    ForEachCodeType([&]<class Code>() {
-      SCOPED_TRACE(Name<Code>());
-      const std::size_t count = sizeof(typename Code::Storage) == 2 ? 65536 : 256;
-      std::vector<Code> codes(count);
-      for (std::size_t c = 0; c < count; ++c) {
-        codes[c].bits = static_cast<typename Code::Storage>(c);  // raw, high bits kept
-      }
-      std::vector<float> out(count);
-      ASSERT_TRUE(BulkDecode(std::span<const Code>(codes), out).ok());
-      for (std::size_t c = 0; c < count; ++c) {
-        ASSERT_EQ(Bits(out[c]),
-                  Bits(DecodeBits<typename Code::Traits>(static_cast<std::uint32_t>(c))))
-            << "code 0x" << std::hex << c;
-      }
-    });
-    std::vector<std::uint8_t> bytes(256);
-    for (std::size_t b = 0; b < 256; ++b) bytes[b] = static_cast<std::uint8_t>(b);
-    std::vector<float> out(512);
-    ASSERT_TRUE(BulkDecodePackedFp4(bytes, out).ok());
-    for (std::size_t i = 0; i < 512; ++i) {
-      ASSERT_EQ(Bits(out[i]), Bits(DecodeBits<Fp4E2M1Traits>(bytes[i / 2] >> (4 * (i % 2))))) << i;
+TEST_P(BulkPerTarget, DecodesEveryCode) {
+  ForEachCodeType([&]<class Code>() {
+    SCOPED_TRACE(Name<Code>());
+    const std::size_t count = sizeof(typename Code::Storage) == 2 ? 65536 : 256;
+    std::vector<Code> codes(count);
+    for (std::size_t c = 0; c < count; ++c) {
+      codes[c].bits = static_cast<typename Code::Storage>(c);  // raw, high bits kept
+    }
+    std::vector<float> out(count);
+    ASSERT_TRUE(BulkDecode(std::span<const Code>(codes), out).ok());
+    for (std::size_t c = 0; c < count; ++c) {
+      ASSERT_EQ(Bits(out[c]),
+                Bits(DecodeBits<typename Code::Traits>(static_cast<std::uint32_t>(c))))
+          << "code 0x" << std::hex << c;
     }
   });
+  std::vector<std::uint8_t> bytes(256);
+  for (std::size_t b = 0; b < 256; ++b) bytes[b] = static_cast<std::uint8_t>(b);
+  std::vector<float> out(512);
+  ASSERT_TRUE(BulkDecodePackedFp4(bytes, out).ok());
+  for (std::size_t i = 0; i < 512; ++i) {
+    ASSERT_EQ(Bits(out[i]), Bits(DecodeBits<Fp4E2M1Traits>(bytes[i / 2] >> (4 * (i % 2))))) << i;
+  }
 }
 
 // Several chunks: identical bits for the serial executor, pools of 1, 2 and 3
 // threads and the default executor, equal to the scalar codec. One pool
 // lives at a time (idle pthreadpool workers spin, and this machine may have
 // only two cores).
-TEST(BulkTest, ThreadCountsGiveIdenticalBits) {
+TEST_P(BulkPerTarget, ThreadCountsGiveIdenticalBits) {
   std::mt19937_64 rng(TestSeed() + 2);
   const std::size_t n = 3 * 32768 + 12345;  // 4 chunks, the last partial
   std::vector<float> inputs[8];
@@ -314,56 +305,61 @@ TEST(BulkTest, ThreadCountsGiveIdenticalBits) {
   inputs[7] = MakeInputs<Fp4E2M1Traits>(n, rng);
   for (std::uint8_t b : WantPacked(inputs[7], {})) want[7].push_back(b);
 
-  for (const int threads : {-1, 1, 2, 3, 0}) {  // -1: SerialExecutor, 0: DefaultExecutor()
+  // -2: nullptr (the calling thread), -1: SerialExecutor, 0: DefaultExecutor().
+  for (const int threads : {-2, -1, 1, 2, 3, 0}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     SerialExecutor serial;
     std::unique_ptr<ThreadPoolExecutor> pool;
     if (threads > 0) pool = std::make_unique<ThreadPoolExecutor>(threads);
-    Executor* ex = threads < 0 ? static_cast<Executor*>(&serial) : pool.get();  // nullptr: default
-    ForEachHwyTarget([&](const HwyTarget& target) {
-      SCOPED_TRACE(target.name);
-      int k = 0;
-      ForEachCodeType([&]<class Code>() {
-        SCOPED_TRACE(Name<Code>());
-        std::vector<Code> out(n);
-        ASSERT_TRUE(BulkEncode(inputs[k], out, {}, ex).ok());
-        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i].bits, want[k][i]) << i;
-        std::vector<float> back(n);
-        ASSERT_TRUE(BulkDecode(std::span<const Code>(out), back, ex).ok());
-        for (std::size_t i = 0; i < n; ++i) {
-          ASSERT_EQ(Bits(back[i]), Bits(DecodeBits<typename Code::Traits>(want[k][i]))) << i;
-        }
-        ++k;
-      });
-      std::vector<std::uint8_t> packed((n + 1) / 2);
-      ASSERT_TRUE(BulkEncodePackedFp4(inputs[7], packed, {}, ex).ok());
-      for (std::size_t i = 0; i < packed.size(); ++i) ASSERT_EQ(packed[i], want[7][i]) << i;
+    Executor* ex = threads == -2   ? nullptr
+                   : threads == -1 ? static_cast<Executor*>(&serial)
+                   : threads == 0  ? &DefaultExecutor()
+                                   : pool.get();
+    int k = 0;
+    ForEachCodeType([&]<class Code>() {
+      SCOPED_TRACE(Name<Code>());
+      std::vector<Code> out(n);
+      ASSERT_TRUE(BulkEncode(inputs[k], out, {}, ex).ok());
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i].bits, want[k][i]) << i;
+      std::vector<float> back(n);
+      ASSERT_TRUE(BulkDecode(std::span<const Code>(out), back, ex).ok());
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(Bits(back[i]), Bits(DecodeBits<typename Code::Traits>(want[k][i]))) << i;
+      }
+      ++k;
     });
+    std::vector<std::uint8_t> packed((n + 1) / 2);
+    ASSERT_TRUE(BulkEncodePackedFp4(inputs[7], packed, {}, ex).ok());
+    for (std::size_t i = 0; i < packed.size(); ++i) ASSERT_EQ(packed[i], want[7][i]) << i;
   }
 }
 
 // Outputs of >= 8 MiB take the non-temporal path: same bits, also misaligned.
-TEST(BulkTest, StreamingStoresGiveIdenticalBits) {
+TEST_P(BulkPerTarget, StreamingStoresGiveIdenticalBits) {
   std::mt19937_64 rng(TestSeed() + 3);
   const std::size_t n = (std::size_t{9} << 20) / 2 + 77;  // BF16 output just over 9 MiB
   const std::vector<float> x = MakeInputs<Bf16Traits>(n + 1, rng);
   const std::span<const float> in(x.data() + 1, n);  // misaligned input
   ThreadPoolExecutor pool2(2);
-  ForEachHwyTarget([&](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    std::vector<Bf16> out(n + 1);
-    ASSERT_TRUE(BulkEncode(in, std::span<Bf16>(out.data() + 1, n), {}, &pool2).ok());
-    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i + 1].bits, Want<Bf16>(in[i], {})) << i;
-    std::vector<float> back(n + 1);
-    ASSERT_TRUE(BulkDecode(std::span<const Bf16>(out.data() + 1, n),
-                           std::span<float>(back.data() + 1, n), &pool2)
-                    .ok());
-    for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(Bits(back[i + 1]), static_cast<std::uint32_t>(out[i + 1].bits) << 16) << i;
-    }
-  });
-  // FP8 and packed FP4 outputs over 8 MiB, best target only (the same code
-  // path per target as above).
+  std::vector<Bf16> out(n + 1);
+  ASSERT_TRUE(BulkEncode(in, std::span<Bf16>(out.data() + 1, n), {}, &pool2).ok());
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i + 1].bits, Want<Bf16>(in[i], {})) << i;
+  std::vector<float> back(n + 1);
+  ASSERT_TRUE(BulkDecode(std::span<const Bf16>(out.data() + 1, n),
+                         std::span<float>(back.data() + 1, n), &pool2)
+                  .ok());
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(Bits(back[i + 1]), static_cast<std::uint32_t>(out[i + 1].bits) << 16) << i;
+  }
+}
+
+// FP8 and packed FP4 outputs over 8 MiB, best target only (the same code path
+// per target as BulkPerTarget.StreamingStoresGiveIdenticalBits). The random
+// stream continues where that test's BF16 inputs end, as when both were one test.
+TEST(BulkTest, StreamingStoresOtherFormatsBestTarget) {
+  std::mt19937_64 rng(TestSeed() + 3);
+  (void)MakeInputs<Bf16Traits>((std::size_t{9} << 20) / 2 + 77 + 1, rng);
+  ThreadPoolExecutor pool2(2);
   const std::size_t n8 = (std::size_t{8} << 20) + 4096 + 3;
   const std::vector<float> y = MakeInputs<Fp8E4M3Traits>(n8, rng);
   std::vector<Fp8E4M3> q(n8);

@@ -11,17 +11,14 @@
 #include <random>
 #include <vector>
 
+#include "support/random.h"
 #include "trnmx/formats/codec.h"
 
 namespace trnmx::test {
 
-// The seed of every random input: TRNMX_TEST_SEED if set, else a constant.
-// Printed by the caller so that a failure can be replayed.
-inline std::uint64_t TestSeed() {
-  const char* env = std::getenv("TRNMX_TEST_SEED");
-  if (env != nullptr && *env != '\0') return std::strtoull(env, nullptr, 0);
-  return 0x5eed'b01cULL;
-}
+// The seed of every random input of the bulk codec tests (printed;
+// TRNMX_TEST_SEED overrides it, support/random.h).
+inline std::uint64_t TestSeed() { return testing::TestSeed(0x5eed'b01cULL); }
 
 inline constexpr std::uint32_t kSpecialBits[] = {
     0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001,

@@ -30,8 +30,10 @@ namespace {
 using internal::DequantizeMxLineSimd;
 using internal::MxLineParams;
 using internal::QuantizeMxLineSimd;
-using testing::ForEachHwyTarget;
-using testing::HwyTarget;
+
+// The tests that run once per compiled Highway target (named .../AVX2 etc.).
+class MxLineSimdPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(MxLineSimdPerTarget);
 
 constexpr MxFormat kFormats[] = {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2, MxFormat::kMxfp6E2M3,
                                  MxFormat::kMxfp6E3M2, MxFormat::kMxfp4,     MxFormat::kMxint8};
@@ -278,61 +280,54 @@ void CheckLine(const MxLineParams& p, std::span<const float> x, std::size_t off)
   }
 }
 
-TEST(MxLineSimdTest, KnownAnswers) {
+TEST_P(MxLineSimdPerTarget, KnownAnswers) {
   // formats.md section 12.5.
-  ForEachHwyTarget([](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    const float v[] = {960, 957, 902.4f, 1, -0.001f, 0, -0.0f, 17};
-    std::uint8_t codes[32], scale;
-    ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxfp8E4M3), v, 8, codes, &scale));
-    EXPECT_EQ(scale, 0x80);
-    const std::uint8_t want[] = {0x7E, 0x7E, 0x7E, 0x30, 0x80, 0x00, 0x80, 0x50};
-    for (int i = 0; i < 8; ++i) EXPECT_EQ(codes[i], want[i]) << i;
-    for (int i = 8; i < 32; ++i) EXPECT_EQ(codes[i], 0) << "padding " << i;
-    float back[8];
-    ASSERT_TRUE(DequantizeMxLineSimd(MxFormat::kMxfp8E4M3, codes, &scale, 8, 1.0f, back));
-    const float back_want[] = {896, 896, 896, 1, -0.0f, 0, -0.0f, 16};
-    for (int i = 0; i < 8; ++i) EXPECT_EQ(Bits(back[i]), Bits(back_want[i])) << i;
+  const float v[] = {960, 957, 902.4f, 1, -0.001f, 0, -0.0f, 17};
+  std::uint8_t codes[32], scale;
+  ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxfp8E4M3), v, 8, codes, &scale));
+  EXPECT_EQ(scale, 0x80);
+  const std::uint8_t want[] = {0x7E, 0x7E, 0x7E, 0x30, 0x80, 0x00, 0x80, 0x50};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(codes[i], want[i]) << i;
+  for (int i = 8; i < 32; ++i) EXPECT_EQ(codes[i], 0) << "padding " << i;
+  float back[8];
+  ASSERT_TRUE(DequantizeMxLineSimd(MxFormat::kMxfp8E4M3, codes, &scale, 8, 1.0f, back));
+  const float back_want[] = {896, 896, 896, 1, -0.0f, 0, -0.0f, 16};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(Bits(back[i]), Bits(back_want[i])) << i;
 
-    const float e2m1[] = {7, 2.5f, 0.75f, 1.25f, 1.75f, 3.5f, 5, -0.75f, -0.1f, 6.5f, 1};
-    std::uint8_t p4[16];
-    ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxfp4), e2m1, 11, p4, &scale));
-    EXPECT_EQ(scale, 0x7F);
-    const std::uint8_t p4_want[] = {0x47, 0x22, 0x64, 0xA6, 0x78, 0x02};  // 7 4 2 2 4 6 6 A 8 7 2
-    for (int i = 0; i < 6; ++i) EXPECT_EQ(p4[i], p4_want[i]) << i;
+  const float e2m1[] = {7, 2.5f, 0.75f, 1.25f, 1.75f, 3.5f, 5, -0.75f, -0.1f, 6.5f, 1};
+  std::uint8_t p4[16];
+  ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxfp4), e2m1, 11, p4, &scale));
+  EXPECT_EQ(scale, 0x7F);
+  const std::uint8_t p4_want[] = {0x47, 0x22, 0x64, 0xA6, 0x78, 0x02};  // 7 4 2 2 4 6 6 A 8 7 2
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(p4[i], p4_want[i]) << i;
 
-    const float i8[] = {1.0f, 0.5f, -1.0f, 1.0f / 128, 0.01171875f, -0.01171875f, 1.99f, -1.999f};
-    std::uint8_t c8[32];
-    ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxint8), i8, 8, c8, &scale));
-    EXPECT_EQ(scale, 0x7F);
-    const std::uint8_t c8_want[] = {0x40, 0x20, 0xC0, 0x00, 0x01, 0xFF, 0x7F, 0x81};
-    for (int i = 0; i < 8; ++i) EXPECT_EQ(c8[i], c8_want[i]) << i;
-    const MxLineParams minus128 =
-        Params(MxFormat::kMxint8, ScaleRule::kOcpFloor, {.int8_range = Int8Range::kAllowMinus128});
-    ASSERT_TRUE(QuantizeMxLineSimd(minus128, i8, 8, c8, &scale));
-    EXPECT_EQ(c8[7], 0x80);
-  });
+  const float i8[] = {1.0f, 0.5f, -1.0f, 1.0f / 128, 0.01171875f, -0.01171875f, 1.99f, -1.999f};
+  std::uint8_t c8[32];
+  ASSERT_TRUE(QuantizeMxLineSimd(Params(MxFormat::kMxint8), i8, 8, c8, &scale));
+  EXPECT_EQ(scale, 0x7F);
+  const std::uint8_t c8_want[] = {0x40, 0x20, 0xC0, 0x00, 0x01, 0xFF, 0x7F, 0x81};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(c8[i], c8_want[i]) << i;
+  const MxLineParams minus128 =
+      Params(MxFormat::kMxint8, ScaleRule::kOcpFloor, {.int8_range = Int8Range::kAllowMinus128});
+  ASSERT_TRUE(QuantizeMxLineSimd(minus128, i8, 8, c8, &scale));
+  EXPECT_EQ(c8[7], 0x80);
 }
 
 // Every length 0..300 at offsets 0..7, default parameters, every format.
-TEST(MxLineSimdTest, LengthsAndOffsets) {
-  std::printf("seed 0x%llx\n", static_cast<unsigned long long>(TestSeed()));
+TEST_P(MxLineSimdPerTarget, LengthsAndOffsets) {
   std::mt19937_64 rng(TestSeed() + 10);
-  ForEachHwyTarget([&](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    for (const MxFormat f : kFormats) {
-      const std::vector<float> x = MakeMxLine(300 + 8, MaxNormal(f), rng);
-      for (std::size_t n = 0; n <= 300; ++n) {
-        const std::size_t off = n % 8;
-        CheckLine(Params(f), std::span<const float>(x.data() + (n * 3) % 8, n), off);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
+  for (const MxFormat f : kFormats) {
+    const std::vector<float> x = MakeMxLine(300 + 8, MaxNormal(f), rng);
+    for (std::size_t n = 0; n <= 300; ++n) {
+      const std::size_t off = n % 8;
+      CheckLine(Params(f), std::span<const float>(x.data() + (n * 3) % 8, n), off);
+      if (::testing::Test::HasFatalFailure()) return;
     }
-  });
+  }
 }
 
 // Every format x defined rule x special policy x element options.
-TEST(MxLineSimdTest, EveryRuleAndOption) {
+TEST_P(MxLineSimdPerTarget, EveryRuleAndOption) {
   std::mt19937_64 rng(TestSeed() + 11);
   std::vector<EncodeOptions> options = {
       {},
@@ -344,44 +339,38 @@ TEST(MxLineSimdTest, EveryRuleAndOption) {
       {.subnormals = Subnormals::kFlush},
       {.int8_range = Int8Range::kAllowMinus128},
   };
-  ForEachHwyTarget([&](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    for (const MxFormat f : kFormats) {
-      const std::vector<float> x = MakeMxLine(32 * 64 + 17, MaxNormal(f), rng);
-      for (const ScaleRule rule : kRules) {
-        if (!RuleDefined(f, rule)) continue;
-        for (const SpecialBlock special : {SpecialBlock::kDefault, SpecialBlock::kSatFiniteBlock}) {
-          for (const EncodeOptions& o : options) {
-            CheckLine(Params(f, rule, o, special), x, 3);
-            if (::testing::Test::HasFatalFailure()) return;
-          }
+  for (const MxFormat f : kFormats) {
+    const std::vector<float> x = MakeMxLine(32 * 64 + 17, MaxNormal(f), rng);
+    for (const ScaleRule rule : kRules) {
+      if (!RuleDefined(f, rule)) continue;
+      for (const SpecialBlock special : {SpecialBlock::kDefault, SpecialBlock::kSatFiniteBlock}) {
+        for (const EncodeOptions& o : options) {
+          CheckLine(Params(f, rule, o, special), x, 3);
+          if (::testing::Test::HasFatalFailure()) return;
         }
       }
     }
-  });
+  }
 }
 
 // A line of >= 8 MiB of codes takes the non-temporal path.
-TEST(MxLineSimdTest, StreamingLine) {
+TEST_P(MxLineSimdPerTarget, StreamingLine) {
   std::mt19937_64 rng(TestSeed() + 12);
   const std::size_t n = (std::size_t{8} << 20) + 32 * 100 + 5;
   const std::vector<float> x = MakeMxLine(n, MaxNormal(MxFormat::kMxfp8E4M3), rng);
   const MxLineParams p = Params(MxFormat::kMxfp8E4M3);
   const Line want = Reference(p, x);
-  ForEachHwyTarget([&](const HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    // Offset 0: direct non-temporal stores (16-byte aligned codes, 16-lane
-    // targets); offset 1: through the staging buffer.
-    for (const std::size_t off : {0, 1}) {
-      std::vector<std::uint8_t> codes(want.codes.size() + 64);
-      std::uint8_t* base =
-          codes.data() + (64 - reinterpret_cast<std::uintptr_t>(codes.data()) % 64) % 64;
-      std::vector<std::uint8_t> scales(want.scales.size());
-      ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, base + off, scales.data()));
-      ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), base + off)) << "offset " << off;
-      ASSERT_EQ(scales, want.scales);
-    }
-  });
+  // Offset 0: direct non-temporal stores (16-byte aligned codes, 16-lane
+  // targets); offset 1: through the staging buffer.
+  for (const std::size_t off : {0, 1}) {
+    std::vector<std::uint8_t> codes(want.codes.size() + 64);
+    std::uint8_t* base =
+        codes.data() + (64 - reinterpret_cast<std::uintptr_t>(codes.data()) % 64) % 64;
+    std::vector<std::uint8_t> scales(want.scales.size());
+    ASSERT_TRUE(QuantizeMxLineSimd(p, x.data(), n, base + off, scales.data()));
+    ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), base + off)) << "offset " << off;
+    ASSERT_EQ(scales, want.scales);
+  }
 }
 
 // MXFP4 (direct non-temporal stores on 16-lane targets) and MXFP6 (staged)

@@ -82,7 +82,7 @@ TEST(MxTensor, ThreadCountsGiveIdenticalBits) {
   std::mt19937_64 rng(Seed() + 3);
   SerialExecutor serial;
   ThreadPoolExecutor p1(1), p2(2), p3(3);
-  Executor* executors[] = {&p1, &p2, &p3, nullptr};
+  Executor* executors[] = {&p1, &p2, &p3, &DefaultExecutor(), nullptr};
   struct Case {
     std::size_t rows, cols;
   };

@@ -6,6 +6,8 @@
 #ifndef TRNMX_TESTS_FORMATS_MX_TENSOR_TEST_SUPPORT_H_
 #define TRNMX_TESTS_FORMATS_MX_TENSOR_TEST_SUPPORT_H_
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -18,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "formats/mx_dispatch.h"
+#include "support/mx_test_tensor.h"
+#include "support/random.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/mx.h"
 
@@ -28,16 +30,9 @@ namespace trnmx::testing_mx {
 
 inline std::uint32_t Bits(float x) { return std::bit_cast<std::uint32_t>(x); }
 
-// TRNMX_TEST_SEED or a fixed default; printed once per process.
-inline std::uint64_t Seed() {
-  static const std::uint64_t seed = [] {
-    const char* env = std::getenv("TRNMX_TEST_SEED");
-    const std::uint64_t s = env != nullptr ? std::strtoull(env, nullptr, 10) : 0x5EEDull;
-    std::printf("  TRNMX_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
+// The seed of the MX tensor tests (printed; TRNMX_TEST_SEED overrides it,
+// support/random.h).
+inline std::uint64_t Seed() { return testing::TestSeed(0x5EEDull); }
 
 // n values: per group of 16 a random binade (mostly [-30, 30], sometimes
 // extreme: FP32 subnormal or near FLT_MAX), with zeros, -0, ties of small
@@ -277,7 +272,8 @@ inline void CheckAgainstReference(MxFormat f, std::size_t rows, std::size_t cols
   }
 }
 
-// Quantizes into caller memory with padded strides and offset pointers, and
+// Quantizes into caller memory with padded strides and offset pointers (an
+// MxTestTensor with codes padding 0xA5 and scales padding 0x5A), and
 // dequantizes into a padded, offset destination; compares with QuantizeMx on
 // a contiguous copy and checks that no padding byte was written.
 inline void CheckStridedOffset(MxFormat f, std::size_t rows, std::size_t cols,
@@ -292,11 +288,16 @@ inline void CheckStridedOffset(MxFormat f, std::size_t rows, std::size_t cols,
   StatusOr<MxTensor> want = QuantizeMx(Fp32MatrixView{vals.data(), rows, cols, cols}, f, o);
   ASSERT_TRUE(want.ok());
   const MxShape shape{f, rows, cols, o.axis};
-  const std::size_t cstride = shape.line_code_bytes() + 3 + offset;
-  const std::size_t sstride = shape.line_scale_bytes() + 1;
-  std::vector<std::uint8_t> codes(offset + shape.num_lines() * cstride, 0xA5);
-  std::vector<std::uint8_t> scales(offset + shape.num_lines() * sstride, 0x5A);
-  MxTensorSpan span{shape, codes.data() + offset, cstride, scales.data() + offset, sstride, 0.0f};
+  testing::MxTestTensor dst = testing::AllocateMxTestTensor(shape, {.code_pad = 3 + offset,
+                                                                    .scale_pad = 1,
+                                                                    .offset = offset,
+                                                                    .code_fill = 0xA5,
+                                                                    .scale_fill = 0x5A});
+  const std::size_t cstride = dst.codes_stride;
+  const std::size_t sstride = dst.scales_stride;
+  const std::vector<std::uint8_t>& codes = dst.codes;
+  const std::vector<std::uint8_t>& scales = dst.scales;
+  MxTensorSpan span = dst.span();
   ASSERT_TRUE(QuantizeMxInto(Fp32MatrixView{buf.data() + offset, rows, cols, row_stride}, span, o).ok());
   EXPECT_EQ(Bits(span.tensor_scale), Bits(want->tensor_scale()));
   for (std::size_t l = 0; l < shape.num_lines(); ++l) {

@@ -75,6 +75,8 @@ GemmOperand SliceK(const GemmOperand& x, bool is_a, std::size_t k0, std::size_t 
   return s;
 }
 
+// Runs on the target the per-target suite forced: the split calls and the
+// whole call, compared with each other and with ref::Gemm.
 void ExpectSplitEqualsWhole(int a_type, int b_type, MxFormat format, std::size_t m, std::size_t n,
                             std::size_t k, const std::vector<std::size_t>& cuts, unsigned seed) {
   SCOPED_TRACE("types " + std::to_string(a_type) + "x" + std::to_string(b_type) + " m=" + std::to_string(m) +
@@ -84,24 +86,23 @@ void ExpectSplitEqualsWhole(int a_type, int b_type, MxFormat format, std::size_t
   std::vector<float> whole(m * n, -1.0f), split(m * n, -7.0f), ref(m * n, -3.0f);
   ThreadPoolExecutor pool(2);
   ASSERT_TRUE(Gemm(o.a, o.b, GemmOutput::Fp32(whole.data(), m, n, n), {}, &pool).ok());
-  testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-    SCOPED_TRACE(target.name);
-    std::size_t k0 = 0;
-    for (std::size_t part = 0; part <= cuts.size(); ++part) {
-      const std::size_t k1 = part < cuts.size() ? cuts[part] : k;
-      GemmParams p;
-      p.accumulate = part > 0;
-      const Status s = Gemm(SliceK(o.a, true, k0, k1 - k0), SliceK(o.b, false, k0, k1 - k0),
-                            GemmOutput::Fp32(split.data(), m, n, n), p, &pool);
-      ASSERT_TRUE(s.ok()) << s.ToString();
-      k0 = k1;
-    }
-    for (std::size_t i = 0; i < whole.size(); ++i) {
-      ASSERT_EQ(std::bit_cast<std::uint32_t>(split[i]), std::bit_cast<std::uint32_t>(whole[i])) << "element " << i;
-    }
-  });
-  // The reference with the same split agrees too.
   std::size_t k0 = 0;
+  for (std::size_t part = 0; part <= cuts.size(); ++part) {
+    const std::size_t k1 = part < cuts.size() ? cuts[part] : k;
+    GemmParams p;
+    p.accumulate = part > 0;
+    const Status s = Gemm(SliceK(o.a, true, k0, k1 - k0), SliceK(o.b, false, k0, k1 - k0),
+                          GemmOutput::Fp32(split.data(), m, n, n), p, &pool);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    k0 = k1;
+  }
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(split[i]), std::bit_cast<std::uint32_t>(whole[i]))
+        << "element " << i;
+  }
+  // The reference with the same split agrees too (so "whole" is the same on
+  // every target: the reference does not depend on the target).
+  k0 = 0;
   for (std::size_t part = 0; part <= cuts.size(); ++part) {
     const std::size_t k1 = part < cuts.size() ? cuts[part] : k;
     GemmParams p;
@@ -116,14 +117,18 @@ void ExpectSplitEqualsWhole(int a_type, int b_type, MxFormat format, std::size_t
   }
 }
 
-TEST(GemmAccumulate, DenseSplitsEqualOneCall) {
+// The tests that run once per compiled Highway target (named .../AVX2 etc.).
+class GemmAccumulatePerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(GemmAccumulatePerTarget);
+
+TEST_P(GemmAccumulatePerTarget, DenseSplitsEqualOneCall) {
   ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 37, 45, 300, {1, 128, 129}, 1);
   ExpectSplitEqualsWhole(1, 1, MxFormat::kMxfp4, 16, 70, 257, {100}, 2);
   ExpectSplitEqualsWhole(0, 1, MxFormat::kMxfp4, 1, 33, 64, {7, 8}, 3);
   ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 3, 5, 2, {1}, 4);
 }
 
-TEST(GemmAccumulate, MxSplitsAtBlockBoundariesEqualOneCall) {
+TEST_P(GemmAccumulatePerTarget, MxSplitsAtBlockBoundariesEqualOneCall) {
   for (const MxFormat f : {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2, MxFormat::kMxfp4,
                            MxFormat::kMxfp6E3M2, MxFormat::kMxint8}) {
     ExpectSplitEqualsWhole(2, 2, f, 20, 36, 200, {32, 128}, 5);

@@ -23,6 +23,8 @@
 #include "kernels/gemm/gemv_mx.h"
 #include "reference/gemm_ref.h"
 #include "support/hwy_targets.h"
+#include "support/mx_test_tensor.h"
+#include "support/random.h"
 #include "trnmx/executor.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
@@ -38,99 +40,28 @@ constexpr MxFormat kMxFormats[] = {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2,
                                    MxFormat::kMxfp6E2M3, MxFormat::kMxfp6E3M2,
                                    MxFormat::kMxfp4,     MxFormat::kMxint8};
 
-std::uint64_t TestSeed() {
-  static const std::uint64_t seed = [] {
-    const char* env = std::getenv("TRNMX_TEST_SEED");
-    const std::uint64_t s = env != nullptr ? std::strtoull(env, nullptr, 0) : 0x5EED6E33ULL;
-    std::printf("gemm_mx_test seed: 0x%llx (set TRNMX_TEST_SEED to repeat)\n",
-                static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
+// The seed of these tests (printed; TRNMX_TEST_SEED overrides it,
+// support/random.h).
+std::uint64_t TestSeed() { return testing::TestSeed(0x5EED6E33ULL); }
 
 // ---------------------------------------------------------------------------
-// MX operands built with the scalar quantizer (mx_block.h) and packing.
+// MX operands: quantized by the scalar reference (support/mx_test_tensor.h)
+// or made of random codes.
 // ---------------------------------------------------------------------------
 
-struct MxMatrix {
-  MxShape shape;
-  std::vector<std::uint8_t> codes;
-  std::vector<std::uint8_t> scales;
-  std::size_t codes_stride = 0;
-  std::size_t scales_stride = 0;
-  MxTensorView view() const {
-    return {shape, codes.data(), codes_stride, scales.data(), scales_stride, 1.0f};
-  }
-};
-
-void PackBlock(int bits, const std::uint8_t* codes, std::uint8_t* out) {
-  if (bits == 8) {
-    std::memcpy(out, codes, 32);
-  } else if (bits == 4) {
-    for (int i = 0; i < 16; ++i) out[i] = static_cast<std::uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
-  } else {
-    for (int g = 0; g < 8; ++g) {
-      const unsigned a = codes[4 * g], b = codes[4 * g + 1], c = codes[4 * g + 2], d = codes[4 * g + 3];
-      out[3 * g] = static_cast<std::uint8_t>((a | (b << 6)) & 0xFF);
-      out[3 * g + 1] = static_cast<std::uint8_t>(((b >> 2) | (c << 4)) & 0xFF);
-      out[3 * g + 2] = static_cast<std::uint8_t>((c >> 4) | (d << 2));
-    }
-  }
-}
-
-MxBlockCodes Quantize(MxFormat f, std::span<const float> v) {
-  switch (f) {
-    case MxFormat::kMxfp8E4M3: return QuantizeMxBlock<Fp8E4M3Traits>(v);
-    case MxFormat::kMxfp8E5M2: return QuantizeMxBlock<Fp8E5M2Traits>(v);
-    case MxFormat::kMxfp6E2M3: return QuantizeMxBlock<Fp6E2M3Traits>(v);
-    case MxFormat::kMxfp6E3M2: return QuantizeMxBlock<Fp6E3M2Traits>(v);
-    case MxFormat::kMxfp4: return QuantizeMxBlock<Fp4E2M1Traits>(v);
-    default: return QuantizeMxBlock<MxInt8Traits>(v);
-  }
-}
-
-// An empty matrix of the given geometry; strides padded by `pad` bytes.
-MxMatrix Allocate(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t cols, std::size_t pad) {
-  MxMatrix m;
-  m.shape = {f, rows, cols, axis};
-  m.codes_stride = m.shape.line_code_bytes() + pad;
-  m.scales_stride = m.shape.line_scale_bytes() + pad;
-  const std::size_t lines = m.shape.num_lines();
-  m.codes.assign(lines * m.codes_stride + 1, 0xA5);  // Stride gaps hold garbage.
-  m.scales.assign(lines * m.scales_stride + 1, 0xA5);
-  return m;
-}
-
-// Quantizes value(line, index) line by line.
-template <class Fn>
-MxMatrix MakeQuantized(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t cols,
-                       std::size_t pad, Fn&& value) {
-  MxMatrix m = Allocate(f, axis, rows, cols, pad);
-  const MxFormatInfo& info = GetMxFormatInfo(f);
-  const std::size_t len = m.shape.line_length();
-  for (std::size_t line = 0; line < m.shape.num_lines(); ++line) {
-    for (std::size_t blk = 0; blk < m.shape.blocks_per_line(); ++blk) {
-      float v[32];
-      const std::size_t n = std::min<std::size_t>(32, len - blk * 32);
-      for (std::size_t i = 0; i < n; ++i) v[i] = value(line, blk * 32 + i);
-      const MxBlockCodes q = Quantize(f, std::span<const float>(v, n));
-      PackBlock(info.element_bits, q.codes.data(),
-                m.codes.data() + line * m.codes_stride + blk * info.block_bytes);
-      m.scales[line * m.scales_stride + blk] = q.scale.bits;
-    }
-  }
-  return m;
-}
+using testing::AllocateMxTestTensor;
+using testing::MxTestTensor;
+using testing::PackBlockCodes;
+using testing::QuantizeMxScalar;
 
 // Random codes (every code, NaN/Inf codes included) and random scales with
 // extremes: 00, FE, FF and pairs far from 127, so that y_j under- and
 // overflows. Tail padding is +0 unless garbage_tail (then it is random and
 // must be ignored).
-MxMatrix MakeRandomCodes(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t cols,
-                         std::size_t pad, std::mt19937_64& rng, bool allow_special,
-                         bool garbage_tail) {
-  MxMatrix m = Allocate(f, axis, rows, cols, pad);
+MxTestTensor MakeRandomCodes(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t cols,
+                             std::size_t pad, std::mt19937_64& rng, bool allow_special,
+                             bool garbage_tail) {
+  MxTestTensor m = AllocateMxTestTensor({f, rows, cols, axis}, {.code_pad = pad, .scale_pad = pad});
   const MxFormatInfo& info = GetMxFormatInfo(f);
   const unsigned mask = (1u << info.element_bits) - 1;
   const std::size_t len = m.shape.line_length();
@@ -148,7 +79,8 @@ MxMatrix MakeRandomCodes(MxFormat f, BlockAxis axis, std::size_t rows, std::size
         const bool tail = blk * 32 + i >= len;
         codes[i] = static_cast<std::uint8_t>(tail && !garbage_tail ? 0 : c);
       }
-      PackBlock(info.element_bits, codes, m.codes.data() + line * m.codes_stride + blk * info.block_bytes);
+      PackBlockCodes(info.element_bits, codes,
+                     m.codes.data() + line * m.codes_stride + blk * info.block_bytes);
       const unsigned pick = byte(rng);
       unsigned s;
       if (!allow_special) {
@@ -252,15 +184,16 @@ float MpfrMxDot(const MxTensorView& a, std::size_t ia, const MxTensorView& b, st
 // ---------------------------------------------------------------------------
 
 // A 1 x k (kRows) or k x 1 (kCols) operand from explicit codes and scales.
-MxMatrix Line(MxFormat f, BlockAxis axis, const std::vector<std::uint8_t>& codes,
-              const std::vector<std::uint8_t>& scales) {
+MxTestTensor Line(MxFormat f, BlockAxis axis, const std::vector<std::uint8_t>& codes,
+                  const std::vector<std::uint8_t>& scales) {
   const std::size_t k = codes.size();
-  MxMatrix m = Allocate(f, axis, axis == BlockAxis::kRows ? 1 : k, axis == BlockAxis::kRows ? k : 1, 0);
+  MxTestTensor m = AllocateMxTestTensor(
+      {f, axis == BlockAxis::kRows ? 1 : k, axis == BlockAxis::kRows ? k : 1, axis});
   const MxFormatInfo& info = GetMxFormatInfo(f);
   for (std::size_t blk = 0; blk * 32 < k; ++blk) {
     std::uint8_t c[32] = {};
     for (std::size_t i = 0; i < 32 && blk * 32 + i < k; ++i) c[i] = codes[blk * 32 + i];
-    PackBlock(info.element_bits, c, m.codes.data() + blk * info.block_bytes);
+    PackBlockCodes(info.element_bits, c, m.codes.data() + blk * info.block_bytes);
     m.scales[blk] = scales[blk];
   }
   return m;
@@ -268,8 +201,8 @@ MxMatrix Line(MxFormat f, BlockAxis axis, const std::vector<std::uint8_t>& codes
 
 float Dot(MxFormat fa, const std::vector<std::uint8_t>& ca, const std::vector<std::uint8_t>& sa,
           MxFormat fb, const std::vector<std::uint8_t>& cb, const std::vector<std::uint8_t>& sb) {
-  const MxMatrix a = Line(fa, BlockAxis::kRows, ca, sa);
-  const MxMatrix b = Line(fb, BlockAxis::kCols, cb, sb);
+  const MxTestTensor a = Line(fa, BlockAxis::kRows, ca, sa);
+  const MxTestTensor b = Line(fb, BlockAxis::kCols, cb, sb);
   const float r = ref::MxDot(a.view(), 0, b.view(), 0);
   const float check = MpfrMxDot(a.view(), 0, b.view(), 0);
   EXPECT_TRUE(SameBits(r, check)) << Hex(r) << " vs MPFR " << Hex(check);
@@ -311,8 +244,8 @@ TEST(MxDotRef, KnownAnswers) {
   EXPECT_EQ(Dot(E4, ones, {127 + 24, 127, 127}, E4, ones, {127, 127, 127}), 0x1p24f);
   // Tail elements past K are ignored even if the buffer is not zero.
   {
-    MxMatrix a = Line(E4, BlockAxis::kRows, {0x38, 0x38}, {127});
-    MxMatrix b = Line(E4, BlockAxis::kCols, {0x38, 0x38}, {127});
+    MxTestTensor a = Line(E4, BlockAxis::kRows, {0x38, 0x38}, {127});
+    MxTestTensor b = Line(E4, BlockAxis::kCols, {0x38, 0x38}, {127});
     a.codes[5] = 0x38;
     b.codes[5] = 0x38;
     EXPECT_EQ(ref::MxDot(a.view(), 0, b.view(), 0), 2.0f);
@@ -325,8 +258,8 @@ TEST(MxDotRef, MatchesMpfrOnRandomBlocks) {
     for (MxFormat fb : kMxFormats) {
       for (int rep = 0; rep < 40; ++rep) {
         const std::size_t k = 1 + rng() % 130;
-        const MxMatrix a = MakeRandomCodes(fa, BlockAxis::kRows, 1, k, 0, rng, true, false);
-        const MxMatrix b = MakeRandomCodes(fb, BlockAxis::kCols, k, 1, 0, rng, true, false);
+        const MxTestTensor a = MakeRandomCodes(fa, BlockAxis::kRows, 1, k, 0, rng, true, false);
+        const MxTestTensor b = MakeRandomCodes(fb, BlockAxis::kCols, k, 1, 0, rng, true, false);
         const float r = ref::MxDot(a.view(), 0, b.view(), 0);
         const float check = MpfrMxDot(a.view(), 0, b.view(), 0);
         ASSERT_TRUE(SameBits(r, check))
@@ -346,8 +279,10 @@ TEST(MxDotRef, MatchesMpfrOnQuantizedData) {
       std::vector<float> va(k), vb(k);
       for (auto& v : va) v = normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20);
       for (auto& v : vb) v = normal(rng);
-      const MxMatrix a = MakeQuantized(fa, BlockAxis::kRows, 1, k, 0, [&](std::size_t, std::size_t i) { return va[i]; });
-      const MxMatrix b = MakeQuantized(fb, BlockAxis::kCols, k, 1, 0, [&](std::size_t, std::size_t i) { return vb[i]; });
+      const MxTestTensor a = QuantizeMxScalar(fa, BlockAxis::kRows, 1, k,
+                                              [&](std::size_t, std::size_t i) { return va[i]; });
+      const MxTestTensor b = QuantizeMxScalar(fb, BlockAxis::kCols, k, 1,
+                                              [&](std::size_t, std::size_t i) { return vb[i]; });
       const float r = ref::MxDot(a.view(), 0, b.view(), 0);
       const float check = MpfrMxDot(a.view(), 0, b.view(), 0);
       ASSERT_TRUE(SameBits(r, check)) << Hex(r) << " vs " << Hex(check);
@@ -356,15 +291,15 @@ TEST(MxDotRef, MatchesMpfrOnQuantizedData) {
 }
 
 TEST(MxElementRef, ValueTimesScale) {
-  const MxMatrix a = Line(MxFormat::kMxfp4, BlockAxis::kRows, {7, 0xB}, {130});
+  const MxTestTensor a = Line(MxFormat::kMxfp4, BlockAxis::kRows, {7, 0xB}, {130});
   EXPECT_EQ(ref::MxElement(a.view(), 0, 0), 48.0f);   // 6 * 2^3
   EXPECT_EQ(ref::MxElement(a.view(), 0, 1), -12.0f);  // -1.5 * 2^3
-  const MxMatrix b = Line(MxFormat::kMxfp8E4M3, BlockAxis::kCols, {0x7E, 0x01}, {0xFE});
+  const MxTestTensor b = Line(MxFormat::kMxfp8E4M3, BlockAxis::kCols, {0x7E, 0x01}, {0xFE});
   EXPECT_EQ(ref::MxElement(b.view(), 0, 0), std::numeric_limits<float>::infinity());  // 448 * 2^127
   EXPECT_EQ(ref::MxElement(b.view(), 1, 0), 0x1p118f);                               // 2^-9 * 2^127
-  const MxMatrix c = Line(MxFormat::kMxint8, BlockAxis::kRows, {0x80}, {0x00});
+  const MxTestTensor c = Line(MxFormat::kMxint8, BlockAxis::kRows, {0x80}, {0x00});
   EXPECT_EQ(ref::MxElement(c.view(), 0, 0), -0x1p-126f);  // -2 * 2^-127
-  const MxMatrix d = Line(MxFormat::kMxfp6E3M2, BlockAxis::kRows, {0x01}, {0xFF});
+  const MxTestTensor d = Line(MxFormat::kMxfp6E3M2, BlockAxis::kRows, {0x01}, {0xFF});
   EXPECT_TRUE(std::isnan(ref::MxElement(d.view(), 0, 0)));
 }
 
@@ -378,7 +313,7 @@ struct Case {
   bool bf16_out = false;
 };
 
-std::vector<float> ExpectedC(const MxMatrix& a, const MxMatrix& b, const Case& cs,
+std::vector<float> ExpectedC(const MxTestTensor& a, const MxTestTensor& b, const Case& cs,
                              const std::vector<float>& c_old, const std::vector<float>& bias) {
   std::vector<float> out(cs.m * cs.n);
   for (std::size_t i = 0; i < cs.m; ++i) {
@@ -398,7 +333,7 @@ std::vector<float> ExpectedC(const MxMatrix& a, const MxMatrix& b, const Case& c
 }
 
 // Runs GemmMxMx into a C with row stride n + 3 and returns the M x N values.
-std::vector<float> RunKernel(const MxMatrix& a, const MxMatrix& b, const Case& cs,
+std::vector<float> RunKernel(const MxTestTensor& a, const MxTestTensor& b, const Case& cs,
                              const std::vector<float>& c_old, Executor& ex) {
   const std::size_t ld = cs.n + 3;
   std::vector<float> out(cs.m * cs.n);
@@ -425,34 +360,36 @@ std::vector<float> RunKernel(const MxMatrix& a, const MxMatrix& b, const Case& c
   return out;
 }
 
-// Compares on every target and thread count; returns false on the first
-// mismatch (reported).
-bool CheckAllTargets(const MxMatrix& a, const MxMatrix& b, const Case& cs,
-                     const std::vector<float>& c_old, const std::vector<float>& expected,
-                     const std::string& what) {
+// Compares on `target` (dispatch already forced to it by the per-target
+// suite) and every thread count; returns false on the first mismatch
+// (reported).
+bool CheckOnTarget(const MxTestTensor& a, const MxTestTensor& b, const Case& cs,
+                   const std::vector<float>& c_old, const std::vector<float>& expected,
+                   const std::string& what, const testing::HwyTarget& target) {
   static SerialExecutor serial;
   static ThreadPoolExecutor two(2);
   static ThreadPoolExecutor three(3);
   Executor* executors[] = {&serial, &two, &three};
-  bool ok = true;
-  testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-    for (Executor* ex : executors) {
-      if (!ok) return;
-      const std::vector<float> got = RunKernel(a, b, cs, c_old, *ex);
-      for (std::size_t idx = 0; idx < got.size(); ++idx) {
-        if (!SameBits(got[idx], expected[idx])) {
-          ADD_FAILURE() << what << " target " << target.name << " threads " << ex->NumThreads()
-                        << " M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " at (" << idx / cs.n
-                        << ", " << idx % cs.n << "): got " << Hex(got[idx]) << " want "
-                        << Hex(expected[idx]);
-          ok = false;
-          return;
-        }
+  for (Executor* ex : executors) {
+    const std::vector<float> got = RunKernel(a, b, cs, c_old, *ex);
+    for (std::size_t idx = 0; idx < got.size(); ++idx) {
+      if (!SameBits(got[idx], expected[idx])) {
+        ADD_FAILURE() << what << " target " << target.name << " threads " << ex->NumThreads()
+                      << " M=" << cs.m << " N=" << cs.n << " K=" << cs.k << " at (" << idx / cs.n
+                      << ", " << idx % cs.n << "): got " << Hex(got[idx]) << " want "
+                      << Hex(expected[idx]);
+        return false;
       }
     }
-  });
-  return ok;
+  }
+  return true;
 }
+
+// The tests that run once per compiled Highway target (named .../AVX2 etc.).
+class GemmMxMxPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(GemmMxMxPerTarget);
+class GemvDenseMxPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(GemvDenseMxPerTarget);
 
 std::string PairName(MxFormat fa, MxFormat fb) {
   return std::string(GetMxFormatInfo(fa).name) + " x " + std::string(GetMxFormatInfo(fb).name);
@@ -460,7 +397,7 @@ std::string PairName(MxFormat fa, MxFormat fb) {
 
 // Small shapes (every M, N, K class in 1..17 across the pairings) and random
 // codes with NaN/Inf and extreme scales.
-TEST(GemmMxMx, SmallShapesRandomCodesAllPairings) {
+TEST_P(GemmMxMxPerTarget, SmallShapesRandomCodesAllPairings) {
   std::mt19937_64 rng(TestSeed() ^ 0x2001);
   const std::size_t dims[] = {1, 2, 3, 5, 7, 8, 13, 16, 17};
   const std::size_t ks[] = {1, 2, 5, 17, 31, 32, 33, 63, 64, 65, 97};
@@ -472,11 +409,13 @@ TEST(GemmMxMx, SmallShapesRandomCodesAllPairings) {
         cs.n = dims[rng() % std::size(dims)];
         cs.k = ks[rng() % std::size(ks)];
         const bool special = rep % 2 == 0;
-        const MxMatrix a = MakeRandomCodes(fa, BlockAxis::kRows, cs.m, cs.k, rep % 3, rng, special, rep == 3);
-        const MxMatrix b = MakeRandomCodes(fb, BlockAxis::kCols, cs.k, cs.n, rep % 2, rng, special, rep == 3);
+        const MxTestTensor a =
+            MakeRandomCodes(fa, BlockAxis::kRows, cs.m, cs.k, rep % 3, rng, special, rep == 3);
+        const MxTestTensor b =
+            MakeRandomCodes(fb, BlockAxis::kCols, cs.k, cs.n, rep % 2, rng, special, rep == 3);
         const std::vector<float> c_old(cs.m * cs.n, 0.0f);
         const std::vector<float> expected = ExpectedC(a, b, cs, c_old, {});
-        if (!CheckAllTargets(a, b, cs, c_old, expected, PairName(fa, fb))) return;
+        if (!CheckOnTarget(a, b, cs, c_old, expected, PairName(fa, fb), GetParam())) return;
       }
     }
   }
@@ -484,7 +423,7 @@ TEST(GemmMxMx, SmallShapesRandomCodesAllPairings) {
 
 // Quantized Gaussian data with block-varying magnitudes, all pairings, a
 // shape that crosses the packing chunks and panels.
-TEST(GemmMxMx, QuantizedDataAllPairings) {
+TEST_P(GemmMxMxPerTarget, QuantizedDataAllPairings) {
   std::mt19937_64 rng(TestSeed() ^ 0x2002);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (MxFormat fa : kMxFormats) {
@@ -493,19 +432,23 @@ TEST(GemmMxMx, QuantizedDataAllPairings) {
       std::vector<float> va(cs.m * cs.k), vb(cs.k * cs.n);
       for (auto& v : va) v = normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 16) - 8);
       for (auto& v : vb) v = normal(rng);
-      const MxMatrix a = MakeQuantized(fa, BlockAxis::kRows, cs.m, cs.k, 0,
-                                       [&](std::size_t i, std::size_t k) { return va[i * cs.k + k]; });
-      const MxMatrix b = MakeQuantized(fb, BlockAxis::kCols, cs.k, cs.n, 4,
-                                       [&](std::size_t j, std::size_t k) { return vb[k * cs.n + j]; });
+      const MxTestTensor a = QuantizeMxScalar(
+          fa, BlockAxis::kRows, cs.m, cs.k,
+          [&](std::size_t i, std::size_t k) { return va[i * cs.k + k]; }, 0);
+      const MxTestTensor b = QuantizeMxScalar(
+          fb, BlockAxis::kCols, cs.k, cs.n,
+          [&](std::size_t j, std::size_t k) { return vb[k * cs.n + j]; }, 4);
       const std::vector<float> c_old(cs.m * cs.n, 0.0f);
-      if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(fa, fb))) return;
+      if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(fa, fb),
+                         GetParam()))
+        return;
     }
   }
 }
 
 // Larger shapes for the main formats: panel (N > 2048) and chunk (K > 512)
 // boundaries, every register-tile edge.
-TEST(GemmMxMx, LargeShapes) {
+TEST_P(GemmMxMxPerTarget, LargeShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2003);
   struct Shape { MxFormat fa, fb; std::size_t m, n, k; };
   const Shape shapes[] = {
@@ -518,17 +461,19 @@ TEST(GemmMxMx, LargeShapes) {
   };
   for (const Shape& s : shapes) {
     Case cs{s.m, s.n, s.k, {}, false};
-    const MxMatrix a = MakeRandomCodes(s.fa, BlockAxis::kRows, s.m, s.k, 0, rng, false, false);
-    const MxMatrix b = MakeRandomCodes(s.fb, BlockAxis::kCols, s.k, s.n, 0, rng, false, false);
+    const MxTestTensor a = MakeRandomCodes(s.fa, BlockAxis::kRows, s.m, s.k, 0, rng, false, false);
+    const MxTestTensor b = MakeRandomCodes(s.fb, BlockAxis::kCols, s.k, s.n, 0, rng, false, false);
     const std::vector<float> c_old(cs.m * cs.n, 0.0f);
-    if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(s.fa, s.fb))) return;
+    if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), PairName(s.fa, s.fb),
+                       GetParam()))
+      return;
   }
 }
 
 // M <= 4 with MXFP4 weights: the streaming GEMV path (AVX-512 VNNI targets),
 // with K tails inside a 4-block chunk, N tails inside a 16-column group,
 // extreme scales, and enough work for the threads to split N.
-TEST(GemmMxMx, GemvShapes) {
+TEST_P(GemmMxMxPerTarget, GemvShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2005);
   struct Shape { MxFormat fa; std::size_t m, n, k; bool special; };
   const Shape shapes[] = {
@@ -538,15 +483,19 @@ TEST(GemmMxMx, GemvShapes) {
   };
   for (const Shape& sh : shapes) {
     Case cs{sh.m, sh.n, sh.k, {}, false};
-    const MxMatrix a = MakeRandomCodes(sh.fa, BlockAxis::kRows, sh.m, sh.k, 0, rng, sh.special, sh.special);
-    const MxMatrix b = MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, sh.k, sh.n, 3, rng, sh.special, sh.special);
+    const MxTestTensor a =
+        MakeRandomCodes(sh.fa, BlockAxis::kRows, sh.m, sh.k, 0, rng, sh.special, sh.special);
+    const MxTestTensor b = MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, sh.k, sh.n, 3, rng,
+                                           sh.special, sh.special);
     const std::vector<float> c_old(cs.m * cs.n, 0.0f);
-    if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), "gemv " + PairName(sh.fa, MxFormat::kMxfp4))) return;
+    if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}),
+                       "gemv " + PairName(sh.fa, MxFormat::kMxfp4), GetParam()))
+      return;
   }
 }
 
 // alpha, beta (with NaN in C ignored when beta == 0), bias, BF16 output.
-TEST(GemmMxMx, Epilogue) {
+TEST_P(GemmMxMxPerTarget, Epilogue) {
   std::mt19937_64 rng(TestSeed() ^ 0x2004);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (MxFormat f : {MxFormat::kMxfp4, MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2}) {
@@ -565,40 +514,39 @@ TEST(GemmMxMx, Epilogue) {
       if (cs.bf16_out) {
         for (auto& v : c_old) v = std::bit_cast<float>(static_cast<std::uint32_t>(Fp32ToBf16Rne(v).bits) << 16);
       }
-      const MxMatrix a = MakeRandomCodes(f, BlockAxis::kRows, cs.m, cs.k, 0, rng, false, false);
-      const MxMatrix b = MakeRandomCodes(f, BlockAxis::kCols, cs.k, cs.n, 0, rng, false, false);
-      if (!CheckAllTargets(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, bias), "epilogue")) return;
+      const MxTestTensor a = MakeRandomCodes(f, BlockAxis::kRows, cs.m, cs.k, 0, rng, false, false);
+      const MxTestTensor b = MakeRandomCodes(f, BlockAxis::kCols, cs.k, cs.n, 0, rng, false, false);
+      if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, bias), "epilogue", GetParam()))
+        return;
     }
   }
 }
 
 // The kernel each pairing takes on each target (for the log: the VNNI kernel
 // runs only on the AVX-512 targets of a CPU with VNNI).
-TEST(GemmMxMx, PathsPerTarget) {
-  testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-    std::string line = target.name;
-    line.append(":");
-    for (MxFormat fa : kMxFormats) {
-      for (MxFormat fb : kMxFormats) {
-        const char* path = internal::GemmMxMxPathName(fa, fb);
-        EXPECT_NE(std::string(path), "");
-        if (fa == fb) {
-          line.append(" ");
-          line.append(GetMxFormatInfo(fa).name);
-          line.append("=");
-          line.append(path);
-        }
+TEST_P(GemmMxMxPerTarget, KernelPaths) {
+  std::string line = GetParam().name;
+  line.append(":");
+  for (MxFormat fa : kMxFormats) {
+    for (MxFormat fb : kMxFormats) {
+      const char* path = internal::GemmMxMxPathName(fa, fb);
+      EXPECT_NE(std::string(path), "");
+      if (fa == fb) {
+        line.append(" ");
+        line.append(GetMxFormatInfo(fa).name);
+        line.append("=");
+        line.append(path);
       }
     }
-    std::printf("%s\n", line.c_str());
-  });
+  }
+  std::printf("%s\n", line.c_str());
 }
 
 // internal::GemvDenseMx (dense FP32/BF16 row x MXFP4 weights) against the
 // gemm.h dense x MX contract: w = ref::MxElement, acc = std::fma chain in K
 // order, then the epilogue. Where the function declines (non-AVX-512
 // targets), it must leave C alone.
-TEST(GemvDenseMx, MatchesDenseContract) {
+TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
   std::mt19937_64 rng(TestSeed() ^ 0x3001);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   struct Shape { std::size_t n, k; bool bf16, special; };
@@ -609,7 +557,8 @@ TEST(GemvDenseMx, MatchesDenseContract) {
   static ThreadPoolExecutor three(3);
   Executor* executors[] = {&serial, &two, &three};
   for (const Shape& sh : shapes) {
-    const MxMatrix b = MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, sh.k, sh.n, 1, rng, sh.special, sh.special);
+    const MxTestTensor b = MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, sh.k, sh.n, 1, rng,
+                                           sh.special, sh.special);
     std::vector<float> x(sh.k);
     for (auto& v : x) v = normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
     if (sh.special) x[sh.k / 2] = std::numeric_limits<float>::infinity();
@@ -637,31 +586,32 @@ TEST(GemvDenseMx, MatchesDenseContract) {
                                    : GemmOperand::Fp32(x.data(), 1, sh.k, sh.k);
     const GemmOperand gb = GemmOperand::Mx(b.view());
     bool ran = false;
-    testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-      for (Executor* ex : executors) {
-        std::vector<float> got(sh.n, 12345.0f);
-        const bool handled = internal::GemvDenseMx(ga, gb, GemmOutput::Fp32(got.data(), 1, sh.n, sh.n), params, *ex);
-        if (!handled) {
-          for (float v : got) ASSERT_EQ(v, 12345.0f);
-          continue;
-        }
-        ran = true;
-        for (std::size_t j = 0; j < sh.n; ++j) {
-          ASSERT_TRUE(SameBits(got[j], want[j]))
-              << "target " << target.name << " threads " << ex->NumThreads() << " N=" << sh.n
-              << " K=" << sh.k << " j=" << j << ": got " << Hex(got[j]) << " want " << Hex(want[j]);
-        }
+    for (Executor* ex : executors) {
+      std::vector<float> got(sh.n, 12345.0f);
+      const bool handled =
+          internal::GemvDenseMx(ga, gb, GemmOutput::Fp32(got.data(), 1, sh.n, sh.n), params, *ex);
+      if (!handled) {
+        for (float v : got) ASSERT_EQ(v, 12345.0f);
+        continue;
       }
-    });
-    if (internal::CpuHasAvx512Vnni()) {
+      ran = true;
+      for (std::size_t j = 0; j < sh.n; ++j) {
+        ASSERT_TRUE(SameBits(got[j], want[j]))
+            << "target " << GetParam().name << " threads " << ex->NumThreads() << " N=" << sh.n
+            << " K=" << sh.k << " j=" << j << ": got " << Hex(got[j]) << " want " << Hex(want[j]);
+      }
+    }
+    // The AVX-512 targets take the GEMV on a VNNI CPU (the best target always
+    // is one there); the others decline.
+    if (internal::CpuHasAvx512Vnni() && testing::IsBestHwyTarget(GetParam())) {
       EXPECT_TRUE(ran);
     }
   }
 }
 
 TEST(GemmMxMx, EmptyK) {
-  const MxMatrix a = Allocate(MxFormat::kMxfp4, BlockAxis::kRows, 3, 0, 0);
-  const MxMatrix b = Allocate(MxFormat::kMxfp4, BlockAxis::kCols, 0, 4, 0);
+  const MxTestTensor a = AllocateMxTestTensor({MxFormat::kMxfp4, 3, 0, BlockAxis::kRows});
+  const MxTestTensor b = AllocateMxTestTensor({MxFormat::kMxfp4, 0, 4, BlockAxis::kCols});
   Case cs{3, 4, 0, {}, false};
   cs.params.beta = 1.0f;
   const std::vector<float> c_old(12, 2.5f);

@@ -26,6 +26,7 @@
 #include "kernels/gemm_test_util.h"
 #include "reference/gemm_ref.h"
 #include "support/hwy_targets.h"
+#include "support/random.h"
 
 namespace trnmx {
 namespace {
@@ -36,20 +37,16 @@ using testing::FromMx;
 using testing::Kind;
 using testing::MakeDense;
 using testing::MakeOutput;
-using testing::QuantizeMx;
+using testing::QuantizeMxScalar;
 using testing::RandomFloat;
 using testing::RandomMx;
 using testing::Rng;
 using testing::TestOperand;
 using testing::TestOutput;
 
-// Seed from TRNMX_TEST_SEED or a fixed default; printed by every test.
-std::uint64_t Seed() {
-  const char* env = std::getenv("TRNMX_TEST_SEED");
-  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 0) : 20261130;
-  std::cout << "[ seed     ] TRNMX_TEST_SEED=" << seed << "\n";
-  return seed;
-}
+// The seed of these tests (printed; TRNMX_TEST_SEED overrides it,
+// support/random.h).
+std::uint64_t Seed() { return testing::TestSeed(20261130); }
 
 // Pools shared by the tests: 1, 2 and 3 threads.
 Executor& Pool(std::size_t threads) {
@@ -58,6 +55,12 @@ Executor& Pool(std::size_t threads) {
   static ThreadPoolExecutor p3(3);
   return threads == 1 ? static_cast<Executor&>(p1) : threads == 2 ? p2 : p3;
 }
+
+// The tests that run once per compiled Highway target (named .../AVX2 etc.).
+class GemmPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(GemmPerTarget);
+class PackedWeightsPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(PackedWeightsPerTarget);
 
 TEST(Gemm, RunsOnSeveralTargets) {
   std::string names;
@@ -239,7 +242,7 @@ TestOperand BuildOperand(const OperandSpec& s, std::size_t rows, std::size_t col
   const BlockAxis axis = is_b ? BlockAxis::kCols : BlockAxis::kRows;
   if (!s.quantized) return FromMx(RandomMx(s.format, axis, rows, cols, rng, 100, 150));
   // Lines run along K: (line, pos) = (row, col) for A, (col, row) for B.
-  return FromMx(QuantizeMx(
+  return FromMx(QuantizeMxScalar(
       s.format, axis, rows, cols,
       [&](std::size_t line, std::size_t pos) { return is_b ? value(pos, line) : value(line, pos); },
       s.pad));
@@ -309,34 +312,30 @@ Case RandomCase(Rng& rng, std::size_t max_dim) {
   return c;
 }
 
-// Runs one case on every target with one thread and the given blockings
-// (and, with_threads, also with 2 and 3 threads on the best target: the
-// split over threads is the same code on every target, and a fork-join is
-// slow on the shared 2-core test machine), comparing each result with
-// ref::Gemm.
+// Runs one case on `target` (dispatch already forced to it by the per-target
+// suite) with one thread and the given blockings (and, with_threads, also
+// with 2 and 3 threads on the best target: the split over threads is the same
+// code on every target, and a fork-join is slow on the shared 2-core test
+// machine), comparing each result with ref::Gemm.
 void CheckCase(const Case& cs, Rng& rng, const std::vector<internal::GemmBlocking>& blockings,
-               bool with_threads = false) {
+               const testing::HwyTarget& target, bool with_threads = false) {
   SCOPED_TRACE(Describe(cs));
   Built bt = Build(cs, rng);
   TestOutput want = CopyOutput(bt.c0);
   ASSERT_TRUE(ref::Gemm(bt.a.op, bt.b.op, want.out, bt.params).ok());
-  bool best_target = true;
-  testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-    for (const internal::GemmBlocking& blk : blockings) {
-      for (const std::size_t threads : {1u, 2u, 3u}) {
-        if (threads > 1 && !(with_threads && best_target)) continue;
-        TestOutput got = CopyOutput(bt.c0);
-        const Status s = internal::GemmWithBlocking(bt.a.op, bt.b.op, got.out, bt.params,
-                                                    &Pool(threads), blk);
-        ASSERT_TRUE(s.ok()) << s.ToString();
-        const std::string diff = CompareOutputs(got, want);
-        ASSERT_TRUE(diff.empty()) << target.name << ", " << threads << " threads, blocking mc "
-                                  << blk.mc << " kc " << blk.kc << " nc " << blk.nc << ": "
-                                  << diff;
-      }
+  const bool best_target = testing::IsBestHwyTarget(target);
+  for (const internal::GemmBlocking& blk : blockings) {
+    for (const std::size_t threads : {1u, 2u, 3u}) {
+      if (threads > 1 && !(with_threads && best_target)) continue;
+      TestOutput got = CopyOutput(bt.c0);
+      const Status s =
+          internal::GemmWithBlocking(bt.a.op, bt.b.op, got.out, bt.params, &Pool(threads), blk);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      const std::string diff = CompareOutputs(got, want);
+      ASSERT_TRUE(diff.empty()) << target.name << ", " << threads << " threads, blocking mc "
+                                << blk.mc << " kc " << blk.kc << " nc " << blk.nc << ": " << diff;
     }
-    best_target = false;
-  });
+  }
 }
 
 // Default blocking, and small blocks (K blocks of 5 and 7: partial sums
@@ -344,16 +343,16 @@ void CheckCase(const Case& cs, Rng& rng, const std::vector<internal::GemmBlockin
 const std::vector<internal::GemmBlocking> kSmallBlockings = {
     {}, {1, 5, 32, true}, {15, 7, 64, true}};
 
-TEST(Gemm, RandomSmallShapesMatchReference) {
+TEST_P(GemmPerTarget, RandomSmallShapesMatchReference) {
   Rng rng(Seed());
   for (int i = 0; i < 300; ++i) {
     const Case cs = RandomCase(rng, 17);
-    CheckCase(cs, rng, kSmallBlockings, /*with_threads=*/i % 10 == 0);
+    CheckCase(cs, rng, kSmallBlockings, GetParam(), /*with_threads=*/i % 10 == 0);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-TEST(Gemm, TileEdgesMatchReference) {
+TEST_P(GemmPerTarget, TileEdgesMatchReference) {
   // Sizes at the register tile (MR = 14 on AVX-512, 3 on AVX2, 4 scalar; NR
   // = 32) and block edges, +-1.
   Rng rng(Seed() + 1);
@@ -363,13 +362,13 @@ TEST(Gemm, TileEdgesMatchReference) {
       cs.m = m;
       cs.n = n;
       cs.k = 1 + rng() % 40;
-      CheckCase(cs, rng, kSmallBlockings);
+      CheckCase(cs, rng, kSmallBlockings, GetParam());
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
 }
 
-TEST(Gemm, LargerShapesDefaultBlocking) {
+TEST_P(GemmPerTarget, LargerShapesDefaultBlocking) {
   // K past one default K block (256) so the partial sums are reloaded.
   Rng rng(Seed() + 2);
   for (int i = 0; i < 4; ++i) {
@@ -378,18 +377,18 @@ TEST(Gemm, LargerShapesDefaultBlocking) {
     cs.n = 40 + rng() % 90;
     cs.k = 250 + rng() % 300;
     cs.special = 0;
-    CheckCase(cs, rng, {{}}, /*with_threads=*/true);
+    CheckCase(cs, rng, {{}}, GetParam(), /*with_threads=*/true);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-TEST(Gemm, NanAndInfMatchReference) {
+TEST_P(GemmPerTarget, NanAndInfMatchReference) {
   Rng rng(Seed() + 3);
   for (int i = 0; i < 60; ++i) {
     Case cs = RandomCase(rng, 17);
     cs.special = i % 2 == 0 ? 1 : 2;
     if (cs.special == 2) cs.params.beta = 0.0f;
-    CheckCase(cs, rng, kSmallBlockings);
+    CheckCase(cs, rng, kSmallBlockings, GetParam());
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
@@ -546,7 +545,7 @@ TEST(Gemm, EmptyShapesAreFine) {
 // ---------------------------------------------------------------------------
 // PackedWeights: same bits as the unpacked call.
 // ---------------------------------------------------------------------------
-TEST(PackedWeights, MatchUnpackedGemm) {
+TEST_P(PackedWeightsPerTarget, MatchUnpackedGemm) {
   Rng rng(Seed() + 4);
   for (int i = 0; i < 40; ++i) {
     Case cs = RandomCase(rng, 40);
@@ -561,17 +560,14 @@ TEST(PackedWeights, MatchUnpackedGemm) {
     EXPECT_GT(packed->bytes(), 0u);
     TestOutput want = CopyOutput(bt.c0);
     ASSERT_TRUE(ref::Gemm(bt.a.op, bt.b.op, want.out, bt.params).ok());
-    testing::ForEachHwyTarget([&](const testing::HwyTarget& target) {
-      for (const internal::GemmBlocking& blk : kSmallBlockings) {
-        TestOutput got = CopyOutput(bt.c0);
-        const Status s =
-            internal::GemmWithBlocking(bt.a.op, *packed, got.out, bt.params, &Pool(1), blk);
-        ASSERT_TRUE(s.ok()) << s.ToString();
-        const std::string diff = CompareOutputs(got, want);
-        ASSERT_TRUE(diff.empty()) << target.name << " kc " << blk.kc << ": " << diff;
-      }
-    });
-    if (::testing::Test::HasFatalFailure()) return;
+    for (const internal::GemmBlocking& blk : kSmallBlockings) {
+      TestOutput got = CopyOutput(bt.c0);
+      const Status s =
+          internal::GemmWithBlocking(bt.a.op, *packed, got.out, bt.params, &Pool(1), blk);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      const std::string diff = CompareOutputs(got, want);
+      ASSERT_TRUE(diff.empty()) << GetParam().name << " kc " << blk.kc << ": " << diff;
+    }
   }
 }
 
@@ -651,6 +647,9 @@ void ExpectModelMatches(float acc, std::uint16_t a0, std::uint16_t a1, std::uint
 #endif
 }
 
+class NativeBf16PerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(NativeBf16PerTarget);
+
 TEST(NativeBf16, ModelMatchesInstructionOnCraftedCases) {
   if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
   // Two roundings, not one: 1 + 2^-24 + 2^-24 -> 1 (a single rounding gives 1 + 2^-23).
@@ -695,7 +694,7 @@ TEST(NativeBf16, ModelMatchesInstructionOnRandomInputs) {
   }
 }
 
-TEST(NativeBf16, GemmMatchesReferenceModel) {
+TEST_P(NativeBf16PerTarget, GemmMatchesReferenceModel) {
   if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
   Rng rng(Seed() + 6);
   for (int i = 0; i < 120; ++i) {
@@ -706,9 +705,10 @@ TEST(NativeBf16, GemmMatchesReferenceModel) {
     if (i % 5 == 0) cs.special = 1;
     if (i >= 100) cs.k = 300 + rng() % 200;  // Several default K blocks (384).
     if (i < 100) {
-      CheckCase(cs, rng, {{}, {1, 5, 32, true}, {15, 8, 64, true}}, /*with_threads=*/i % 10 == 0);
+      CheckCase(cs, rng, {{}, {1, 5, 32, true}, {15, 8, 64, true}}, GetParam(),
+                /*with_threads=*/i % 10 == 0);
     } else {
-      CheckCase(cs, rng, {{}}, /*with_threads=*/true);
+      CheckCase(cs, rng, {{}}, GetParam(), /*with_threads=*/true);
     }
     if (::testing::Test::HasFatalFailure()) return;
   }

@@ -1,6 +1,7 @@
 // Test helpers for GEMM: operands in every layout (strides, transposes,
-// misaligned starts), MX operands quantized with the scalar QuantizeMxBlock
-// and packed per formats.md section 9, and NaN-aware output comparison.
+// misaligned starts), MX operands with random codes (MX operands quantized
+// by the scalar reference: support/mx_test_tensor.h), and NaN-aware output
+// comparison.
 #ifndef TRNMX_TESTS_KERNELS_GEMM_TEST_UTIL_H_
 #define TRNMX_TESTS_KERNELS_GEMM_TEST_UTIL_H_
 
@@ -14,14 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "support/mx_test_tensor.h"
+#include "support/random.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
 
 namespace trnmx::testing {
-
-using Rng = std::mt19937_64;
 
 // A random FP32 with a 24-bit significand and exponent in [-e, e]: sums of
 // such products round, so a wrong summation order shows in the bits.
@@ -37,86 +38,11 @@ inline std::uint16_t RandomBf16Bits(Rng& rng, int e = 12) {
   return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(RandomFloat(rng, e)) >> 16);
 }
 
-// Packs 32 element codes (one per byte) into a block of `bits`-bit elements.
-inline void PackBlockCodes(int bits, const std::uint8_t* codes, std::uint8_t* out) {
-  if (bits == 8) {
-    for (int i = 0; i < 32; ++i) out[i] = codes[i];
-  } else if (bits == 4) {
-    for (int i = 0; i < 16; ++i) {
-      out[i] = static_cast<std::uint8_t>((codes[2 * i] & 0xF) | (codes[2 * i + 1] << 4));
-    }
-  } else {  // 6: LSB-first bit stream.
-    for (int i = 0; i < 24; ++i) out[i] = 0;
-    for (int i = 0; i < 32; ++i) {
-      const std::uint32_t bit = 6 * i;
-      const std::uint32_t v = static_cast<std::uint32_t>(codes[i] & 0x3F) << (bit % 8);
-      out[bit / 8] |= static_cast<std::uint8_t>(v & 0xFF);
-      if (v >> 8) out[bit / 8 + 1] |= static_cast<std::uint8_t>(v >> 8);
-    }
-  }
-}
-
-template <class Traits>
-MxBlockCodes QuantizeBlockAs(std::span<const float> v) {
-  return QuantizeMxBlock<Traits>(v);
-}
-
-inline MxBlockCodes QuantizeBlock(MxFormat f, std::span<const float> v) {
-  switch (f) {
-    case MxFormat::kMxfp8E4M3: return QuantizeBlockAs<Fp8E4M3Traits>(v);
-    case MxFormat::kMxfp8E5M2: return QuantizeBlockAs<Fp8E5M2Traits>(v);
-    case MxFormat::kMxfp6E2M3: return QuantizeBlockAs<Fp6E2M3Traits>(v);
-    case MxFormat::kMxfp6E3M2: return QuantizeBlockAs<Fp6E3M2Traits>(v);
-    case MxFormat::kMxfp4: return QuantizeBlockAs<Fp4E2M1Traits>(v);
-    default: return QuantizeBlockAs<MxInt8Traits>(v);
-  }
-}
-
-// An MX tensor owning its codes and scales.
-struct MxTestTensor {
-  MxShape shape;
-  std::vector<std::uint8_t> codes;
-  std::vector<std::uint8_t> scales;
-  std::size_t codes_stride = 0;
-  std::size_t scales_stride = 0;
-  MxTensorView view() const {
-    return {shape, codes.data(), codes_stride, scales.data(), scales_stride, 1.0f};
-  }
-};
-
-// Quantizes value(line, pos) line by line with the scalar QuantizeMxBlock;
-// line strides padded by pad_bytes.
-inline MxTestTensor QuantizeMx(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t cols,
-                               const std::function<float(std::size_t, std::size_t)>& value,
-                               std::size_t pad_bytes = 0) {
-  MxTestTensor t;
-  t.shape = {f, rows, cols, axis};
-  const MxFormatInfo& info = GetMxFormatInfo(f);
-  const std::size_t lines = t.shape.num_lines();
-  const std::size_t len = t.shape.line_length();
-  const std::size_t blocks = t.shape.blocks_per_line();
-  t.codes_stride = blocks * info.block_bytes + pad_bytes;
-  t.scales_stride = blocks + pad_bytes;
-  t.codes.assign(lines * t.codes_stride + 1, 0xA5);  // Padding bytes must be ignored.
-  t.scales.assign(lines * t.scales_stride + 1, 0xA5);
-  for (std::size_t l = 0; l < lines; ++l) {
-    for (std::size_t b = 0; b < blocks; ++b) {
-      std::vector<float> v;
-      for (std::size_t p = b * 32; p < len && p < b * 32 + 32; ++p) v.push_back(value(l, p));
-      const MxBlockCodes q = QuantizeBlock(f, v);
-      PackBlockCodes(info.element_bits, q.codes.data(),
-                     t.codes.data() + l * t.codes_stride + b * info.block_bytes);
-      t.scales[l * t.scales_stride + b] = q.scale.bits;
-    }
-  }
-  return t;
-}
-
 // Random codes and scales in [scale_lo, scale_hi] (may include FF), tail
 // padding codes 00 as the layout requires.
 inline MxTestTensor RandomMx(MxFormat f, BlockAxis axis, std::size_t rows, std::size_t cols,
                              Rng& rng, unsigned scale_lo, unsigned scale_hi) {
-  MxTestTensor t = QuantizeMx(f, axis, rows, cols, [](std::size_t, std::size_t) { return 0.0f; });
+  MxTestTensor t = AllocateMxTestTensor({f, rows, cols, axis});
   const MxFormatInfo& info = GetMxFormatInfo(f);
   const std::size_t len = t.shape.line_length();
   std::uniform_int_distribution<unsigned> sd(scale_lo, scale_hi);
@@ -126,9 +52,8 @@ inline MxTestTensor RandomMx(MxFormat f, BlockAxis axis, std::size_t rows, std::
       for (std::size_t i = 0; i < 32 && b * 32 + i < len; ++i) {
         codes[i] = static_cast<std::uint8_t>(rng() & ((1u << info.element_bits) - 1));
       }
-      PackBlockCodes(info.element_bits, codes,
-                     t.codes.data() + l * t.codes_stride + b * info.block_bytes);
-      t.scales[l * t.scales_stride + b] = static_cast<std::uint8_t>(sd(rng));
+      PackBlockCodes(info.element_bits, codes, t.line_codes(l) + b * info.block_bytes);
+      t.line_scales(l)[b] = static_cast<std::uint8_t>(sd(rng));
     }
   }
   return t;

@@ -1,12 +1,24 @@
-// Test support: run a check once per Highway target that libtrnmx was
+// Test support: run a test once per Highway target that libtrnmx was
 // compiled for and this CPU supports, with trnmx's dynamic dispatch forced to
 // that target (architecture.md section 4: every test runs on every target).
+//
+// A per-target suite is a value-parameterized GoogleTest suite; each test is
+// named after its target, so a failure names it and one target can be
+// selected:
+//
+//   class BulkPerTarget : public trnmx::testing::HwyTargetTest {};
+//   TRNMX_INSTANTIATE_PER_HWY_TARGET(BulkPerTarget);
+//   TEST_P(BulkPerTarget, KnownAnswers) { ... }   // dispatch forced to GetParam()
+//
+//   bulk_test --gtest_filter='*/AVX2'    # BulkPerTarget.KnownAnswers/AVX2, ...
 #ifndef TRNMX_TESTS_SUPPORT_HWY_TARGETS_H_
 #define TRNMX_TESTS_SUPPORT_HWY_TARGETS_H_
 
+#include <gtest/gtest.h>
 #include <hwy/targets.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -14,8 +26,10 @@ namespace trnmx::testing {
 
 struct HwyTarget {
   std::int64_t bits;
-  std::string name;
+  std::string name;  // hwy::TargetName: "AVX3_DL", "AVX2", "SSE4", "EMU128", ...
 };
+
+inline void PrintTo(const HwyTarget& target, std::ostream* os) { *os << target.name; }
 
 // The targets to test, best first. Read before any forcing, so it lists every
 // target compiled into this binary and supported here.
@@ -27,6 +41,12 @@ inline std::vector<HwyTarget> CompiledHwyTargets() {
   return out;
 }
 
+// True for the first (best) target of CompiledHwyTargets(): tests that run
+// a target-independent part (such as the split over threads) only once use it.
+inline bool IsBestHwyTarget(const HwyTarget& target) {
+  return target.bits == CompiledHwyTargets().front().bits;
+}
+
 // Forces dispatch to one target while alive; restores normal dispatch after.
 class ScopedHwyTarget {
  public:
@@ -36,7 +56,8 @@ class ScopedHwyTarget {
   ScopedHwyTarget& operator=(const ScopedHwyTarget&) = delete;
 };
 
-// fn(const HwyTarget&) once per target, each with dispatch forced to it.
+// fn(const HwyTarget&) once per target, each with dispatch forced to it; for
+// the few tests that span targets (data packed on one target, used on all).
 template <class Fn>
 void ForEachHwyTarget(Fn&& fn) {
   for (const HwyTarget& target : CompiledHwyTargets()) {
@@ -45,6 +66,24 @@ void ForEachHwyTarget(Fn&& fn) {
   }
 }
 
+// Base of a per-target suite: each test body runs with dispatch forced to
+// GetParam() and normal dispatch is restored after it.
+class HwyTargetTest : public ::testing::TestWithParam<HwyTarget> {
+ protected:
+  void SetUp() override { hwy::SetSupportedTargetsForTest(GetParam().bits); }
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+};
+
+// The test name suffix: the target's name.
+inline std::string HwyTargetTestName(const ::testing::TestParamInfo<HwyTarget>& info) {
+  return info.param.name;
+}
+
 }  // namespace trnmx::testing
+
+// Instantiates `suite` (derived from HwyTargetTest) once per compiled target.
+#define TRNMX_INSTANTIATE_PER_HWY_TARGET(suite)                                                  \
+  INSTANTIATE_TEST_SUITE_P(, suite, ::testing::ValuesIn(::trnmx::testing::CompiledHwyTargets()), \
+                           ::trnmx::testing::HwyTargetTestName)
 
 #endif  // TRNMX_TESTS_SUPPORT_HWY_TARGETS_H_

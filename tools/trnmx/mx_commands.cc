@@ -58,11 +58,18 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-// An executor for --threads N (0: the process default pool).
-std::unique_ptr<Executor> MakeExecutor(std::size_t threads) {
-  if (threads == 0) return nullptr;
-  return std::make_unique<ThreadPoolExecutor>(threads);
-}
+// The executor for --threads N: a pool of N threads, or for 0 the opt-in
+// process pool (DefaultExecutor(), TRNMX_NUM_THREADS or one per hardware
+// thread). Owns the pool it creates.
+class CliExecutor {
+ public:
+  explicit CliExecutor(std::size_t threads)
+      : own_(threads == 0 ? nullptr : std::make_unique<ThreadPoolExecutor>(threads)) {}
+  Executor* get() const { return own_ != nullptr ? own_.get() : &DefaultExecutor(); }
+
+ private:
+  std::unique_ptr<ThreadPoolExecutor> own_;
+};
 
 StatusOr<MxQuantizeOptions> MakeOptions(const QuantizeArgs& a, MxFormat format) {
   static const std::map<std::string, Rounding> kRounding = {
@@ -183,7 +190,7 @@ int RunQuantize(const QuantizeArgs& args) {
     std::fprintf(stderr, "trnmx: stochastic rounding seed %llu\n",
                  static_cast<unsigned long long>(args.seed));
   }
-  const std::unique_ptr<Executor> executor = MakeExecutor(args.threads);
+  const CliExecutor executor(args.threads);
   const std::size_t rows = array->rows();
   const std::size_t cols = array->cols();
   StatusOr<MxTensor> t = Status();
@@ -213,7 +220,7 @@ StatusOr<MxContainer> LoadContainer(const std::string& path) {
 int RunDequantize(const DequantizeArgs& args) {
   StatusOr<MxContainer> c = LoadContainer(args.in);
   if (!c.ok()) return Fail(c.status().message());
-  const std::unique_ptr<Executor> executor = MakeExecutor(args.threads);
+  const CliExecutor executor(args.threads);
   const std::size_t rows = c->shape.rows;
   const std::size_t cols = c->shape.cols;
   std::vector<float> values(rows * cols);
@@ -275,7 +282,9 @@ int RunInspect(const InspectArgs& args) {
     source = NpyToFloats(*array);
   }
   std::vector<float> values(rows * cols);
-  if (Status s = DequantizeMx(c->view(), Fp32MatrixSpan{values.data(), rows, cols, cols}); !s.ok()) {
+  if (Status s = DequantizeMx(c->view(), Fp32MatrixSpan{values.data(), rows, cols, cols},
+                              &DefaultExecutor());
+      !s.ok()) {
     return Fail(s.message());
   }
 

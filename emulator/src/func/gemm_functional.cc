@@ -92,10 +92,9 @@ StatusOr<GemmData> MakeGemmData(const GemmConfig& config, uint64_t seed) {
   rows.axis = BlockAxis::kRows;
   MxQuantizeOptions cols;
   cols.axis = BlockAxis::kCols;
-  SerialExecutor serial;
-  StatusOr<MxTensor> a = QuantizeMx(Fp32MatrixView{d.a_fp32.data(), m, k, k}, format, rows, &serial);
+  StatusOr<MxTensor> a = QuantizeMx(Fp32MatrixView{d.a_fp32.data(), m, k, k}, format, rows);
   if (!a.ok()) return a.status();
-  StatusOr<MxTensor> b = QuantizeMx(Fp32MatrixView{d.b_fp32.data(), k, n, n}, format, cols, &serial);
+  StatusOr<MxTensor> b = QuantizeMx(Fp32MatrixView{d.b_fp32.data(), k, n, n}, format, cols);
   if (!b.ok()) return b.status();
   d.a_mx = std::move(*a);
   d.b_mx = std::move(*b);
@@ -143,8 +142,6 @@ StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimRes
 
   std::map<BufferId, std::vector<float>> psum;  // FP32 [stat_rows x mov_cols] per bank
   std::vector<Bf16> out(static_cast<size_t>(c.m * c.n));
-  SerialExecutor serial;
-  Executor* ex = executor != nullptr ? executor : &serial;
   size_t seen = 0;
   for (const TraceRecord* r : order) {
     const auto it = op_of.find({r->stream, r->index});
@@ -160,10 +157,9 @@ StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimRes
       }
       GemmParams params;
       params.accumulate = op.accumulate;
-      const Status s =
-          Gemm(Sub(stat_t, op.stat0, op.stat_rows, op.k0, op.k_len),
-               Sub(mov, op.k0, op.k_len, op.mov0, op.mov_cols),
-               GemmOutput::Fp32(tile.data(), rows, cols, cols), params, ex);
+      const Status s = Gemm(Sub(stat_t, op.stat0, op.stat_rows, op.k0, op.k_len),
+                            Sub(mov, op.k0, op.k_len, op.mov0, op.mov_cols),
+                            GemmOutput::Fp32(tile.data(), rows, cols, cols), params, executor);
       if (!s.ok()) return s;
     } else {
       if (tile.size() != rows * cols) {

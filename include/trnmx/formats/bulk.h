@@ -22,9 +22,9 @@
 //     (formats.md kDazFtz), NanPolicy::kCanonical the Eigen/ml_dtypes NaNs
 //     7FC0/FFC0 (kCanonicalNaN).
 //   - Threads: inputs of more than one chunk (32768 elements) are split into
-//     chunks of whole elements that executor->ParallelFor runs; nullptr means
-//     DefaultExecutor(). Each chunk writes only its own outputs, so the bits
-//     never depend on the thread count.
+//     chunks of whole elements that executor->ParallelFor runs; nullptr runs
+//     them all on the calling thread (executor.h). Each chunk writes only its
+//     own outputs, so the bits never depend on the thread count.
 //   - Caches: outputs of 8 MiB or more are written with non-temporal
 //     (streaming) stores, which do not fill the caches with the result.
 //   - Decoders are exact. Code bits above the format's width (bits 7..6 of an

@@ -38,6 +38,7 @@ HWY_AFTER_NAMESPACE();
 #include <utility>
 #include <vector>
 
+#include "internal/calling_thread.h"
 #include "kernels/gemm/gemm_dense.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemv_mx.h"
@@ -344,7 +345,7 @@ Status CheckPackable(const GemmOperand& b) {
 Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_for_mx,
                const GemmOutput& c, const GemmParams& params, Executor* executor,
                const GemmBlocking& blocking) {
-  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  Executor& ex = internal::ExecutorOrCallingThread(executor);
   if (a.type == OperandType::kMx && b_for_mx.type == OperandType::kMx) {
     if (c.rows == 0 || c.cols == 0) return OkStatus();
     return GemmMxMx(a, b_for_mx, c, params, ex);
@@ -426,7 +427,7 @@ Status Gemm(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
 StatusOr<PackedWeights> PackedWeights::Pack(const GemmOperand& b, Executor* executor) {
   Status s = internal::CheckPackable(b);
   if (!s.ok()) return s;
-  Executor& ex = executor != nullptr ? *executor : DefaultExecutor();
+  Executor& ex = internal::ExecutorOrCallingThread(executor);
   auto impl = std::make_unique<Impl>();
   impl->type = b.type;
   impl->k = b.rows;
