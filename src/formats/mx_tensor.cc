@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "formats/mx_dispatch.h"
 #include "formats/mx_line.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/mx.h"
 
 namespace trnmx {
@@ -369,16 +369,16 @@ std::string FormatName(MxFormat f) { return std::string(GetMxFormatInfo(f).name)
 bool IsScaleRuleDefinedFor(MxFormat format, ScaleRule rule) {
   if (!ValidFormat(format)) return false;
   if (format == MxFormat::kNvfp4) return rule == ScaleRule::kOcpFloor;
-  return internal::WithMxElementTraits(format, [rule](auto traits) {
-    return IsScaleRuleDefined<decltype(traits)>(rule);
+  return VisitMxFormat(format, [rule](auto tag) {
+    return IsScaleRuleDefined<typename decltype(tag)::Traits>(rule);
   });
 }
 
 bool IsSpecialBlockDefinedFor(MxFormat format, SpecialBlock special) {
   if (!ValidFormat(format)) return false;
   if (format == MxFormat::kNvfp4) return special == SpecialBlock::kDefault;
-  return internal::WithMxElementTraits(format, [special](auto traits) {
-    return IsSpecialBlockDefined<decltype(traits)>(special);
+  return VisitMxFormat(format, [special](auto tag) {
+    return IsSpecialBlockDefined<typename decltype(tag)::Traits>(special);
   });
 }
 

@@ -16,6 +16,7 @@
 
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/mx_block.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
 
@@ -62,14 +63,8 @@ MxBlockCodes QuantizeBlockAs(std::span<const float> v) {
 }
 
 inline MxBlockCodes QuantizeBlock(MxFormat f, std::span<const float> v) {
-  switch (f) {
-    case MxFormat::kMxfp8E4M3: return QuantizeBlockAs<Fp8E4M3Traits>(v);
-    case MxFormat::kMxfp8E5M2: return QuantizeBlockAs<Fp8E5M2Traits>(v);
-    case MxFormat::kMxfp6E2M3: return QuantizeBlockAs<Fp6E2M3Traits>(v);
-    case MxFormat::kMxfp6E3M2: return QuantizeBlockAs<Fp6E3M2Traits>(v);
-    case MxFormat::kMxfp4: return QuantizeBlockAs<Fp4E2M1Traits>(v);
-    default: return QuantizeBlockAs<MxInt8Traits>(v);
-  }
+  return VisitMxFormat(
+      f, [&](auto tag) { return QuantizeBlockAs<typename decltype(tag)::Traits>(v); });
 }
 
 // An MX tensor owning its codes and scales.

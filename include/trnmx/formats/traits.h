@@ -119,6 +119,9 @@ struct FloatTraits {
                  static_cast<double>(1u << MantissaBits));
   static constexpr double kMinNormal = detail::Pow2(kEmin);
   static constexpr double kMinSubnormal = detail::Pow2(kEmin - MantissaBits);
+  // Exponent q of the quantum 2^q (the smallest subnormal): every value is an
+  // integer times 2^q, which the exact MX dot products work in.
+  static constexpr int kQuantumExponent = kEmin - MantissaBits;
 };
 
 // BF16: FP32's exponent with 7 mantissa bits. Overflow -> Inf, NaN keeps its
@@ -141,6 +144,15 @@ using Fp6E3M2Traits = FloatTraits<3, 2, 3, NonFinite::kNone, Overflow::kSatFinit
                                   NanPolicy::kZero>;
 using Fp4E2M1Traits = FloatTraits<2, 1, 1, NonFinite::kNone, Overflow::kSatFinite,
                                   NanPolicy::kZero>;
+
+// The MXINT8 element (int8.h) as the MX layer sees it: 8 bits, emax_elem = 0
+// for the scale rules (formats.md section 6.4). Not an S.E.M format, so not
+// a FloatTraits; its codec is in int8.h.
+struct MxInt8Traits {
+  static constexpr int kTotalBits = 8;
+  static constexpr int kEmax = 0;
+  static constexpr int kQuantumExponent = -6;  // n * 2^-6 (int8.h kMxInt8FractionBits).
+};
 
 // Pinned facts (formats.md section 2).
 static_assert(Bf16Traits::kMaxNormal == 3.3895313892515355e38);

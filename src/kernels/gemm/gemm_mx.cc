@@ -45,6 +45,8 @@
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"
+#include "trnmx/formats/mx_block.h"
+#include "trnmx/formats/visit.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/gemm/gemm_mx-inl.h"
@@ -73,23 +75,49 @@ struct FormatTable {
   std::size_t block_bytes = 32;
   bool small = false;  // Every |v| <= 448 and finite: exact FP32 block sums.
   bool int8 = false;   // Every v in [-128, 127] and finite.
-  bool e5m2 = false;
+  bool wide = false;   // Some |v| >= 2^18 (E5M2): exact FP64 sums only with a small partner.
   std::array<double, 256> value{};  // v; NaN / +-Inf for the special codes.
   std::array<float, 256> value_f32{};     // Same, for the FP32 path (small formats).
   std::array<std::int8_t, 256> value_i8{};  // Same, for the int8 path (int8 formats).
-  std::array<std::int32_t, 256> value_i32{};  // v for finite codes (|v| < 2^18 without E5M2), else 0.
+  std::array<std::int32_t, 256> value_i32{};  // v for finite codes (|v| < 2^18 unless wide), else 0.
   std::array<std::uint8_t, 256> nan{};        // 1 for NaN codes.
   std::array<std::int16_t, 256> lo16{};       // v = hi16 * 512 + lo16, lo16 in [0, 511].
   std::array<std::int16_t, 256> hi16{};
 };
 
-FormatTable Finish(FormatTable t) {
+// The table of one MX format: its element values in units of its quantum,
+// and the kernel classes those values allow.
+template <class Tag>
+FormatTable MakeTable() {
+  using Traits = typename Tag::Traits;
+  FormatTable t;
+  t.q = Traits::kQuantumExponent;
+  t.element_bits = Tag::kInfo.element_bits;
+  t.block_bytes = Tag::kInfo.block_bytes;
+  bool finite = true;
+  double lo = 0.0;
+  double hi = 0.0;
+  for (std::uint32_t c = 0; c < (1u << t.element_bits); ++c) {
+    const double v =
+        std::ldexp(static_cast<double>(detail::DecodeMxElement<Traits>(c)), -t.q);
+    t.value[c] = v;
+    if (std::isfinite(v)) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    } else {
+      finite = false;
+    }
+  }
+  const double max_abs = std::max(-lo, hi);
+  t.small = finite && max_abs <= 448.0;
+  t.int8 = finite && lo >= -128.0 && hi <= 127.0;
+  t.wide = max_abs >= 262144.0;  // 2^18
   for (std::size_t c = 0; c < 256; ++c) {
-    t.value_f32[c] = static_cast<float>(t.value[c]);
-    t.value_i8[c] = t.int8 ? static_cast<std::int8_t>(t.value[c]) : std::int8_t{0};
     const double v = t.value[c];
+    t.value_f32[c] = static_cast<float>(v);
+    t.value_i8[c] = t.int8 ? static_cast<std::int8_t>(v) : std::int8_t{0};
     t.nan[c] = std::isnan(v) ? 1 : 0;
-    if (!t.e5m2 && std::isfinite(v)) {
+    if (!t.wide && std::isfinite(v)) {
       const auto i = static_cast<std::int32_t>(v);
       t.value_i32[c] = i;
       t.lo16[c] = static_cast<std::int16_t>(i - (i >> 9) * 512);
@@ -99,42 +127,12 @@ FormatTable Finish(FormatTable t) {
   return t;
 }
 
-template <class Traits>
-FormatTable MakeFloatTable(MxFormat f, bool small, bool int8) {
-  FormatTable t;
-  const MxFormatInfo& info = GetMxFormatInfo(f);
-  t.q = 1 - Traits::kBias - Traits::kMantissaBits;
-  t.element_bits = info.element_bits;
-  t.block_bytes = info.block_bytes;
-  t.small = small;
-  t.int8 = int8;
-  t.e5m2 = f == MxFormat::kMxfp8E5M2;
-  for (std::uint32_t c = 0; c < (1u << info.element_bits); ++c) {
-    t.value[c] = std::ldexp(static_cast<double>(DecodeBits<Traits>(c)), -t.q);
-  }
-  return t;
-}
-
-FormatTable MakeInt8Table() {
-  FormatTable t;
-  t.q = -kMxInt8FractionBits;
-  t.small = true;
-  t.int8 = true;
-  for (std::uint32_t c = 0; c < 256; ++c) {
-    t.value[c] = static_cast<double>(static_cast<std::int8_t>(static_cast<std::uint8_t>(c)));
-  }
-  return t;
-}
-
 const FormatTable& Table(MxFormat f) {
-  static const std::array<FormatTable, 6> tables = {
-      Finish(MakeFloatTable<Fp8E4M3Traits>(MxFormat::kMxfp8E4M3, false, false)),
-      Finish(MakeFloatTable<Fp8E5M2Traits>(MxFormat::kMxfp8E5M2, false, false)),
-      Finish(MakeFloatTable<Fp6E2M3Traits>(MxFormat::kMxfp6E2M3, true, true)),
-      Finish(MakeFloatTable<Fp6E3M2Traits>(MxFormat::kMxfp6E3M2, true, false)),
-      Finish(MakeFloatTable<Fp4E2M1Traits>(MxFormat::kMxfp4, true, true)),
-      Finish(MakeInt8Table()),
-  };
+  static const std::array<FormatTable, std::size(kMxFormatInfos)> tables = {{
+#define TRNMX_X(Name, ...) MakeTable<mx_tags::Mx##Name##Tag>(),
+      TRNMX_FOREACH_MX_FORMAT(TRNMX_X)
+#undef TRNMX_X
+  }};
   return tables[static_cast<std::size_t>(f)];
 }
 
@@ -1240,9 +1238,9 @@ namespace {
 
 // The tiled plan for a pairing on the current target; false: the wide path.
 bool ChoosePlan(const FormatTable& ta, const FormatTable& tb, TiledPlan* plan) {
-  if ((ta.e5m2 && !tb.small) || (tb.e5m2 && !ta.small)) return false;
+  if ((ta.wide && !tb.small) || (tb.wide && !ta.small)) return false;
   const MxTileKernels kernels = HWY_DYNAMIC_DISPATCH(GetMxTileKernels)();
-  const bool e4m3_pair = !ta.e5m2 && !tb.e5m2 && !(ta.small && tb.small);
+  const bool e4m3_pair = !ta.wide && !tb.wide && !(ta.small && tb.small);
   if (ta.int8 && tb.int8 && kernels.quad_i8.fn != nullptr) {
     *plan = {Layout::kQuadI8, kernels.quad_i8, 16, 2048};
   } else if (e4m3_pair && kernels.pair_i16.fn != nullptr) {
