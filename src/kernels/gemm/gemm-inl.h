@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "formats/mx_decode.h"
+#include "internal/checks.h"
 #include "kernels/gemm/gemm_bf16_native.h"
 #include "kernels/gemm/gemm_dense.h"
 #include "trnmx/formats/codec.h"
@@ -413,8 +414,8 @@ struct AlignedBuffer {
   }
 };
 
-inline std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
-inline std::size_t DivCeil(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
+using ::trnmx::internal::CeilDiv;
+using ::trnmx::internal::RoundUp;
 // K pairs of kc values (the native path pads an odd K block with +0).
 inline std::size_t DivCeilK(std::size_t kc) { return (kc + 1) / 2; }
 
@@ -508,7 +509,7 @@ void BlockedGemm(const DenseGemmArgs& args) {
   kc = std::min(kc, k);
   std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kPathMr * 24;
   mc_max = std::max(kPathMr, mc_max / kPathMr * kPathMr);
-  const std::size_t mc = RoundUp(DivCeil(m, DivCeil(m, mc_max)), kPathMr);
+  const std::size_t mc = RoundUp(CeilDiv(m, CeilDiv(m, mc_max)), kPathMr);
   std::size_t nc = args.blocking.nc;
   if (nc == 0) {
     static const std::size_t l2_bytes = [] {
@@ -545,14 +546,14 @@ void BlockedGemm(const DenseGemmArgs& args) {
   // loop nest for its region with its own packing buffers, so the K blocks
   // need no barrier. N is split first (each task packs only its own B
   // panels; A is packed once per N range), M when there are too few panels.
-  const std::size_t total_panels = DivCeil(n, kNr);
-  const std::size_t m_tiles = DivCeil(m, kPathMr);
+  const std::size_t total_panels = CeilDiv(n, kNr);
+  const std::size_t m_tiles = CeilDiv(m, kPathMr);
   std::size_t tn = std::min(threads, total_panels);
-  std::size_t tm = std::min(DivCeil(threads, tn), m_tiles);
-  const std::size_t panels_per_task = DivCeil(total_panels, tn);
-  tn = DivCeil(total_panels, panels_per_task);
-  const std::size_t tiles_per_task = DivCeil(m_tiles, tm);
-  tm = DivCeil(m_tiles, tiles_per_task);
+  std::size_t tm = std::min(CeilDiv(threads, tn), m_tiles);
+  const std::size_t panels_per_task = CeilDiv(total_panels, tn);
+  tn = CeilDiv(total_panels, panels_per_task);
+  const std::size_t tiles_per_task = CeilDiv(m_tiles, tm);
+  tm = CeilDiv(m_tiles, tiles_per_task);
   // Without C as the home of the partial sums, each task keeps them in an
   // FP32 scratch of its rows x NC, kept near 16 MiB by narrowing NC.
   if (!c_is_acc) {
@@ -577,7 +578,7 @@ void BlockedGemm(const DenseGemmArgs& args) {
                          : nullptr;
     for (std::size_t jc = region_j0; jc < region_j1; jc += nc) {
       const std::size_t ncur = std::min(nc, region_j1 - jc);
-      const std::size_t panels = DivCeil(ncur, kNr);
+      const std::size_t panels = CeilDiv(ncur, kNr);
       for (std::size_t pc = 0; pc < k; pc += kc) {
         const std::size_t kcur = std::min(kc, k - pc);
         // K rows of a packed panel: kcur, or the K pairs' rows (native).
@@ -625,7 +626,7 @@ void BlockedGemm(const DenseGemmArgs& args) {
           const std::size_t mcur = std::min(mc, region_i1 - i0);
           // One A micro-panel: kPathMr x krows elements (native: krows/2 words).
           const std::size_t a_panel = kNative ? kPathMr * krows / 2 : kPathMr * kcur;
-          AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(DivCeil(mcur, kPathMr) * a_panel));
+          AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(CeilDiv(mcur, kPathMr) * a_panel));
           for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
             const std::size_t rows = std::min(kPathMr, mcur - ir);
             if constexpr (kNative) {

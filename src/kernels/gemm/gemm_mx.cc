@@ -39,6 +39,7 @@
 #include <limits>
 #include <vector>
 
+#include "internal/checks.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
 #include "kernels/gemm/gemv_mx.h"
@@ -236,8 +237,6 @@ void StoreOutputRow(const GemmOutput& c, const GemmParams& p, std::size_t i, std
   for (std::size_t j = 0; j < count; ++j) StoreOutput(c, p, i, j0 + j, acc[j]);
 }
 
-std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
-std::size_t CeilDiv(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
 
 // ---------------------------------------------------------------------------
 // Tiled driver for the kFlat (float / double) and kQuad (int8) layouts.
