@@ -43,8 +43,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <unistd.h>
-
 #include "formats/mx_decode.h"
 #include "internal/checks.h"
 #include "kernels/gemm/gemm_bf16_native.h"
@@ -498,27 +496,12 @@ void BlockedGemm(const DenseGemmArgs& args) {
     return;
   }
 
-  // Cache blocks (tuned on the development machine: 48 KiB L1d, 2 MiB L2).
-  // KC = 192: a 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B
-  // block (3/4 of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows,
-  // balanced so that the M blocks have equal sizes. The native path halves
-  // the bytes per element and doubles KC (K blocks of an even length).
   const std::size_t threads = ex.NumThreads();
-  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : (kNative ? 384 : 192);
-  if (kNative) kc = std::max<std::size_t>(2, kc / 2 * 2);
-  kc = std::min(kc, k);
-  std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kPathMr * 24;
-  mc_max = std::max(kPathMr, mc_max / kPathMr * kPathMr);
-  const std::size_t mc = RoundUp(CeilDiv(m, CeilDiv(m, mc_max)), kPathMr);
-  std::size_t nc = args.blocking.nc;
-  if (nc == 0) {
-    static const std::size_t l2_bytes = [] {
-      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-      return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
-    }();
-    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (kc * sizeof(BElem)), 256, 4096);
-  }
-  nc = RoundUp(std::min(nc, n), kNr);
+  const internal::GemmBlocking blocks =
+      internal::ChooseDenseBlocking(m, n, k, kPathMr, kNr, sizeof(BElem), kNative, args.blocking);
+  const std::size_t kc = blocks.kc;
+  const std::size_t mc = blocks.mc;
+  std::size_t nc = blocks.nc;
 
   // Where the partial sums live between K blocks.
   const bool c_is_acc = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f;

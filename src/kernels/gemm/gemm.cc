@@ -32,11 +32,14 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "internal/checks.h"
 #include "internal/status_macros.h"
@@ -195,6 +198,33 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
 }
 
 }  // namespace
+
+GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
+                                 std::size_t nr, std::size_t b_element_bytes, bool native,
+                                 const GemmBlocking& requested) {
+  // Tuned on the development machine (48 KiB L1d, 2 MiB L2). KC = 192: a
+  // 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B block (3/4
+  // of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows, balanced
+  // so that the M blocks have equal sizes. The native path halves the bytes
+  // per element and doubles KC (K blocks of an even length).
+  GemmBlocking b = requested;
+  std::size_t kc = requested.kc != 0 ? requested.kc : (native ? 384 : 192);
+  if (native) kc = std::max<std::size_t>(2, kc / 2 * 2);
+  b.kc = std::min(kc, k);
+  std::size_t mc_max = requested.mc != 0 ? requested.mc : mr * 24;
+  mc_max = std::max(mr, mc_max / mr * mr);
+  b.mc = RoundUp(CeilDiv(m, CeilDiv(m, mc_max)), mr);
+  std::size_t nc = requested.nc;
+  if (nc == 0) {
+    static const std::size_t l2_bytes = [] {
+      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
+    }();
+    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (b.kc * b_element_bytes), 256, 4096);
+  }
+  b.nc = RoundUp(std::min(nc, n), nr);
+  return b;
+}
 
 bool CpuHasAvx512Bf16() {
 #if defined(__x86_64__) || defined(__i386__)
