@@ -24,20 +24,12 @@
 #include <string>
 #include <string_view>
 
+#include "trnmx/formats/format_id.h"
 #include "trnmx/formats/format_list.h"
-#include "trnmx/formats/registry.h"
 #include "trnmx/formats/traits.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-// The MX formats: k<Name> = value for every entry of TRNMX_FOREACH_MX_FORMAT
-// (kMxfp8E4M3 = 0, ..., kNvfp4 = 6).
-enum class MxFormat : std::uint8_t {
-#define TRNMX_X(Name, value, ...) k##Name = value,
-  TRNMX_FOREACH_MX_FORMAT(TRNMX_X)
-#undef TRNMX_X
-};
 
 // Type of the per-block scale.
 enum class MxScaleKind : std::uint8_t {

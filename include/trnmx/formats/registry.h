@@ -10,34 +10,17 @@
 #ifndef TRNMX_FORMATS_REGISTRY_H_
 #define TRNMX_FORMATS_REGISTRY_H_
 
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
 
-#include "trnmx/formats/e8m0.h"
-#include "trnmx/formats/format_list.h"
+#include "trnmx/formats/format_id.h"
 #include "trnmx/formats/policy.h"
+#include "trnmx/options.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-// The scalar formats: k<Name> = value for every entry of
-// TRNMX_FOREACH_OTHER_FORMAT and TRNMX_FOREACH_FLOAT_FORMAT (kFp32 = 0,
-// kBf16 = 1, ..., kMxInt8 = 9).
-enum class Format : std::uint8_t {
-#define TRNMX_X(Name, value, ...) k##Name = value,
-  TRNMX_FOREACH_OTHER_FORMAT(TRNMX_X) TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
-#undef TRNMX_X
-};
-
-// Number of Format values; they are 0 .. kNumFormats - 1.
-inline constexpr std::size_t kNumFormats = 0
-#define TRNMX_X(...) +1
-    TRNMX_FOREACH_OTHER_FORMAT(TRNMX_X) TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
-#undef TRNMX_X
-    ;
 
 struct FormatInfo {
   Format format;

@@ -59,19 +59,10 @@
 #include "trnmx/formats/format_list.h"
 #include "trnmx/formats/traits.h"
 #include "trnmx/formats/types.h"
+#include "trnmx/options.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-enum class ScaleRule : std::uint8_t {
-  kOcpFloor,  // Default (D7).
-  kCeil,
-  kEven,
-  kRceil,
-  kNki,
-  kGgml,
-  kTosa,
-};
 
 constexpr std::string_view ScaleRuleName(ScaleRule rule) {
   switch (rule) {
