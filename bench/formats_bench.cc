@@ -130,24 +130,17 @@ void BM_EncodeScalarsRuntime(benchmark::State& state) {
   SetCounters(state, sizeof(float), sizeof(std::uint32_t));
 }
 
-BENCHMARK(BM_Encode<Bf16>);
+// Every float format of format_list.h, encode and decode.
+#define TRNMX_X(Name, ...) \
+  BENCHMARK(BM_Encode<Name>);   \
+  BENCHMARK(BM_Decode<Name>);
+TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
 BENCHMARK(BM_EncodeBf16FastFormula);
-BENCHMARK(BM_Encode<Fp16>);
-BENCHMARK(BM_Encode<Fp8E4M3>);
-BENCHMARK(BM_Encode<Fp8E5M2>);
-BENCHMARK(BM_Encode<Fp6E2M3>);
-BENCHMARK(BM_Encode<Fp6E3M2>);
-BENCHMARK(BM_Encode<Fp4E2M1>);
 BENCHMARK(BM_EncodeMxInt8);
 BENCHMARK(BM_EncodeE8M0);
 BENCHMARK(BM_EncodeStochastic<Fp8E4M3>);
 BENCHMARK(BM_EncodeStochastic<Fp4E2M1>);
-BENCHMARK(BM_Decode<Bf16>);
-BENCHMARK(BM_Decode<Fp16>);
-BENCHMARK(BM_Decode<Fp8E4M3>);
-BENCHMARK(BM_Decode<Fp8E5M2>);
-BENCHMARK(BM_Decode<Fp6E2M3>);
-BENCHMARK(BM_Decode<Fp4E2M1>);
 BENCHMARK(BM_EncodeScalarsRuntime)
     ->Arg(static_cast<int>(Format::kFp8E4M3))
     ->Arg(static_cast<int>(Format::kFp4E2M1))

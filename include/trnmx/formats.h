@@ -16,6 +16,7 @@
 #include "trnmx/formats/bulk.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/format_list.h"
 #include "trnmx/formats/int8.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
@@ -24,5 +25,6 @@
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/traits.h"
 #include "trnmx/formats/types.h"
+#include "trnmx/formats/visit.h"
 
 #endif  // TRNMX_FORMATS_H_

@@ -75,12 +75,11 @@
 
 #include "trnmx/executor.h"
 #include "trnmx/formats/types.h"
-#include "trnmx/mx.h"
+#include "trnmx/mx_view.h"
+#include "trnmx/options.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-enum class OperandType : std::uint8_t { kFp32, kBf16, kMx };
 
 struct GemmOperand {
   OperandType type = OperandType::kFp32;
@@ -113,8 +112,6 @@ struct GemmOperand {
   }
 };
 
-enum class OutputType : std::uint8_t { kFp32, kBf16 };
-
 struct GemmOutput {
   OutputType type = OutputType::kFp32;
   void* data = nullptr;  // float* or Bf16*.
@@ -129,11 +126,6 @@ struct GemmOutput {
   static GemmOutput Bf16(trnmx::Bf16* data, std::size_t rows, std::size_t cols, std::size_t ld) {
     return {OutputType::kBf16, data, rows, cols, ld, 1};
   }
-};
-
-enum class Bf16Mode : std::uint8_t {
-  kExactFma,   // Default: FP32 FMA chain in K order (bit-identical everywhere).
-  kNativeDot,  // Opt-in: AVX512_BF16 VDPBF16PS semantics (see above).
 };
 
 struct GemmParams {

@@ -59,59 +59,11 @@
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/stochastic.h"
 #include "trnmx/formats/types.h"
+#include "trnmx/mx_view.h"
+#include "trnmx/options.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-enum class BlockAxis : std::uint8_t {
-  kRows,  // Blocks run along rows; row-major storage of lines.
-  kCols,  // Blocks run down columns; column-major storage of lines.
-};
-
-// Geometry shared by the const and mutable views.
-struct MxShape {
-  MxFormat format = MxFormat::kMxfp8E4M3;
-  std::size_t rows = 0;
-  std::size_t cols = 0;
-  BlockAxis axis = BlockAxis::kRows;
-
-  constexpr std::size_t num_lines() const { return axis == BlockAxis::kRows ? rows : cols; }
-  constexpr std::size_t line_length() const { return axis == BlockAxis::kRows ? cols : rows; }
-  constexpr std::size_t blocks_per_line() const {
-    const std::size_t b = GetMxFormatInfo(format).block_size;
-    return (line_length() + b - 1) / b;
-  }
-  // Minimum strides: a line's packed blocks and its scales, unpadded.
-  constexpr std::size_t line_code_bytes() const {
-    return blocks_per_line() * GetMxFormatInfo(format).block_bytes;
-  }
-  constexpr std::size_t line_scale_bytes() const { return blocks_per_line(); }
-};
-
-// Read-only view of an MX tensor in caller-owned memory.
-struct MxTensorView {
-  MxShape shape;
-  const std::uint8_t* codes = nullptr;
-  std::size_t codes_stride = 0;   // Bytes from one line's codes to the next's.
-  const std::uint8_t* scales = nullptr;
-  std::size_t scales_stride = 0;  // Bytes from one line's scales to the next's.
-  float tensor_scale = 1.0f;      // NVFP4's per-tensor decode scale; 1 for MX formats.
-};
-
-// Writable view (destination of quantization).
-struct MxTensorSpan {
-  MxShape shape;
-  std::uint8_t* codes = nullptr;
-  std::size_t codes_stride = 0;
-  std::uint8_t* scales = nullptr;
-  std::size_t scales_stride = 0;
-  float tensor_scale = 1.0f;
-
-  constexpr MxTensorView view() const {
-    return {shape, codes, codes_stride, scales, scales_stride, tensor_scale};
-  }
-};
-
 
 // ---------------------------------------------------------------------------
 // Dense source and destination matrices.

@@ -20,7 +20,9 @@
 
 #include "formats/element_codec-inl.h"
 #include "formats/kernel_args.h"
+#include "trnmx/formats/format_list.h"
 #include "trnmx/formats/traits.h"
+#include "trnmx/formats/types.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace trnmx {
@@ -234,20 +236,11 @@ void BulkEncodeChunk(const internal::BulkEncodeArgs& args, const float* HWY_REST
   auto* out = static_cast<std::uint8_t*>(out_void);
   using internal::BulkKind;
   switch (args.kind) {
-    case BulkKind::kBf16:
-      return EncodeChunkT<Bf16Traits, std::uint16_t>(args, in, n, out);
-    case BulkKind::kFp16:
-      return EncodeChunkT<Fp16Traits, std::uint16_t>(args, in, n, out);
-    case BulkKind::kFp8E4M3:
-      return EncodeChunkT<Fp8E4M3Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp8E5M2:
-      return EncodeChunkT<Fp8E5M2Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp6E2M3:
-      return EncodeChunkT<Fp6E2M3Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp6E3M2:
-      return EncodeChunkT<Fp6E3M2Traits, std::uint8_t>(args, in, n, out);
-    case BulkKind::kFp4E2M1:
-      return EncodeChunkT<Fp4E2M1Traits, std::uint8_t>(args, in, n, out);
+#define TRNMX_X(Name, ...)  \
+  case BulkKind::k##Name: \
+    return EncodeChunkT<Name##Traits, Name::Storage>(args, in, n, out);
+    TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
     case BulkKind::kFp4E2M1Packed:
       return EncodePackedChunk(args, in, n, out);
   }
@@ -270,20 +263,11 @@ void BulkDecodeChunk(internal::BulkKind kind, bool stream, const void* HWY_RESTR
   const auto* in = static_cast<const std::uint8_t*>(in_void);
   using internal::BulkKind;
   switch (kind) {
-    case BulkKind::kBf16:
-      return DecodeChunkT<Bf16Traits, std::uint16_t>(stream, in, n, out);
-    case BulkKind::kFp16:
-      return DecodeChunkT<Fp16Traits, std::uint16_t>(stream, in, n, out);
-    case BulkKind::kFp8E4M3:
-      return DecodeChunkT<Fp8E4M3Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp8E5M2:
-      return DecodeChunkT<Fp8E5M2Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp6E2M3:
-      return DecodeChunkT<Fp6E2M3Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp6E3M2:
-      return DecodeChunkT<Fp6E3M2Traits, std::uint8_t>(stream, in, n, out);
-    case BulkKind::kFp4E2M1:
-      return DecodeChunkT<Fp4E2M1Traits, std::uint8_t>(stream, in, n, out);
+#define TRNMX_X(Name, ...)  \
+  case BulkKind::k##Name: \
+    return DecodeChunkT<Name##Traits, Name::Storage>(stream, in, n, out);
+    TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
     case BulkKind::kFp4E2M1Packed:
       if (stream) {
         DecodePackedFp4<true>(in, n, out);

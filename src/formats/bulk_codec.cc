@@ -146,41 +146,18 @@ const void* Bytes(std::span<const Code> s) {
 
 }  // namespace
 
-Status BulkEncode(std::span<const float> in, std::span<Bf16> out, const EncodeOptions& options,
-                  Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Bf16Traits>(BulkKind::kBf16, in, Bytes(out), out.size(), options, executor,
-                            random_bits);
-}
-Status BulkEncode(std::span<const float> in, std::span<Fp16> out, const EncodeOptions& options,
-                  Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Fp16Traits>(BulkKind::kFp16, in, Bytes(out), out.size(), options, executor,
-                            random_bits);
-}
-Status BulkEncode(std::span<const float> in, std::span<Fp8E4M3> out, const EncodeOptions& options,
-                  Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Fp8E4M3Traits>(BulkKind::kFp8E4M3, in, Bytes(out), out.size(), options, executor,
-                               random_bits);
-}
-Status BulkEncode(std::span<const float> in, std::span<Fp8E5M2> out, const EncodeOptions& options,
-                  Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Fp8E5M2Traits>(BulkKind::kFp8E5M2, in, Bytes(out), out.size(), options, executor,
-                               random_bits);
-}
-Status BulkEncode(std::span<const float> in, std::span<Fp6E2M3> out, const EncodeOptions& options,
-                  Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Fp6E2M3Traits>(BulkKind::kFp6E2M3, in, Bytes(out), out.size(), options, executor,
-                               random_bits);
-}
-Status BulkEncode(std::span<const float> in, std::span<Fp6E3M2> out, const EncodeOptions& options,
-                  Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Fp6E3M2Traits>(BulkKind::kFp6E3M2, in, Bytes(out), out.size(), options, executor,
-                               random_bits);
-}
-Status BulkEncode(std::span<const float> in, std::span<Fp4E2M1> out, const EncodeOptions& options,
-                  Executor* executor, std::span<const std::uint32_t> random_bits) {
-  return Encode<Fp4E2M1Traits>(BulkKind::kFp4E2M1, in, Bytes(out), out.size(), options, executor,
-                               random_bits);
-}
+#define TRNMX_X(Name, ...)                                                                   \
+  Status BulkEncode(std::span<const float> in, std::span<Name> out, const EncodeOptions& options, \
+                    Executor* executor, std::span<const std::uint32_t> random_bits) {           \
+    return Encode<Name##Traits>(BulkKind::k##Name, in, Bytes(out), out.size(), options,       \
+                                executor, random_bits);                                       \
+  }                                                                                           \
+  Status BulkDecode(std::span<const Name> in, std::span<float> out, Executor* executor) {     \
+    return Decode(BulkKind::k##Name, Bytes(in), in.size(), out, executor);                    \
+  }
+TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
+
 Status BulkEncodePackedFp4(std::span<const float> in, std::span<std::uint8_t> packed,
                            const EncodeOptions& options, Executor* executor,
                            std::span<const std::uint32_t> random_bits) {
@@ -188,27 +165,6 @@ Status BulkEncodePackedFp4(std::span<const float> in, std::span<std::uint8_t> pa
                                executor, random_bits);
 }
 
-Status BulkDecode(std::span<const Bf16> in, std::span<float> out, Executor* executor) {
-  return Decode(BulkKind::kBf16, Bytes(in), in.size(), out, executor);
-}
-Status BulkDecode(std::span<const Fp16> in, std::span<float> out, Executor* executor) {
-  return Decode(BulkKind::kFp16, Bytes(in), in.size(), out, executor);
-}
-Status BulkDecode(std::span<const Fp8E4M3> in, std::span<float> out, Executor* executor) {
-  return Decode(BulkKind::kFp8E4M3, Bytes(in), in.size(), out, executor);
-}
-Status BulkDecode(std::span<const Fp8E5M2> in, std::span<float> out, Executor* executor) {
-  return Decode(BulkKind::kFp8E5M2, Bytes(in), in.size(), out, executor);
-}
-Status BulkDecode(std::span<const Fp6E2M3> in, std::span<float> out, Executor* executor) {
-  return Decode(BulkKind::kFp6E2M3, Bytes(in), in.size(), out, executor);
-}
-Status BulkDecode(std::span<const Fp6E3M2> in, std::span<float> out, Executor* executor) {
-  return Decode(BulkKind::kFp6E3M2, Bytes(in), in.size(), out, executor);
-}
-Status BulkDecode(std::span<const Fp4E2M1> in, std::span<float> out, Executor* executor) {
-  return Decode(BulkKind::kFp4E2M1, Bytes(in), in.size(), out, executor);
-}
 Status BulkDecodePackedFp4(std::span<const std::uint8_t> packed, std::span<float> out,
                            Executor* executor) {
   return Decode(BulkKind::kFp4E2M1Packed, packed.data(), packed.size(), out, executor);

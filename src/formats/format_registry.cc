@@ -8,6 +8,7 @@
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"
+#include "trnmx/formats/visit.h"
 
 namespace trnmx {
 namespace {
@@ -30,39 +31,55 @@ constexpr FormatInfo FloatInfo(Format format, std::string_view name, std::string
                     special_codes};
 }
 
-constexpr std::array<FormatInfo, 10> kFormats = {{
-    {Format::kFp32, "fp32", "FP32 (IEEE 754 binary32)", 32, 8, 23, 127, 3.4028234663852886e38,
-     detail::Pow2(-126), detail::Pow2(-149), true, true,
-     "Inf 7F800000/FF800000; NaN E=FF, M!=0"},
-    FloatInfo<Bf16Traits>(Format::kBf16, "bf16", "BF16 (bfloat16)",
-                          "Inf 7F80/FF80; NaN E=FF, M!=0"),
-    FloatInfo<Fp16Traits>(Format::kFp16, "fp16", "FP16 (IEEE 754 binary16)",
-                          "Inf 7C00/FC00; NaN E=1F, M!=0"),
-    FloatInfo<Fp8E4M3Traits>(Format::kFp8E4M3, "e4m3", "FP8 E4M3 (OCP, float8_e4m3fn)",
-                             "no Inf; NaN 7F/FF only"),
-    FloatInfo<Fp8E5M2Traits>(Format::kFp8E5M2, "e5m2", "FP8 E5M2 (OCP)",
-                             "Inf 7C/FC; NaN 7D-7F/FD-FF"),
-    FloatInfo<Fp6E2M3Traits>(Format::kFp6E2M3, "e2m3", "FP6 E2M3 (OCP MX)", "none"),
-    FloatInfo<Fp6E3M2Traits>(Format::kFp6E3M2, "e3m2", "FP6 E3M2 (OCP MX)", "none"),
-    FloatInfo<Fp4E2M1Traits>(Format::kFp4E2M1, "e2m1", "FP4 E2M1 (OCP MX)", "none"),
-    {Format::kScaleE8M0, "e8m0", "E8M0 scale (OCP MX, float8_e8m0fnu; unsigned)", 8, 8, 0, 127,
-     detail::Pow2(127), detail::Pow2(-127), detail::Pow2(-127), false, true,
-     "no Inf, no zero; NaN FF"},
-    {Format::kMxInt8, "int8", "MXINT8 element (int8 n, value n * 2^-6)", 8, 0, 6, 0,
-     127.0 / 64.0, 0.0, 1.0 / 64.0, false, false, "none; code 80 = -2"},
-}};
+// The formats of TRNMX_FOREACH_OTHER_FORMAT, which have no FloatTraits.
+constexpr FormatInfo kFp32Info = {Format::kFp32, "fp32", "FP32 (IEEE 754 binary32)", 32, 8, 23,
+                                  127, 3.4028234663852886e38, detail::Pow2(-126),
+                                  detail::Pow2(-149), true, true,
+                                  "Inf 7F800000/FF800000; NaN E=FF, M!=0"};
+constexpr FormatInfo kScaleE8M0Info = {
+    Format::kScaleE8M0, "e8m0", "E8M0 scale (OCP MX, float8_e8m0fnu; unsigned)", 8, 8, 0, 127,
+    detail::Pow2(127), detail::Pow2(-127), detail::Pow2(-127), false, true,
+    "no Inf, no zero; NaN FF"};
+constexpr FormatInfo kMxInt8Info = {Format::kMxInt8, "int8",
+                                    "MXINT8 element (int8 n, value n * 2^-6)", 8, 0, 6, 0,
+                                    127.0 / 64.0, 0.0, 1.0 / 64.0, false, false,
+                                    "none; code 80 = -2"};
+
+// Every format at the index of its value.
+constexpr std::array<FormatInfo, kNumFormats> kFormats = [] {
+  std::array<FormatInfo, kNumFormats> t{};
+#define TRNMX_X(Name, value, cli_name, description, special_codes) \
+  t[value] = FloatInfo<Name##Traits>(Format::k##Name, cli_name, description, special_codes);
+  TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
+#define TRNMX_X(Name, value, cli_name) t[value] = k##Name##Info;
+  TRNMX_FOREACH_OTHER_FORMAT(TRNMX_X)
+#undef TRNMX_X
+  return t;
+}();
 
 static_assert([] {
   for (std::size_t i = 0; i < kFormats.size(); ++i) {
-    if (static_cast<std::size_t>(kFormats[i].format) != i) return false;
+    if (static_cast<std::size_t>(kFormats[i].format) != i || kFormats[i].name.empty()) return false;
   }
+#define TRNMX_X(Name, value, cli_name) \
+  if (k##Name##Info.name != cli_name || kFormats[value].format != Format::k##Name) return false;
+  TRNMX_FOREACH_OTHER_FORMAT(TRNMX_X)
+#undef TRNMX_X
   return true;
-}());
+}(), "format_list.h: every value 0 .. kNumFormats - 1 exactly once");
 
+// Encodes one value; `options.e8m0_rounding` is known to be set for E8M0.
 // Encodes one value; `options.e8m0_rounding` is known to be set for E8M0.
 EncodeResult EncodeOne(Format format, float x, const ConvertOptions& options,
                        std::uint32_t random_bits) {
   const EncodeOptions& e = options.element;
+  EncodeResult r{0, kFlagInvalid};
+  if (VisitFloatFormat(format, [&](auto code) {
+        r = EncodeWithFlags<typename decltype(code)::Traits>(x, e, random_bits);
+      })) {
+    return r;
+  }
   switch (format) {
     case Format::kFp32: {
       std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
@@ -71,37 +88,29 @@ EncodeResult EncodeOne(Format format, float x, const ConvertOptions& options,
       }
       return {bits, kFlagNone};
     }
-    case Format::kBf16: return EncodeWithFlags<Bf16Traits>(x, e, random_bits);
-    case Format::kFp16: return EncodeWithFlags<Fp16Traits>(x, e, random_bits);
-    case Format::kFp8E4M3: return EncodeWithFlags<Fp8E4M3Traits>(x, e, random_bits);
-    case Format::kFp8E5M2: return EncodeWithFlags<Fp8E5M2Traits>(x, e, random_bits);
-    case Format::kFp6E2M3: return EncodeWithFlags<Fp6E2M3Traits>(x, e, random_bits);
-    case Format::kFp6E3M2: return EncodeWithFlags<Fp6E3M2Traits>(x, e, random_bits);
-    case Format::kFp4E2M1: return EncodeWithFlags<Fp4E2M1Traits>(x, e, random_bits);
     case Format::kScaleE8M0: {
       std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
       if (e.subnormals == Subnormals::kFlush && (bits & 0x7F800000u) == 0) x = 0.0f;
       return ToE8M0(x, *options.e8m0_rounding, options.e8m0_saturation);
     }
     case Format::kMxInt8: return EncodeMxInt8WithFlags(x, e, random_bits);
+    default: return r;
   }
-  return {0, kFlagInvalid};
 }
 
 float DecodeOne(Format format, std::uint32_t code) {
+  float value = std::bit_cast<float>(0x7FC00000u);
+  if (VisitFloatFormat(format, [&](auto c) {
+        value = DecodeBits<typename decltype(c)::Traits>(code);
+      })) {
+    return value;
+  }
   switch (format) {
     case Format::kFp32: return std::bit_cast<float>(code);
-    case Format::kBf16: return DecodeBits<Bf16Traits>(code);
-    case Format::kFp16: return DecodeBits<Fp16Traits>(code);
-    case Format::kFp8E4M3: return DecodeBits<Fp8E4M3Traits>(code);
-    case Format::kFp8E5M2: return DecodeBits<Fp8E5M2Traits>(code);
-    case Format::kFp6E2M3: return DecodeBits<Fp6E2M3Traits>(code);
-    case Format::kFp6E3M2: return DecodeBits<Fp6E3M2Traits>(code);
-    case Format::kFp4E2M1: return DecodeBits<Fp4E2M1Traits>(code);
     case Format::kScaleE8M0: return DecodeE8M0(code);
     case Format::kMxInt8: return DecodeMxInt8(code);
+    default: return value;
   }
-  return std::bit_cast<float>(0x7FC00000u);
 }
 
 }  // namespace

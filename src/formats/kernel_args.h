@@ -8,36 +8,35 @@
 #include <cstdint>
 
 #include "formats/element_consts.h"
+#include "trnmx/formats/format_list.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/scale_rule.h"
+#include "trnmx/formats/types.h"
 
 namespace trnmx::internal {
 
-// The element stream of a bulk conversion.
+// The element stream of a bulk conversion: one per float format of
+// format_list.h (one code per element, of the format's storage width), plus
+// FP4 E2M1 packed two codes per byte (element 2i in bits 3..0).
 enum class BulkKind : std::uint8_t {
-  kBf16,     // uint16 codes
-  kFp16,     // uint16 codes
-  kFp8E4M3,  // one byte per code
-  kFp8E5M2,
-  kFp6E2M3,
-  kFp6E3M2,
-  kFp4E2M1,
-  kFp4E2M1Packed,  // two codes per byte, element 2i in bits 3..0
+#define TRNMX_X(Name, ...) k##Name,
+  TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
+  kFp4E2M1Packed,
 };
 
 // Bytes of output for `n` elements of `kind`.
 constexpr std::size_t BulkCodeBytes(BulkKind kind, std::size_t n) {
   switch (kind) {
-    case BulkKind::kBf16:
-    case BulkKind::kFp16:
-      return 2 * n;
-    case BulkKind::kFp4E2M1Packed:
-      return (n + 1) / 2;
-    default:
-      return n;
+#define TRNMX_X(Name, ...) \
+  case BulkKind::k##Name: return sizeof(Name::Storage) * n;
+    TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
+    case BulkKind::kFp4E2M1Packed: return (n + 1) / 2;
   }
+  return n;
 }
 
 struct BulkEncodeArgs {

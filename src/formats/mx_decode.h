@@ -21,7 +21,9 @@
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"
+#include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/mx.h"
 
 namespace trnmx::internal {
@@ -46,37 +48,25 @@ inline std::uint32_t MxElementCode(MxFormat format, const std::uint8_t* block, s
 // narrower formats use the first 2^bits).
 using MxValueTable = std::array<float, 256>;
 
-template <class Traits>
-constexpr MxValueTable MakeMxValueTable(std::uint32_t num_codes) {
+template <class Tag>
+constexpr MxValueTable MakeMxValueTable() {
   MxValueTable t{};
-  for (std::uint32_t c = 0; c < num_codes; ++c) t[c] = DecodeBits<Traits>(c);
-  return t;
-}
-constexpr MxValueTable MakeMxInt8ValueTable() {
-  MxValueTable t{};
-  for (std::uint32_t c = 0; c < 256; ++c) t[c] = DecodeMxInt8(c);
-  return t;
-}
-
-inline constexpr MxValueTable kMxfp8E4M3Values = MakeMxValueTable<Fp8E4M3Traits>(256);
-inline constexpr MxValueTable kMxfp8E5M2Values = MakeMxValueTable<Fp8E5M2Traits>(256);
-inline constexpr MxValueTable kMxfp6E2M3Values = MakeMxValueTable<Fp6E2M3Traits>(64);
-inline constexpr MxValueTable kMxfp6E3M2Values = MakeMxValueTable<Fp6E3M2Traits>(64);
-inline constexpr MxValueTable kMxfp4Values = MakeMxValueTable<Fp4E2M1Traits>(16);
-inline constexpr MxValueTable kMxint8Values = MakeMxInt8ValueTable();
-
-// The table of `format`; nullptr for NVFP4.
-inline const MxValueTable* MxValues(MxFormat format) {
-  switch (format) {
-    case MxFormat::kMxfp8E4M3: return &kMxfp8E4M3Values;
-    case MxFormat::kMxfp8E5M2: return &kMxfp8E5M2Values;
-    case MxFormat::kMxfp6E2M3: return &kMxfp6E2M3Values;
-    case MxFormat::kMxfp6E3M2: return &kMxfp6E3M2Values;
-    case MxFormat::kMxfp4: return &kMxfp4Values;
-    case MxFormat::kMxint8: return &kMxint8Values;
-    case MxFormat::kNvfp4: break;
+  for (std::uint32_t c = 0; c < (1u << Tag::kInfo.element_bits); ++c) {
+    t[c] = detail::DecodeMxElement<typename Tag::Traits>(c);
   }
-  return nullptr;
+  return t;
+}
+
+// One table per MX format, indexed by its value.
+inline constexpr MxValueTable kMxValueTables[] = {
+#define TRNMX_X(Name, ...) MakeMxValueTable<mx_tags::Mx##Name##Tag>(),
+    TRNMX_FOREACH_MX_FORMAT(TRNMX_X)
+#undef TRNMX_X
+};
+
+// The table of `format` (NVFP4: its E2M1 elements).
+inline const MxValueTable* MxValues(MxFormat format) {
+  return &kMxValueTables[static_cast<std::size_t>(format)];
 }
 
 // decode(code) * 2^(scale - 127) rounded once; FF -> NaN (DecodeE8M0).

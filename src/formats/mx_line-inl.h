@@ -36,6 +36,7 @@
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/traits.h"
+#include "trnmx/formats/visit.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace trnmx {
@@ -383,22 +384,13 @@ HWY_INLINE void QuantizeByRounding(const internal::MxQuantizeArgs& args, const f
 void QuantizeMxLineKernel(const internal::MxQuantizeArgs& args, const float* HWY_RESTRICT src,
                           std::size_t n, std::uint8_t* HWY_RESTRICT codes,
                           std::uint8_t* HWY_RESTRICT scales) {
-  switch (args.format) {
-    case MxFormat::kMxfp8E4M3:
-      return QuantizeByRounding<Fp8E4M3Traits, 8>(args, src, n, codes, scales);
-    case MxFormat::kMxfp8E5M2:
-      return QuantizeByRounding<Fp8E5M2Traits, 8>(args, src, n, codes, scales);
-    case MxFormat::kMxfp6E2M3:
-      return QuantizeByRounding<Fp6E2M3Traits, 6>(args, src, n, codes, scales);
-    case MxFormat::kMxfp6E3M2:
-      return QuantizeByRounding<Fp6E3M2Traits, 6>(args, src, n, codes, scales);
-    case MxFormat::kMxfp4:
-      return QuantizeByRounding<Fp4E2M1Traits, 4>(args, src, n, codes, scales);
-    case MxFormat::kMxint8:
-      return QuantizeByRounding<MxInt8Traits, 8>(args, src, n, codes, scales);
-    case MxFormat::kNvfp4:
-      return;
-  }
+  VisitMxFormat(args.format, [&](auto tag) HWY_ATTR {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsOcpMx) {
+      QuantizeByRounding<typename Tag::Traits, Tag::kInfo.element_bits>(args, src, n, codes,
+                                                                          scales);
+    }
+  });
 }
 
 // Writes the 32 values of one block to `out`.
@@ -469,22 +461,12 @@ HWY_NOINLINE void DequantizeLine(const std::uint8_t* HWY_RESTRICT codes,
 void DequantizeMxLineKernel(MxFormat format, const std::uint8_t* HWY_RESTRICT codes,
                             const std::uint8_t* HWY_RESTRICT scales, std::size_t n,
                             float* HWY_RESTRICT dst) {
-  switch (format) {
-    case MxFormat::kMxfp8E4M3:
-      return DequantizeLine<Fp8E4M3Traits, 8>(codes, scales, n, dst);
-    case MxFormat::kMxfp8E5M2:
-      return DequantizeLine<Fp8E5M2Traits, 8>(codes, scales, n, dst);
-    case MxFormat::kMxfp6E2M3:
-      return DequantizeLine<Fp6E2M3Traits, 6>(codes, scales, n, dst);
-    case MxFormat::kMxfp6E3M2:
-      return DequantizeLine<Fp6E3M2Traits, 6>(codes, scales, n, dst);
-    case MxFormat::kMxfp4:
-      return DequantizeLine<Fp4E2M1Traits, 4>(codes, scales, n, dst);
-    case MxFormat::kMxint8:
-      return DequantizeLine<MxInt8Traits, 8>(codes, scales, n, dst);
-    case MxFormat::kNvfp4:
-      return;
-  }
+  VisitMxFormat(format, [&](auto tag) HWY_ATTR {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsOcpMx) {
+      DequantizeLine<typename Tag::Traits, Tag::kInfo.element_bits>(codes, scales, n, dst);
+    }
+  });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -17,6 +17,7 @@
 
 #include "formats/element_consts.h"
 #include "formats/kernel_args.h"
+#include "trnmx/formats/visit.h"
 
 namespace trnmx::internal {
 
@@ -50,30 +51,15 @@ bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_
   args.rule = params.rule;
   args.rounding = params.element.rounding;
   args.special = params.special;
-  bool ok = false;
-  switch (params.format) {
-    case MxFormat::kMxfp8E4M3:
-      ok = Resolve<Fp8E4M3Traits>(params, args);
-      break;
-    case MxFormat::kMxfp8E5M2:
-      ok = Resolve<Fp8E5M2Traits>(params, args);
-      break;
-    case MxFormat::kMxfp6E2M3:
-      ok = Resolve<Fp6E2M3Traits>(params, args);
-      break;
-    case MxFormat::kMxfp6E3M2:
-      ok = Resolve<Fp6E3M2Traits>(params, args);
-      break;
-    case MxFormat::kMxfp4:
-      ok = Resolve<Fp4E2M1Traits>(params, args);
-      break;
-    case MxFormat::kMxint8:
-      ok = Resolve<MxInt8Traits>(params, args);
-      break;
-    case MxFormat::kNvfp4:
-      ok = false;
-      break;  // UE4M3 scales and a tensor scale: scalar only
-  }
+  // NVFP4 (UE4M3 scales and a tensor scale) is scalar only.
+  const bool ok = VisitMxFormat(params.format, [&](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsOcpMx) {
+      return Resolve<typename Tag::Traits>(params, args);
+    } else {
+      return false;
+    }
+  });
   if (!ok) return false;
   const std::size_t blocks = (n + kMxBlockSize - 1) / kMxBlockSize;
   args.stream = blocks * GetMxFormatInfo(params.format).block_bytes >= kStreamMinBytes;
@@ -84,7 +70,7 @@ bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_
 bool DequantizeMxLineSimd(MxFormat format, const std::uint8_t* codes, const std::uint8_t* scales,
                           std::size_t n, float tensor_scale, float* dst) {
   // NVFP4, and a tensor scale other than 1 (meaningless for MX formats): scalar.
-  if (format == MxFormat::kNvfp4 || tensor_scale != 1.0f) return false;
+  if (!IsOcpMxFormat(format) || tensor_scale != 1.0f) return false;
   if (n != 0) HWY_DYNAMIC_DISPATCH(DequantizeMxLineKernel)(format, codes, scales, n, dst);
   return true;
 }

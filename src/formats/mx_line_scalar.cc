@@ -25,12 +25,12 @@
 #include <cstdint>
 #include <span>
 
-#include "formats/mx_dispatch.h"
 #include "formats/mx_line.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_pack.h"
 #include "trnmx/formats/stochastic.h"
+#include "trnmx/formats/visit.h"
 
 namespace trnmx::internal {
 namespace {
@@ -137,8 +137,8 @@ void DequantizeNvfp4Line(const std::uint8_t* codes, const std::uint8_t* scales, 
 std::uint8_t QuantizeMxLineScalar(const MxLineParams& params, const float* src, std::size_t n,
                                   std::uint8_t* codes, std::uint8_t* scales) {
   if (params.format == MxFormat::kNvfp4) return QuantizeNvfp4Line(params, src, n, codes, scales);
-  return WithMxElementTraits(params.format, [&](auto traits) {
-    return QuantizeMxLine<decltype(traits)>(params, src, n, codes, scales);
+  return VisitMxFormat(params.format, [&](auto tag) {
+    return QuantizeMxLine<typename decltype(tag)::Traits>(params, src, n, codes, scales);
   });
 }
 
@@ -148,8 +148,8 @@ void DequantizeMxLineScalar(MxFormat format, const std::uint8_t* codes, const st
     DequantizeNvfp4Line(codes, scales, n, tensor_scale, dst);
     return;
   }
-  WithMxElementTraits(format, [&](auto traits) {
-    DequantizeMxLine<decltype(traits)>(format, codes, scales, n, dst);
+  VisitMxFormat(format, [&](auto tag) {
+    DequantizeMxLine<typename decltype(tag)::Traits>(format, codes, scales, n, dst);
   });
 }
 

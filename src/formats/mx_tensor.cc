@@ -24,13 +24,24 @@
 #include <utility>
 #include <vector>
 
-#include "formats/mx_dispatch.h"
 #include "formats/mx_line.h"
 #include "internal/calling_thread.h"
+#include "internal/checks.h"
+#include "internal/status_macros.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/mx.h"
 
 namespace trnmx {
 namespace {
+
+using internal::ByteRange;
+using internal::CheckMxLayout;
+using internal::CheckMxShape;
+using internal::CheckStridedArray;
+using internal::LineRanges;
+using internal::MxCodeRanges;
+using internal::MxScaleRanges;
+using internal::Overlap;
 
 constexpr std::size_t kChunk = 256;            // Scratch tile length along a line.
 constexpr std::size_t kSegment = 8192;         // Elements of one line per work item.
@@ -43,144 +54,50 @@ std::string Str(std::size_t v) { return std::to_string(v); }
 bool ValidFormat(MxFormat f) { return static_cast<std::size_t>(f) < std::size(kMxFormatInfos); }
 bool ValidAxis(BlockAxis a) { return a == BlockAxis::kRows || a == BlockAxis::kCols; }
 
-bool MulOverflows(std::size_t a, std::size_t b, std::size_t* out) {
-  return __builtin_mul_overflow(a, b, out);
-}
-bool AddOverflows(std::size_t a, std::size_t b, std::size_t* out) {
-  return __builtin_add_overflow(a, b, out);
-}
-
-// `count` byte ranges [begin + i * stride, begin + i * stride + len).
-struct Ranges {
-  std::uintptr_t begin = 0;
-  std::size_t stride = 0;
-  std::size_t len = 0;
-  std::size_t count = 0;
-  bool empty() const { return count == 0 || len == 0; }
-  std::uintptr_t start(std::size_t i) const { return begin + i * stride; }
-  std::uintptr_t end() const { return start(count - 1) + len; }
-};
-
-// Extent check: the last byte must not overflow size_t or wrap the address
-// space. Returns an error naming `what`.
-Status CheckRanges(const Ranges& r, const char* what) {
-  if (r.empty()) return OkStatus();
-  std::size_t span = 0;
-  if (MulOverflows(r.count - 1, r.stride, &span) || AddOverflows(span, r.len, &span) ||
-      r.begin + span < r.begin) {
-    return OutOfRangeError(std::string(what) + " extend past the end of the address space (" +
-                           Str(r.count) + " lines, stride " + Str(r.stride) + ", " +
-                           Str(r.len) + " bytes each)");
-  }
-  return OkStatus();
-}
-
-// Whether two families of ranges share a byte. Each family's own ranges must
-// be disjoint and ascending (stride >= len, or a single range), which the
-// stride checks guarantee. O(min(count)) after a bounding-box test.
-bool Overlap(const Ranges& a0, const Ranges& b0) {
-  if (a0.empty() || b0.empty()) return false;
-  if (a0.end() <= b0.begin || b0.end() <= a0.begin) return false;
-  const bool swap = a0.count > b0.count;
-  const Ranges& a = swap ? b0 : a0;
-  const Ranges& b = swap ? a0 : b0;
-  for (std::size_t i = 0; i < a.count; ++i) {
-    const std::uintptr_t lo = a.start(i);
-    const std::uintptr_t hi = lo + a.len;
-    // First range of b that ends after lo.
-    std::size_t j = 0;
-    if (lo >= b.begin + b.len) {
-      if (b.count == 1 || b.stride == 0) continue;
-      j = (lo - b.begin - b.len) / b.stride + 1;
-    }
-    if (j < b.count && b.start(j) < hi) return true;
-  }
-  return false;
-}
-
-// Shape checks that must precede any MxShape member function call.
-Status CheckShape(const MxShape& s) {
-  if (!ValidFormat(s.format)) {
-    return InvalidArgumentError("MX format value " + Str(static_cast<std::size_t>(s.format)) +
-                                " is not an MxFormat");
-  }
-  if (!ValidAxis(s.axis)) {
-    return InvalidArgumentError("block axis value " + Str(static_cast<std::size_t>(s.axis)) +
-                                " is not a BlockAxis");
-  }
-  const MxFormatInfo& info = GetMxFormatInfo(s.format);
-  std::size_t tmp = 0;
-  if (AddOverflows(s.line_length(), info.block_size, &tmp) ||
-      MulOverflows(s.blocks_per_line(), info.block_bytes, &tmp) ||
-      MulOverflows(s.num_lines(), s.line_code_bytes(), &tmp)) {
-    return OutOfRangeError("MX tensor " + Str(s.rows) + " x " + Str(s.cols) +
-                           " is too large: its byte count overflows size_t");
-  }
-  return OkStatus();
-}
-
-Ranges CodeRanges(const MxShape& s, const void* codes, std::size_t stride) {
-  return {reinterpret_cast<std::uintptr_t>(codes), stride, s.line_code_bytes(), s.num_lines()};
-}
-Ranges ScaleRanges(const MxShape& s, const void* scales, std::size_t stride) {
-  return {reinterpret_cast<std::uintptr_t>(scales), stride, s.line_scale_bytes(), s.num_lines()};
-}
-
-Status CheckLayout(const MxShape& s, const void* codes, std::size_t codes_stride,
-                   const void* scales, std::size_t scales_stride) {
-  if (Status st = CheckShape(s); !st.ok()) return st;
-  if (s.num_lines() == 0 || s.blocks_per_line() == 0) return OkStatus();
-  if (codes == nullptr) return InvalidArgumentError("MX tensor codes pointer is null");
-  if (scales == nullptr) return InvalidArgumentError("MX tensor scales pointer is null");
-  if (s.num_lines() > 1 && codes_stride < s.line_code_bytes()) {
-    return InvalidArgumentError("codes_stride " + Str(codes_stride) + " is less than a line's " +
-                                Str(s.line_code_bytes()) + " code bytes");
-  }
-  if (s.num_lines() > 1 && scales_stride < s.line_scale_bytes()) {
-    return InvalidArgumentError("scales_stride " + Str(scales_stride) + " is less than a line's " +
-                                Str(s.line_scale_bytes()) + " scales");
-  }
-  const Ranges c = CodeRanges(s, codes, codes_stride);
-  const Ranges sc = ScaleRanges(s, scales, scales_stride);
-  if (Status st = CheckRanges(c, "MX codes"); !st.ok()) return st;
-  if (Status st = CheckRanges(sc, "MX scales"); !st.ok()) return st;
-  if (Overlap(c, sc)) return InvalidArgumentError("MX codes and scales overlap");
-  return OkStatus();
-}
-
 template <class T>
-const char* TypeName() {
-  return sizeof(T) == 4 ? "FP32" : "BF16";
-}
-
-template <class T>
-Ranges MatrixRanges(const StridedMatrix<T>& m) {
+LineRanges MatrixRanges(const StridedMatrix<T>& m) {
   if (m.rows == 0 || m.cols == 0) return {};
   // A single row needs no stride; the families must be ascending and disjoint.
   const std::size_t stride = m.rows > 1 ? m.row_stride * sizeof(T) : 0;
   return {reinterpret_cast<std::uintptr_t>(m.data), stride, m.cols * sizeof(T), m.rows};
 }
 
-// Checks a dense matrix; `what` is "source" or "destination".
+// Checks a dense matrix; `what` is "source" or "destination". Its rows must
+// not overlap (row_stride >= cols), so that the overlap tests against the MX
+// buffers see disjoint ascending lines.
 template <class T>
 Status CheckMatrix(const StridedMatrix<T>& m, const char* what) {
-  if (m.rows == 0 || m.cols == 0) return OkStatus();
-  const std::string w(what);
-  if (m.data == nullptr) return InvalidArgumentError(w + " data pointer is null");
-  if (reinterpret_cast<std::uintptr_t>(m.data) % alignof(T) != 0) {
-    return InvalidArgumentError(w + " data pointer is not aligned to " + Str(alignof(T)) +
-                                " bytes");
-  }
+  ByteRange range;
+  TRNMX_RETURN_IF_ERROR(
+      CheckStridedArray(what, m.data, m.rows, m.cols, m.row_stride, 1, sizeof(T), &range));
   if (m.rows > 1 && m.row_stride < m.cols) {
-    return InvalidArgumentError(w + " row_stride " + Str(m.row_stride) + " is less than cols " +
-                                Str(m.cols));
+    return InvalidArgumentError(std::string(what) + " row_stride " + Str(m.row_stride) +
+                                " is less than cols " + Str(m.cols));
   }
-  std::size_t bytes = 0;
-  if ((m.rows > 1 && MulOverflows(m.row_stride, sizeof(T), &bytes)) ||
-      MulOverflows(m.cols, sizeof(T), &bytes)) {
-    return OutOfRangeError(w + " extent overflows size_t");
+  return OkStatus();
+}
+
+// The dense side of a quantization or dequantization: the MX tensor's shape,
+// a valid matrix (CheckMatrix), and no byte shared with the MX codes or
+// scales. Messages name the MX side `mx` ("the destination") and its
+// buffers `mx_buffers` + " codes" ("the destination codes").
+template <class T>
+Status CheckMatrixWithMx(const StridedMatrix<T>& m, const char* what, const MxShape& shape,
+                         const void* codes, std::size_t codes_stride, const void* scales,
+                         std::size_t scales_stride, const char* mx, const char* mx_buffers) {
+  if (m.rows != shape.rows || m.cols != shape.cols) {
+    return InvalidArgumentError(std::string(what) + " is " + internal::Dims(m.rows, m.cols) +
+                                " but " + mx + " is " + internal::Dims(shape.rows, shape.cols));
   }
-  return CheckRanges(MatrixRanges(m), what);
+  TRNMX_RETURN_IF_ERROR(CheckMatrix(m, what));
+  const LineRanges lines = MatrixRanges(m);
+  if (Overlap(lines, MxCodeRanges(shape, codes, codes_stride))) {
+    return InvalidArgumentError(std::string(what) + " overlaps " + mx_buffers + " codes");
+  }
+  if (Overlap(lines, MxScaleRanges(shape, scales, scales_stride))) {
+    return InvalidArgumentError(std::string(what) + " overlaps " + mx_buffers + " scales");
+  }
+  return OkStatus();
 }
 
 float Load(const float* p) { return *p; }
@@ -255,25 +172,15 @@ float SourceAmax(const StridedMatrix<const T>& src, Executor& ex) {
 template <class T>
 Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
                         const MxQuantizeOptions& options, Executor* executor) {
-  if (Status st = CheckMxSpan(dst); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(CheckMxSpan(dst));
   const MxShape& shape = dst.shape;
-  if (Status st = CheckMxQuantizeOptions(shape.format, options); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(CheckMxQuantizeOptions(shape.format, options));
   if (options.axis != shape.axis) {
     return InvalidArgumentError("options.axis differs from the destination's shape.axis");
   }
-  if (src.rows != shape.rows || src.cols != shape.cols) {
-    return InvalidArgumentError("source is " + Str(src.rows) + " x " + Str(src.cols) +
-                                " but the destination is " + Str(shape.rows) + " x " +
-                                Str(shape.cols));
-  }
-  if (Status st = CheckMatrix(src, "source"); !st.ok()) return st;
-  const Ranges in = MatrixRanges(src);
-  if (Overlap(in, CodeRanges(shape, dst.codes, dst.codes_stride))) {
-    return InvalidArgumentError("source overlaps the destination codes");
-  }
-  if (Overlap(in, ScaleRanges(shape, dst.scales, dst.scales_stride))) {
-    return InvalidArgumentError("source overlaps the destination scales");
-  }
+  TRNMX_RETURN_IF_ERROR(CheckMatrixWithMx(src, "source", shape, dst.codes, dst.codes_stride,
+                                          dst.scales, dst.scales_stride, "the destination",
+                                          "the destination"));
 
   Executor& ex = internal::ExecutorOrCallingThread(executor);
   const MxFormatInfo& info = GetMxFormatInfo(shape.format);
@@ -351,14 +258,13 @@ Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
 template <class T>
 StatusOr<MxTensor> QuantizeImpl(const StridedMatrix<const T>& src, MxFormat format,
                                 const MxQuantizeOptions& options, Executor* executor) {
-  if (Status st = CheckMxQuantizeOptions(format, options); !st.ok()) return st;
-  StatusOr<MxTensor> t = MxTensor::Create({format, src.rows, src.cols, options.axis});
-  if (!t.ok()) return t.status();
-  MxTensor& tensor = t.value();
+  TRNMX_RETURN_IF_ERROR(CheckMxQuantizeOptions(format, options));
+  TRNMX_ASSIGN_OR_RETURN(MxTensor tensor,
+                         MxTensor::Create({format, src.rows, src.cols, options.axis}));
   MxTensorSpan span = tensor.span();
-  if (Status st = QuantizeIntoImpl(src, span, options, executor); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(QuantizeIntoImpl(src, span, options, executor));
   tensor.set_tensor_scale(span.tensor_scale);
-  return t;
+  return tensor;
 }
 
 std::string FormatName(MxFormat f) { return std::string(GetMxFormatInfo(f).name); }
@@ -370,16 +276,16 @@ std::string FormatName(MxFormat f) { return std::string(GetMxFormatInfo(f).name)
 bool IsScaleRuleDefinedFor(MxFormat format, ScaleRule rule) {
   if (!ValidFormat(format)) return false;
   if (format == MxFormat::kNvfp4) return rule == ScaleRule::kOcpFloor;
-  return internal::WithMxElementTraits(format, [rule](auto traits) {
-    return IsScaleRuleDefined<decltype(traits)>(rule);
+  return VisitMxFormat(format, [rule](auto tag) {
+    return IsScaleRuleDefined<typename decltype(tag)::Traits>(rule);
   });
 }
 
 bool IsSpecialBlockDefinedFor(MxFormat format, SpecialBlock special) {
   if (!ValidFormat(format)) return false;
   if (format == MxFormat::kNvfp4) return special == SpecialBlock::kDefault;
-  return internal::WithMxElementTraits(format, [special](auto traits) {
-    return IsSpecialBlockDefined<decltype(traits)>(special);
+  return VisitMxFormat(format, [special](auto tag) {
+    return IsSpecialBlockDefined<typename decltype(tag)::Traits>(special);
   });
 }
 
@@ -454,15 +360,12 @@ float Nvfp4DecodeScale(float encode_scale) { return 1.0f / encode_scale; }
 // ---- Views ---------------------------------------------------------------------
 
 Status CheckMxSpan(const MxTensorSpan& span) {
-  return CheckLayout(span.shape, span.codes, span.codes_stride, span.scales, span.scales_stride);
+  return CheckMxLayout(span.shape, span.codes, span.codes_stride, span.scales, span.scales_stride);
 }
 
 Status CheckMxView(const MxTensorView& view) {
-  if (Status st =
-          CheckLayout(view.shape, view.codes, view.codes_stride, view.scales, view.scales_stride);
-      !st.ok()) {
-    return st;
-  }
+  TRNMX_RETURN_IF_ERROR(
+      CheckMxLayout(view.shape, view.codes, view.codes_stride, view.scales, view.scales_stride));
   const float ts = view.tensor_scale;
   if (GetMxFormatInfo(view.shape.format).has_tensor_scale) {
     if (!std::isfinite(ts) || !(ts > 0.0f)) {
@@ -479,7 +382,7 @@ Status CheckMxView(const MxTensorView& view) {
 // ---- MxTensor ------------------------------------------------------------------
 
 StatusOr<MxTensor> MxTensor::Create(const MxShape& shape) {
-  if (Status st = CheckShape(shape); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(CheckMxShape(shape));
   MxTensor t;
   t.shape_ = shape;
   try {
@@ -525,21 +428,11 @@ StatusOr<MxTensor> QuantizeMx(Bf16MatrixView src, MxFormat format, const MxQuant
 }
 
 Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* executor) {
-  if (Status st = CheckMxView(src); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(CheckMxView(src));
   const MxShape& shape = src.shape;
-  if (dst.rows != shape.rows || dst.cols != shape.cols) {
-    return InvalidArgumentError("destination is " + Str(dst.rows) + " x " + Str(dst.cols) +
-                                " but the MX tensor is " + Str(shape.rows) + " x " +
-                                Str(shape.cols));
-  }
-  if (Status st = CheckMatrix(dst, "destination"); !st.ok()) return st;
-  const Ranges out = MatrixRanges(dst);
-  if (Overlap(out, CodeRanges(shape, src.codes, src.codes_stride))) {
-    return InvalidArgumentError("destination overlaps the MX codes");
-  }
-  if (Overlap(out, ScaleRanges(shape, src.scales, src.scales_stride))) {
-    return InvalidArgumentError("destination overlaps the MX scales");
-  }
+  TRNMX_RETURN_IF_ERROR(CheckMatrixWithMx(dst, "destination", shape, src.codes, src.codes_stride,
+                                          src.scales, src.scales_stride, "the MX tensor",
+                                          "the MX"));
   const std::size_t num_lines = shape.num_lines();
   const std::size_t len = shape.line_length();
   if (num_lines == 0 || len == 0) return OkStatus();
@@ -589,8 +482,8 @@ Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* execu
 std::size_t GgmlMxfp4Bytes(std::size_t rows, std::size_t cols) {
   std::size_t blocks = 0;
   std::size_t bytes = 0;
-  if (MulOverflows(rows, cols / 32, &blocks) ||
-      MulOverflows(blocks, kGgmlMxfp4BlockBytes, &bytes)) {
+  if (__builtin_mul_overflow(rows, cols / 32, &blocks) ||
+      __builtin_mul_overflow(blocks, kGgmlMxfp4BlockBytes, &bytes)) {
     return 0;
   }
   return bytes;
@@ -620,7 +513,7 @@ Status ScaleFfError(std::size_t row, std::size_t block, const char* direction) {
 }  // namespace
 
 Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out) {
-  if (Status st = CheckMxView(src); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(CheckMxView(src));
   const MxShape& s = src.shape;
   if (s.format != MxFormat::kMxfp4) {
     return InvalidArgumentError("GGML MXFP4 export needs an mxfp4 tensor, not " +
@@ -629,7 +522,7 @@ Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out) {
   if (s.axis != BlockAxis::kRows) {
     return InvalidArgumentError("GGML MXFP4 export needs blocks along rows (BlockAxis::kRows)");
   }
-  if (Status st = CheckGgmlShape(s.rows, s.cols); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(CheckGgmlShape(s.rows, s.cols));
   const std::size_t need = GgmlMxfp4Bytes(s.rows, s.cols);
   if (out.size() < need) {
     return InvalidArgumentError("GGML MXFP4 output has " + Str(out.size()) + " bytes; " +
@@ -657,7 +550,7 @@ Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out) {
 
 StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t rows,
                                    std::size_t cols) {
-  if (Status st = CheckGgmlShape(rows, cols); !st.ok()) return st;
+  TRNMX_RETURN_IF_ERROR(CheckGgmlShape(rows, cols));
   const std::size_t need = GgmlMxfp4Bytes(rows, cols);
   if (in.size() != need) {
     return InvalidArgumentError("GGML MXFP4 input has " + Str(in.size()) + " bytes; a " +
@@ -667,9 +560,8 @@ StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t
   for (std::size_t k = 0; k < rows * nb; ++k) {
     if (in[k * kGgmlMxfp4BlockBytes] == kE8M0Nan) return ScaleFfError(k / nb, k % nb, "import");
   }
-  StatusOr<MxTensor> t = MxTensor::Create({MxFormat::kMxfp4, rows, cols, BlockAxis::kRows});
-  if (!t.ok()) return t.status();
-  MxTensor& tensor = t.value();
+  TRNMX_ASSIGN_OR_RETURN(MxTensor tensor,
+                         MxTensor::Create({MxFormat::kMxfp4, rows, cols, BlockAxis::kRows}));
   std::uint8_t e[32];
   for (std::size_t k = 0; k < rows * nb; ++k) {
     const std::uint8_t* blk = in.data() + k * kGgmlMxfp4BlockBytes;
@@ -680,7 +572,7 @@ StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t
     tensor.scales()[k] = blk[0];  // Minimal strides: block k is row k / nb, block k % nb.
     PackFp4(e, tensor.codes().subspan(k * 16, 16));
   }
-  return t;
+  return tensor;
 }
 
 }  // namespace trnmx

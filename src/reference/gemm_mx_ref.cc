@@ -26,7 +26,9 @@
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"
+#include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/mx.h"
 
 namespace trnmx::ref {
@@ -81,36 +83,30 @@ Element DecodeFloatElement(std::uint32_t code) {
   return {Kind::kFinite, negative ? -v : v};
 }
 
-template <class Traits>
-constexpr int QuantumExponent() {
-  return 1 - Traits::kBias - Traits::kMantissaBits;
-}
-
+// Quantum exponent q of the elements of an MX GEMM operand (0 for NVFP4,
+// which is not one).
 int FormatQuantum(MxFormat f) {
-  switch (f) {
-    case MxFormat::kMxfp8E4M3: return QuantumExponent<Fp8E4M3Traits>();
-    case MxFormat::kMxfp8E5M2: return QuantumExponent<Fp8E5M2Traits>();
-    case MxFormat::kMxfp6E2M3: return QuantumExponent<Fp6E2M3Traits>();
-    case MxFormat::kMxfp6E3M2: return QuantumExponent<Fp6E3M2Traits>();
-    case MxFormat::kMxfp4: return QuantumExponent<Fp4E2M1Traits>();
-    case MxFormat::kMxint8: return -kMxInt8FractionBits;
-    case MxFormat::kNvfp4: break;
-  }
-  return 0;
+  return VisitMxFormat(f, [](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (!Tag::kIsOcpMx) {
+      return 0;
+    } else {
+      return Tag::Traits::kQuantumExponent;
+    }
+  });
 }
 
 Element DecodeElement(MxFormat f, std::uint32_t code) {
-  switch (f) {
-    case MxFormat::kMxfp8E4M3: return DecodeFloatElement<Fp8E4M3Traits>(code);
-    case MxFormat::kMxfp8E5M2: return DecodeFloatElement<Fp8E5M2Traits>(code);
-    case MxFormat::kMxfp6E2M3: return DecodeFloatElement<Fp6E2M3Traits>(code);
-    case MxFormat::kMxfp6E3M2: return DecodeFloatElement<Fp6E3M2Traits>(code);
-    case MxFormat::kMxfp4: return DecodeFloatElement<Fp4E2M1Traits>(code);
-    case MxFormat::kMxint8:
+  return VisitMxFormat(f, [code](auto tag) -> Element {
+    using Tag = decltype(tag);
+    if constexpr (!Tag::kIsOcpMx) {
+      return {Kind::kNan, 0};
+    } else if constexpr (detail::kIsMxInt8<typename Tag::Traits>) {
       return {Kind::kFinite, static_cast<std::int64_t>(static_cast<std::int8_t>(code & 0xFFu))};
-    case MxFormat::kNvfp4: break;
-  }
-  return {Kind::kNan, 0};
+    } else {
+      return DecodeFloatElement<typename Tag::Traits>(code);
+    }
+  });
 }
 
 // fl32(s * 2^e): one round-to-nearest-even of the exact value, with FP32
@@ -215,16 +211,12 @@ float MxElement(const MxTensorView& t, std::size_t row, std::size_t col) {
   const std::size_t index = by_rows ? col : row;
   const std::uint32_t code = LineCode(t, line, index);
   const std::uint8_t scale = LineScale(t, line, index / kBlock);
-  float value = 0.0f;
-  switch (t.shape.format) {
-    case MxFormat::kMxfp8E4M3: value = DecodeBits<Fp8E4M3Traits>(code); break;
-    case MxFormat::kMxfp8E5M2: value = DecodeBits<Fp8E5M2Traits>(code); break;
-    case MxFormat::kMxfp6E2M3: value = DecodeBits<Fp6E2M3Traits>(code); break;
-    case MxFormat::kMxfp6E3M2: value = DecodeBits<Fp6E3M2Traits>(code); break;
-    case MxFormat::kMxfp4: value = DecodeBits<Fp4E2M1Traits>(code); break;
-    case MxFormat::kMxint8: value = DecodeMxInt8(code); break;
-    case MxFormat::kNvfp4: return std::numeric_limits<float>::quiet_NaN();  // Not a GEMM operand.
+  if (!IsOcpMxFormat(t.shape.format)) {
+    return std::numeric_limits<float>::quiet_NaN();  // NVFP4: not a GEMM operand.
   }
+  const float value = VisitMxFormat(t.shape.format, [code](auto tag) {
+    return detail::DecodeMxElement<typename decltype(tag)::Traits>(code);
+  });
   // Both factors exact in FP32 (scale 00 is the subnormal 2^-127): one rounding.
   return value * DecodeE8M0(scale);
 }

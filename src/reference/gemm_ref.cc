@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "formats/mx_decode.h"
+#include "internal/status_macros.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "trnmx/formats/codec.h"
 
@@ -55,8 +56,7 @@ void WriteOutput(const GemmOutput& c, std::size_t i, std::size_t j, float r) {
 
 Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
             const GemmParams& params) {
-  Status s = internal::ValidateGemm(a, b, c, params, /*check_cpu=*/false);
-  if (!s.ok()) return s;
+  TRNMX_RETURN_IF_ERROR(internal::ValidateGemm(a, b, c, params, /*check_cpu=*/false));
   const std::size_t m = c.rows;
   const std::size_t n = c.cols;
   const std::size_t k_len = a.cols;

@@ -22,6 +22,8 @@
 #include "support/hwy_targets.h"
 #include "trnmx/executor.h"
 #include "trnmx/formats/codec.h"
+#include "trnmx/formats/registry.h"
+#include "trnmx/formats/visit.h"
 
 namespace trnmx::test {
 namespace {
@@ -47,28 +49,16 @@ std::string Describe(const EncodeOptions& o) {
          " subnormals=" + std::to_string(static_cast<int>(o.subnormals));
 }
 
-// Calls fn.template operator()<Code>() for each one-code-per-element type.
+// Calls fn.template operator()<Code>() for each one-code-per-element type
+// (every float format of format_list.h).
 template <class Fn>
 void ForEachCodeType(Fn&& fn) {
-  fn.template operator()<Bf16>();
-  fn.template operator()<Fp16>();
-  fn.template operator()<Fp8E4M3>();
-  fn.template operator()<Fp8E5M2>();
-  fn.template operator()<Fp6E2M3>();
-  fn.template operator()<Fp6E3M2>();
-  fn.template operator()<Fp4E2M1>();
+  ForEachFloatFormat([&](auto code) { fn.template operator()<decltype(code)>(); });
 }
 
 template <class Code>
 const char* Name() {
-  using T = typename Code::Traits;
-  if constexpr (std::is_same_v<T, Bf16Traits>) return "bf16";
-  if constexpr (std::is_same_v<T, Fp16Traits>) return "fp16";
-  if constexpr (std::is_same_v<T, Fp8E4M3Traits>) return "e4m3";
-  if constexpr (std::is_same_v<T, Fp8E5M2Traits>) return "e5m2";
-  if constexpr (std::is_same_v<T, Fp6E2M3Traits>) return "e2m3";
-  if constexpr (std::is_same_v<T, Fp6E3M2Traits>) return "e3m2";
-  return "e2m1";
+  return GetFormatInfo(kFormatOf<Code>).name.data();  // Literals: NUL-terminated.
 }
 
 template <class Code>

@@ -23,6 +23,7 @@
 #include "support/hwy_targets.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
+#include "trnmx/formats/visit.h"
 
 namespace trnmx::test {
 namespace {
@@ -35,31 +36,18 @@ using internal::QuantizeMxLineSimd;
 class MxLineSimdPerTarget : public testing::HwyTargetTest {};
 TRNMX_INSTANTIATE_PER_HWY_TARGET(MxLineSimdPerTarget);
 
-constexpr MxFormat kFormats[] = {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2, MxFormat::kMxfp6E2M3,
-                                 MxFormat::kMxfp6E3M2, MxFormat::kMxfp4,     MxFormat::kMxint8};
+// Every format of the SIMD line kernels (format_list.h).
+constexpr auto kFormats = kOcpMxFormats;
 constexpr ScaleRule kRules[] = {ScaleRule::kOcpFloor, ScaleRule::kCeil, ScaleRule::kEven,
                                 ScaleRule::kRceil,    ScaleRule::kNki,  ScaleRule::kGgml};
 
 // Calls fn.template operator()<Traits>() for the element traits of `format`.
 template <class Fn>
 void WithTraits(MxFormat format, Fn&& fn) {
-  switch (format) {
-    case MxFormat::kMxfp8E4M3:
-      return fn.template operator()<Fp8E4M3Traits>();
-    case MxFormat::kMxfp8E5M2:
-      return fn.template operator()<Fp8E5M2Traits>();
-    case MxFormat::kMxfp6E2M3:
-      return fn.template operator()<Fp6E2M3Traits>();
-    case MxFormat::kMxfp6E3M2:
-      return fn.template operator()<Fp6E3M2Traits>();
-    case MxFormat::kMxfp4:
-      return fn.template operator()<Fp4E2M1Traits>();
-    case MxFormat::kMxint8:
-      return fn.template operator()<MxInt8Traits>();
-    case MxFormat::kNvfp4:
-      break;
-  }
-  FAIL() << "no traits";
+  ASSERT_TRUE(IsOcpMxFormat(format)) << "no SIMD kernel for this format";
+  VisitMxFormat(format, [&](auto tag) {
+    fn.template operator()<typename decltype(tag)::Traits>();
+  });
 }
 
 bool RuleDefined(MxFormat format, ScaleRule rule) {

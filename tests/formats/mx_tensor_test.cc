@@ -342,7 +342,7 @@ TEST(MxTensorErrors, QuantizeValidation) {
         << needle;
   };
   MxTensorSpan span = tensor.span();
-  expect_error(QuantizeMxInto(Fp32MatrixView{nullptr, 8, 64, 64}, span), "source data pointer is null");
+  expect_error(QuantizeMxInto(Fp32MatrixView{nullptr, 8, 64, 64}, span), "source is 8 x 64 but its data pointer is null");
   expect_error(QuantizeMxInto(Fp32MatrixView{x.data(), 8, 64, 63}, span),
                "source row_stride 63 is less than cols 64");
   expect_error(QuantizeMxInto(Fp32MatrixView{x.data(), 7, 64, 64}, span),
@@ -390,7 +390,7 @@ TEST(MxTensorErrors, QuantizeValidation) {
   expect_error(QuantizeMxInto(src, s2), "block axis value 5 is not a BlockAxis");
   s2 = span;
   s2.codes_stride = std::numeric_limits<std::size_t>::max() / 2;
-  expect_error(QuantizeMxInto(src, s2), "extend past the end of the address space");
+  expect_error(QuantizeMxInto(src, s2), "overflows the address space");
 
   // Source overlapping the destination: quantize a buffer into itself.
   std::vector<float> buf(8 * 64, 1.0f);
@@ -446,7 +446,7 @@ TEST(MxTensorErrors, DequantizeAndViewValidation) {
   };
   const MxTensorView v = t->view();
   expect_error(DequantizeMx(v, {y.data(), 4, 41, 41}), "destination is 4 x 41 but the MX tensor is 4 x 40");
-  expect_error(DequantizeMx(v, {nullptr, 4, 40, 40}), "destination data pointer is null");
+  expect_error(DequantizeMx(v, {nullptr, 4, 40, 40}), "destination is 4 x 40 but its data pointer is null");
   expect_error(DequantizeMx(v, {y.data(), 4, 40, 39}), "destination row_stride 39 is less than cols 40");
   MxTensorView bad = v;
   bad.tensor_scale = 2.0f;

@@ -20,10 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "formats/mx_dispatch.h"
+#include <gtest/gtest.h>
+
 #include "support/mx_test_tensor.h"
 #include "support/random.h"
 #include "trnmx/formats/codec.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/mx.h"
 
 namespace trnmx::testing_mx {
@@ -235,8 +237,8 @@ inline void CheckAgainstReference(MxFormat f, std::size_t rows, std::size_t cols
           want_v[i] = (DecodeBits<Fp4E2M1Traits>(rb.codes[i]) * s8) * (1.0f / s_enc);
         }
       } else {
-        internal::WithMxElementTraits(f, [&](auto traits) {
-          using Traits = decltype(traits);
+        VisitMxFormat(f, [&](auto tag) {
+          using Traits = typename decltype(tag)::Traits;
           const MxBlockCodes blk = QuantizeMxBlock<Traits>(
               std::span<const float>(v, len), o.rule, o.element, o.special,
               std::span<const std::uint32_t>(rnd, len));

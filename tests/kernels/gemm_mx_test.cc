@@ -30,15 +30,15 @@
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/int8.h"
 #include "trnmx/formats/mx_block.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
 
 namespace trnmx {
 namespace {
 
-constexpr MxFormat kMxFormats[] = {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2,
-                                   MxFormat::kMxfp6E2M3, MxFormat::kMxfp6E3M2,
-                                   MxFormat::kMxfp4,     MxFormat::kMxint8};
+// Every GEMM operand format (format_list.h).
+constexpr auto kMxFormats = kOcpMxFormats;
 
 // The seed of these tests (printed; TRNMX_TEST_SEED overrides it,
 // support/random.h).
@@ -120,14 +120,8 @@ std::string Hex(float x) {
 // ---------------------------------------------------------------------------
 
 float DecodeForCheck(MxFormat f, std::uint32_t code) {
-  switch (f) {
-    case MxFormat::kMxfp8E4M3: return DecodeBits<Fp8E4M3Traits>(code);
-    case MxFormat::kMxfp8E5M2: return DecodeBits<Fp8E5M2Traits>(code);
-    case MxFormat::kMxfp6E2M3: return DecodeBits<Fp6E2M3Traits>(code);
-    case MxFormat::kMxfp6E3M2: return DecodeBits<Fp6E3M2Traits>(code);
-    case MxFormat::kMxfp4: return DecodeBits<Fp4E2M1Traits>(code);
-    default: return DecodeMxInt8(code);
-  }
+  return VisitMxFormat(
+      f, [&](auto tag) { return detail::DecodeMxElement<typename decltype(tag)::Traits>(code); });
 }
 
 std::uint32_t CodeAt(const MxTensorView& t, std::size_t line, std::size_t idx) {

@@ -520,7 +520,7 @@ TEST(Gemm, RejectsBadMxOperands) {
   MxTensorView null_codes = b.view();
   null_codes.codes = nullptr;
   ExpectError(Gemm(A, GemmOperand::Mx(null_codes), C), StatusCode::kInvalidArgument,
-              "codes or scales pointer is null");
+              "codes pointer is null");
   GemmOperand mismatch = GemmOperand::Mx(b.view());
   mismatch.rows = 39;
   ExpectError(Gemm(GemmOperand::Fp32(dense.data(), 4, 39, 39), mismatch, C),
@@ -528,7 +528,7 @@ TEST(Gemm, RejectsBadMxOperands) {
   MxTensorView bad_format = b.view();
   bad_format.shape.format = static_cast<MxFormat>(42);
   ExpectError(Gemm(A, GemmOperand::Mx(bad_format), C), StatusCode::kInvalidArgument,
-              "invalid MxFormat");
+              "is not an MxFormat");
 }
 
 TEST(Gemm, EmptyShapesAreFine) {

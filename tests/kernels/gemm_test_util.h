@@ -19,6 +19,7 @@
 #include "support/random.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/mx_block.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
 

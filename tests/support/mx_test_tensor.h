@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "trnmx/formats/mx_block.h"
+#include "trnmx/formats/visit.h"
 #include "trnmx/mx.h"
 
 namespace trnmx::testing {
@@ -93,20 +94,8 @@ inline void PackBlockCodes(int bits, const std::uint8_t* codes, std::uint8_t* ou
 // One block quantized by the scalar reference with the default options
 // (OCP floor scale, RNE). Formats with 32-element blocks only (not NVFP4).
 inline MxBlockCodes QuantizeBlock(MxFormat f, std::span<const float> v) {
-  switch (f) {
-    case MxFormat::kMxfp8E4M3:
-      return QuantizeMxBlock<Fp8E4M3Traits>(v);
-    case MxFormat::kMxfp8E5M2:
-      return QuantizeMxBlock<Fp8E5M2Traits>(v);
-    case MxFormat::kMxfp6E2M3:
-      return QuantizeMxBlock<Fp6E2M3Traits>(v);
-    case MxFormat::kMxfp6E3M2:
-      return QuantizeMxBlock<Fp6E3M2Traits>(v);
-    case MxFormat::kMxfp4:
-      return QuantizeMxBlock<Fp4E2M1Traits>(v);
-    default:
-      return QuantizeMxBlock<MxInt8Traits>(v);
-  }
+  return VisitMxFormat(
+      f, [&](auto tag) { return QuantizeMxBlock<typename decltype(tag)::Traits>(v); });
 }
 
 // Quantizes value(line, pos) block by block with QuantizeBlock into a tensor

@@ -54,33 +54,33 @@
 #include <span>
 
 #include "trnmx/executor.h"
+#include "trnmx/formats/format_list.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/types.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
 
-// FP32 -> codes, one code per element (FP6/FP4 codes in the low bits of a
-// byte). See the file comment for the contract.
-Status BulkEncode(std::span<const float> in, std::span<Bf16> out, const EncodeOptions& options = {},
-                  Executor* executor = nullptr, std::span<const std::uint32_t> random_bits = {});
-Status BulkEncode(std::span<const float> in, std::span<Fp16> out, const EncodeOptions& options = {},
-                  Executor* executor = nullptr, std::span<const std::uint32_t> random_bits = {});
-Status BulkEncode(std::span<const float> in, std::span<Fp8E4M3> out,
-                  const EncodeOptions& options = {}, Executor* executor = nullptr,
-                  std::span<const std::uint32_t> random_bits = {});
-Status BulkEncode(std::span<const float> in, std::span<Fp8E5M2> out,
-                  const EncodeOptions& options = {}, Executor* executor = nullptr,
-                  std::span<const std::uint32_t> random_bits = {});
-Status BulkEncode(std::span<const float> in, std::span<Fp6E2M3> out,
-                  const EncodeOptions& options = {}, Executor* executor = nullptr,
-                  std::span<const std::uint32_t> random_bits = {});
-Status BulkEncode(std::span<const float> in, std::span<Fp6E3M2> out,
-                  const EncodeOptions& options = {}, Executor* executor = nullptr,
-                  std::span<const std::uint32_t> random_bits = {});
-Status BulkEncode(std::span<const float> in, std::span<Fp4E2M1> out,
-                  const EncodeOptions& options = {}, Executor* executor = nullptr,
-                  std::span<const std::uint32_t> random_bits = {});
+// For each storage type Code of format_list.h's float formats (Bf16, Fp16,
+// Fp8E4M3, ..., Fp4E2M1), the pair
+//
+//   // FP32 -> codes, one code per element (FP6/FP4 codes in the low bits of
+//   // a byte).
+//   Status BulkEncode(std::span<const float> in, std::span<Code> out,
+//                     const EncodeOptions& options = {}, Executor* executor = nullptr,
+//                     std::span<const std::uint32_t> random_bits = {});
+//   // Codes -> FP32, exactly.
+//   Status BulkDecode(std::span<const Code> in, std::span<float> out,
+//                     Executor* executor = nullptr);
+//
+// See the file comment for the contract.
+#define TRNMX_X(Code, ...)                                                                    \
+  Status BulkEncode(std::span<const float> in, std::span<Code> out,                            \
+                    const EncodeOptions& options = {}, Executor* executor = nullptr,           \
+                    std::span<const std::uint32_t> random_bits = {});                          \
+  Status BulkDecode(std::span<const Code> in, std::span<float> out, Executor* executor = nullptr);
+TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
 
 // FP32 -> FP4 E2M1 codes packed two per byte; packed.size() == (in.size() + 1) / 2.
 //
@@ -90,15 +90,6 @@ Status BulkEncode(std::span<const float> in, std::span<Fp4E2M1> out,
 Status BulkEncodePackedFp4(std::span<const float> in, std::span<std::uint8_t> packed,
                            const EncodeOptions& options = {}, Executor* executor = nullptr,
                            std::span<const std::uint32_t> random_bits = {});
-
-// Codes -> FP32, exactly. See the file comment for the contract.
-Status BulkDecode(std::span<const Bf16> in, std::span<float> out, Executor* executor = nullptr);
-Status BulkDecode(std::span<const Fp16> in, std::span<float> out, Executor* executor = nullptr);
-Status BulkDecode(std::span<const Fp8E4M3> in, std::span<float> out, Executor* executor = nullptr);
-Status BulkDecode(std::span<const Fp8E5M2> in, std::span<float> out, Executor* executor = nullptr);
-Status BulkDecode(std::span<const Fp6E2M3> in, std::span<float> out, Executor* executor = nullptr);
-Status BulkDecode(std::span<const Fp6E3M2> in, std::span<float> out, Executor* executor = nullptr);
-Status BulkDecode(std::span<const Fp4E2M1> in, std::span<float> out, Executor* executor = nullptr);
 
 // Packed FP4 E2M1 -> FP32: out.size() values from packed.size() ==
 // (out.size() + 1) / 2 bytes.

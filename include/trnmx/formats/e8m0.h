@@ -25,23 +25,12 @@
 
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/types.h"
+#include "trnmx/options.h"
 
 namespace trnmx {
 
 inline constexpr int kE8M0Bias = 127;
 inline constexpr std::uint8_t kE8M0Nan = 0xFF;
-
-// Rounding of a float to a power of two.
-enum class E8M0Rounding : std::uint8_t {
-  kDown,            // floor(log2 x): the exponent field.
-  kUp,              // ceil(log2 x) (PTX cvt.rp.satfinite.ue8m0x2.f32).
-  kNearestTiesUp,   // mantissa >= 1.5 rounds up (PyTorch, ml_dtypes).
-};
-
-enum class E8M0Saturation : std::uint8_t {
-  kSaturate,  // A result above 2^127 (or +Inf) gives FE.
-  kNaN,       // A result above 2^127 (or +Inf) gives FF.
-};
 
 // Converts x >= 0 to an E8M0 code. +-0 -> 00 (2^-127, the smallest code).
 // Negative x -> FF with kFlagInvalid; NaN -> FF with kFlagInvalid.

@@ -54,18 +54,12 @@
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/types.h"
+#include "trnmx/options.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
 
 inline constexpr std::size_t kMxBlockSize = 32;
-
-// Treatment of blocks containing NaN or +-Inf (formats.md section 6.3, D8).
-enum class SpecialBlock : std::uint8_t {
-  kDefault,         // NaN or +-Inf -> scale FF, elements 00.
-  kSatFiniteBlock,  // NaN -> FF/00; +-Inf without NaN -> scale FE, saturated elements.
-  kInfPassThrough,  // E5M2 only. NaN -> FF/00; +-Inf kept as 7C/FC, amax over finite values.
-};
 
 constexpr std::string_view SpecialBlockName(SpecialBlock special) {
   switch (special) {

@@ -3,7 +3,7 @@
 // elements are packed, and the command-line names.
 //
 //   MXFP8 E4M3 / E5M2   32 x FP8, one byte each           32 bytes + E8M0 scale
-//   MXFP6 E2M3 / E3M2   32 x FP6, LSB-first bit stream     24 bytes + E8M0 scale
+//   MXFP6 (both FP6)    32 x FP6, LSB-first bit stream     24 bytes + E8M0 scale
 //   MXFP4               32 x FP4 E2M1, element 2i in bits 3..0 of byte i
 //                                                          16 bytes + E8M0 scale
 //   MXINT8              32 x INT8 (n * 2^-6)               32 bytes + E8M0 scale
@@ -16,27 +16,20 @@
 #ifndef TRNMX_FORMATS_MX_FORMAT_H_
 #define TRNMX_FORMATS_MX_FORMAT_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
 
-#include "trnmx/formats/registry.h"
-#include "trnmx/formats/scale_rule.h"
+#include "trnmx/formats/format_id.h"
+#include "trnmx/formats/format_list.h"
+#include "trnmx/formats/traits.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-enum class MxFormat : std::uint8_t {
-  kMxfp8E4M3,
-  kMxfp8E5M2,
-  kMxfp6E2M3,
-  kMxfp6E3M2,
-  kMxfp4,
-  kMxint8,
-  kNvfp4,
-};
 
 // Type of the per-block scale.
 enum class MxScaleKind : std::uint8_t {
@@ -55,21 +48,55 @@ struct MxFormatInfo {
   bool has_tensor_scale;     // NVFP4: one FP32 scale per tensor.
 };
 
+// In the order of the list, which is the order of the values (checked below).
 inline constexpr MxFormatInfo kMxFormatInfos[] = {
-    {MxFormat::kMxfp8E4M3, "mxfp8-e4m3", Format::kFp8E4M3, 8, 32, 32, MxScaleKind::kE8M0, false},
-    {MxFormat::kMxfp8E5M2, "mxfp8-e5m2", Format::kFp8E5M2, 8, 32, 32, MxScaleKind::kE8M0, false},
-    {MxFormat::kMxfp6E2M3, "mxfp6-e2m3", Format::kFp6E2M3, 6, 32, 24, MxScaleKind::kE8M0, false},
-    {MxFormat::kMxfp6E3M2, "mxfp6-e3m2", Format::kFp6E3M2, 6, 32, 24, MxScaleKind::kE8M0, false},
-    {MxFormat::kMxfp4, "mxfp4", Format::kFp4E2M1, 4, 32, 16, MxScaleKind::kE8M0, false},
-    {MxFormat::kMxint8, "mxint8", Format::kMxInt8, 8, 32, 32, MxScaleKind::kE8M0, false},
-    {MxFormat::kNvfp4, "nvfp4", Format::kFp4E2M1, 4, 16, 8, MxScaleKind::kUe4m3, true},
+#define TRNMX_X(Name, value, cli_name, Element, block_size, scale_kind, has_tensor_scale)  \
+  {MxFormat::k##Name,                                                                      \
+   cli_name,                                                                               \
+   Format::k##Element,                                                                     \
+   Element##Traits::kTotalBits,                                                            \
+   block_size,                                                                             \
+   block_size * Element##Traits::kTotalBits / 8,                                           \
+   MxScaleKind::scale_kind,                                                                \
+   has_tensor_scale},
+    TRNMX_FOREACH_MX_FORMAT(TRNMX_X)
+#undef TRNMX_X
 };
+static_assert([] {
+  for (std::size_t i = 0; i < std::size(kMxFormatInfos); ++i) {
+    if (static_cast<std::size_t>(kMxFormatInfos[i].format) != i) return false;
+  }
+  return true;
+}(), "TRNMX_FOREACH_MX_FORMAT must list the formats in the order of their values 0, 1, ...");
 
 constexpr std::span<const MxFormatInfo> AllMxFormats() { return kMxFormatInfos; }
 
 constexpr const MxFormatInfo& GetMxFormatInfo(MxFormat format) {
   return kMxFormatInfos[static_cast<std::size_t>(format)];
 }
+
+// OCP MX proper: 32-element blocks with an E8M0 scale and no tensor scale
+// (every MX format but NVFP4). These are the GEMM operand formats and the
+// ones the SIMD line kernels handle.
+constexpr bool IsOcpMxFormat(MxFormat format) {
+  const MxFormatInfo& info = GetMxFormatInfo(format);
+  return info.block_size == 32 && info.scale_kind == MxScaleKind::kE8M0 && !info.has_tensor_scale;
+}
+
+// The OCP MX formats, in value order.
+inline constexpr auto kOcpMxFormats = [] {
+  constexpr std::size_t n = [] {
+    std::size_t count = 0;
+    for (const MxFormatInfo& info : kMxFormatInfos) count += IsOcpMxFormat(info.format) ? 1 : 0;
+    return count;
+  }();
+  std::array<MxFormat, n> formats{};
+  std::size_t i = 0;
+  for (const MxFormatInfo& info : kMxFormatInfos) {
+    if (IsOcpMxFormat(info.format)) formats[i++] = info.format;
+  }
+  return formats;
+}();
 
 // Parses a command-line name ("mxfp8-e4m3", ..., "nvfp4"); an unknown name
 // gets InvalidArgument listing the valid ones.

@@ -10,7 +10,7 @@
 //     byte i:  | 7  6  5  4 | 3  2  1  0 |
 //              | elem 2i+1  |  elem 2i   |
 //
-// FP6 (E2M3, E3M2): one LSB-first bit stream, element i in bits 6i..6i+5, so
+// FP6: one LSB-first bit stream, element i in bits 6i..6i+5, so
 // four codes a, b, c, d fill three bytes:
 //
 //     byte 0:  b1 b0 a5 a4 a3 a2 a1 a0      = (a | b << 6) & FF

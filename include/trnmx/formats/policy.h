@@ -16,38 +16,11 @@
 #include <cstdint>
 
 #include "trnmx/formats/traits.h"
+#include "trnmx/options.h"
 
 namespace trnmx {
 
 // How the exact value is rounded to the target's precision (formats.md D1).
-enum class Rounding : std::uint8_t {
-  // Round to nearest, ties to even, with an exact sticky bit over all 24
-  // significand bits of the FP32 input (default).
-  kNearestEven,
-  // Round to nearest, ties away from zero (microxcaling "nearest").
-  kTiesAway,
-  // Truncate the magnitude. Finite overflow then gives +-MAX under every
-  // overflow policy (IEEE 754 section 4.3.2 for round-toward-zero).
-  kTowardZero,
-  // Stochastic: with `frac32` the discarded fraction of the magnitude (in
-  // units of the target's quantum) truncated to 32 bits, the magnitude rounds
-  // away from zero iff frac32 + random_bits >= 2^32. With uniform random bits
-  // the probability of rounding up is frac32 / 2^32. Exact values never move.
-  kStochastic,
-};
-
-// What FP32 subnormal inputs (exponent field 0) are (formats.md D5).
-enum class Subnormals : std::uint8_t {
-  kKeep,   // Converted exactly (default).
-  kFlush,  // Replaced by a zero of the same sign first (DAZ; `kDaz`).
-};
-
-// The range of MXINT8 elements (formats.md D9).
-enum class Int8Range : std::uint8_t {
-  kSymmetric,      // Clamp to [-127, 127] (default).
-  kAllowMinus128,  // Clamp to [-128, 127].
-};
-
 struct EncodeOptions {
   Rounding rounding = Rounding::kNearestEven;
   Overflow overflow = Overflow::kFormatDefault;

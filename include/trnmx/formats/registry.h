@@ -15,24 +15,12 @@
 #include <span>
 #include <string_view>
 
-#include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/format_id.h"
 #include "trnmx/formats/policy.h"
+#include "trnmx/options.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-enum class Format : std::uint8_t {
-  kFp32,
-  kBf16,
-  kFp16,
-  kFp8E4M3,
-  kFp8E5M2,
-  kFp6E2M3,
-  kFp6E3M2,
-  kFp4E2M1,
-  kScaleE8M0,
-  kMxInt8,
-};
 
 struct FormatInfo {
   Format format;

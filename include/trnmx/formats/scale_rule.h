@@ -56,21 +56,13 @@
 #include <type_traits>
 
 #include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/format_list.h"
 #include "trnmx/formats/traits.h"
 #include "trnmx/formats/types.h"
+#include "trnmx/options.h"
 #include "trnmx/status.h"
 
 namespace trnmx {
-
-enum class ScaleRule : std::uint8_t {
-  kOcpFloor,  // Default (D7).
-  kCeil,
-  kEven,
-  kRceil,
-  kNki,
-  kGgml,
-  kTosa,
-};
 
 constexpr std::string_view ScaleRuleName(ScaleRule rule) {
   switch (rule) {
@@ -121,27 +113,24 @@ inline StatusOr<ScaleRule> ParseScaleRuleName(std::string_view name) {
                               ")");
 }
 
-// The MXINT8 element as seen by the scale rules: emax_elem = 0 (section 6.4).
-// Element conversion is in int8.h.
-struct MxInt8Traits {
-  static constexpr int kEmax = 0;
-};
-
 namespace detail {
 
 template <class Traits>
 inline constexpr bool kIsMxInt8 = std::is_same_v<Traits, MxInt8Traits>;
+// The element traits of some MX format (format_list.h).
 template <class Traits>
-inline constexpr bool kIsFp8 =
-    std::is_same_v<Traits, Fp8E4M3Traits> || std::is_same_v<Traits, Fp8E5M2Traits>;
+inline constexpr bool kIsMxElement = false
+#define TRNMX_X(Name, value, cli_name, Element, ...) || std::is_same_v<Traits, Element##Traits>
+    TRNMX_FOREACH_MX_FORMAT(TRNMX_X)
+#undef TRNMX_X
+    ;
+// The MX element classes of the spec by width: FP8, FP6, FP4.
 template <class Traits>
-inline constexpr bool kIsFp6 =
-    std::is_same_v<Traits, Fp6E2M3Traits> || std::is_same_v<Traits, Fp6E3M2Traits>;
+inline constexpr bool kIsFp8 = kIsMxElement<Traits> && !kIsMxInt8<Traits> && Traits::kTotalBits == 8;
 template <class Traits>
-inline constexpr bool kIsFp4 = std::is_same_v<Traits, Fp4E2M1Traits>;
+inline constexpr bool kIsFp6 = kIsMxElement<Traits> && Traits::kTotalBits == 6;
 template <class Traits>
-inline constexpr bool kIsMxElement = kIsMxInt8<Traits> || kIsFp8<Traits> || kIsFp6<Traits> ||
-                                     kIsFp4<Traits>;
+inline constexpr bool kIsFp4 = kIsMxElement<Traits> && Traits::kTotalBits == 4;
 
 // r = fl32(1 / MAX) as FP32 bits (formats.md section 7, kRceil details).
 template <class Traits>
@@ -174,21 +163,32 @@ inline std::uint8_t GgmlScaleCode(std::uint32_t a) {
   return ClampScaleCode(static_cast<int>(std::floor(l)) - 2 + 127);
 }
 
-// kTosa: the first overflowing magnitude, or for E4M3 the largest one that
-// does not overflow, as t * 2^k with t odd (formats.md sections 3.1 and 7).
+// kTosa: the midpoint T between MAX and the next binade step, MAX + ulp/2,
+// as t * 2^k with t odd (formats.md sections 3.1 and 7). Under RNE it is
+// the first overflowing magnitude when MAX's mantissa is odd (the tie rounds
+// up), and the largest one that does not overflow when it is even (E4M3:
+// 464 rounds to 448).
 struct TosaThreshold {
   std::uint32_t t;
   int k;
-  bool inclusive;  // amax <= T * 2^s is fine (E4M3); otherwise amax < T * 2^s.
+  bool inclusive;  // amax <= T * 2^s is fine (even MAX mantissa); otherwise amax < T * 2^s.
 };
 template <class Traits>
 constexpr TosaThreshold TosaThresholdOf() {
-  if constexpr (std::is_same_v<Traits, Fp8E4M3Traits>) return {29, 4, true};   // 464
-  if constexpr (std::is_same_v<Traits, Fp8E5M2Traits>) return {15, 12, false}; // 61440
-  if constexpr (std::is_same_v<Traits, Fp6E2M3Traits>) return {31, -2, false}; // 7.75
-  if constexpr (std::is_same_v<Traits, Fp6E3M2Traits>) return {15, 1, false};  // 30
-  return {7, 0, false};                                                         // 7 (E2M1)
+  constexpr int m = Traits::kMantissaBits;
+  constexpr std::uint32_t max_mantissa = Traits::kMaxMagnitudeCode & Traits::kMantissaMask;
+  return {2 * ((1u << m) | max_mantissa) + 1, Traits::kEmax - m - 1, max_mantissa % 2 == 0};
 }
+static_assert(TosaThresholdOf<Fp8E4M3Traits>().t == 29 && TosaThresholdOf<Fp8E4M3Traits>().k == 4 &&
+              TosaThresholdOf<Fp8E4M3Traits>().inclusive);  // 464
+static_assert(TosaThresholdOf<Fp8E5M2Traits>().t == 15 && TosaThresholdOf<Fp8E5M2Traits>().k == 12 &&
+              !TosaThresholdOf<Fp8E5M2Traits>().inclusive);  // 61440
+static_assert(TosaThresholdOf<Fp6E2M3Traits>().t == 31 && TosaThresholdOf<Fp6E2M3Traits>().k == -2 &&
+              !TosaThresholdOf<Fp6E2M3Traits>().inclusive);  // 7.75
+static_assert(TosaThresholdOf<Fp6E3M2Traits>().t == 15 && TosaThresholdOf<Fp6E3M2Traits>().k == 1 &&
+              !TosaThresholdOf<Fp6E3M2Traits>().inclusive);  // 30
+static_assert(TosaThresholdOf<Fp4E2M1Traits>().t == 7 && TosaThresholdOf<Fp4E2M1Traits>().k == 0 &&
+              !TosaThresholdOf<Fp4E2M1Traits>().inclusive);  // 7
 
 // kTosa code for finite a in (0, 7F800000). amax = sig * 2^x exactly; the
 // smallest s with amax <= (<) t * 2^(k + s) is s = j - k + x for the smallest

@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "trnmx/options.h"
+
 namespace trnmx {
 
 // Which codes of the top exponent field are not finite numbers.
@@ -31,42 +33,6 @@ enum class NonFinite : std::uint8_t {
   kNone,        // No Inf, no NaN.
 };
 
-// What an input NaN becomes (formats.md D3, D4, D11).
-enum class NanPolicy : std::uint8_t {
-  // The format's own default, `Traits::kDefaultNan`.
-  kFormatDefault,
-  // Sign kept, quiet bit set, top payload bits kept (BF16 and FP16 default:
-  // (x >> 16) | 0x0040 for BF16). Formats without payload room behave as
-  // kCanonical.
-  kQuietPayload,
-  // Sign kept, canonical quiet NaN: E4M3 7F/FF, E5M2 7E/FE, BF16 7FC0/FFC0
-  // (Eigen, ml_dtypes), FP16 7E00/FE00. Formats without NaN give +0.
-  kCanonical,
-  // Formats without NaN: +0 (code 0); the status reports kInvalid
-  // (FP6/FP4 default, formats.md D4). Formats with NaN behave as kCanonical.
-  kZero,
-  // ml_dtypes' astype: formats without NaN map +NaN to the negative-zero code
-  // (FP6 20, FP4 8) and -NaN to 0; formats with NaN behave as kCanonical.
-  kMlDtypesNaN,
-};
-
-// What a finite value that rounds above the maximum normal, or an infinite
-// input, becomes (formats.md D2, section 3.2).
-enum class Overflow : std::uint8_t {
-  // The format's own default, `Traits::kDefaultOverflow`.
-  kFormatDefault,
-  // Saturate finite overflow and +-Inf to +-MAX (FP8/FP6/FP4 default).
-  kSatFinite,
-  // Non-saturating: overflow and +-Inf give Inf where the format has Inf
-  // (E5M2, FP16, BF16: the IEEE behaviour and the BF16/FP16 default), NaN
-  // where it only has NaN (E4M3), +-MAX where it has neither (FP6, FP4).
-  kNonSat,
-  // ml_dtypes' C++ ConvertFrom<kSaturate=true>: finite overflow saturates to
-  // +-MAX, +-Inf inputs behave as kNonSat.
-  kMlDtypesSat,
-};
-// The OFP8 name of kNonSat (formats.md uses both spellings).
-inline constexpr Overflow kOfp8NonSat = Overflow::kNonSat;
 
 namespace detail {
 // 2^e as a double, exact for -1074 <= e <= 1023; constexpr without <cmath>.
@@ -119,6 +85,9 @@ struct FloatTraits {
                  static_cast<double>(1u << MantissaBits));
   static constexpr double kMinNormal = detail::Pow2(kEmin);
   static constexpr double kMinSubnormal = detail::Pow2(kEmin - MantissaBits);
+  // Exponent q of the quantum 2^q (the smallest subnormal): every value is an
+  // integer times 2^q, which the exact MX dot products work in.
+  static constexpr int kQuantumExponent = kEmin - MantissaBits;
 };
 
 // BF16: FP32's exponent with 7 mantissa bits. Overflow -> Inf, NaN keeps its
@@ -141,6 +110,15 @@ using Fp6E3M2Traits = FloatTraits<3, 2, 3, NonFinite::kNone, Overflow::kSatFinit
                                   NanPolicy::kZero>;
 using Fp4E2M1Traits = FloatTraits<2, 1, 1, NonFinite::kNone, Overflow::kSatFinite,
                                   NanPolicy::kZero>;
+
+// The MXINT8 element (int8.h) as the MX layer sees it: 8 bits, emax_elem = 0
+// for the scale rules (formats.md section 6.4). Not an S.E.M format, so not
+// a FloatTraits; its codec is in int8.h.
+struct MxInt8Traits {
+  static constexpr int kTotalBits = 8;
+  static constexpr int kEmax = 0;
+  static constexpr int kQuantumExponent = -6;  // n * 2^-6 (int8.h kMxInt8FractionBits).
+};
 
 // Pinned facts (formats.md section 2).
 static_assert(Bf16Traits::kMaxNormal == 3.3895313892515355e38);

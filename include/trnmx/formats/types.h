@@ -16,7 +16,9 @@
 #define TRNMX_FORMATS_TYPES_H_
 
 #include <cstdint>
+#include <type_traits>
 
+#include "trnmx/formats/format_list.h"
 #include "trnmx/formats/traits.h"
 
 namespace trnmx {
@@ -40,13 +42,16 @@ struct FloatCode {
   friend constexpr bool operator==(FloatCode, FloatCode) = default;
 };
 
-using Bf16 = FloatCode<Bf16Traits, std::uint16_t>;
-using Fp16 = FloatCode<Fp16Traits, std::uint16_t>;
-using Fp8E4M3 = FloatCode<Fp8E4M3Traits, std::uint8_t>;
-using Fp8E5M2 = FloatCode<Fp8E5M2Traits, std::uint8_t>;
-using Fp6E2M3 = FloatCode<Fp6E2M3Traits, std::uint8_t>;
-using Fp6E3M2 = FloatCode<Fp6E3M2Traits, std::uint8_t>;
-using Fp4E2M1 = FloatCode<Fp4E2M1Traits, std::uint8_t>;
+// The storage type of a format's code: the narrowest of uint8/uint16 that
+// holds it.
+template <class TraitsT>
+using FloatStorage = std::conditional_t<(TraitsT::kTotalBits > 8), std::uint16_t, std::uint8_t>;
+
+// One storage type per format of TRNMX_FOREACH_FLOAT_FORMAT (format_list.h),
+// named as there: Bf16, Fp16 (uint16 codes), Fp8E4M3, ..., Fp4E2M1 (uint8).
+#define TRNMX_X(Name, ...) using Name = FloatCode<Name##Traits, FloatStorage<Name##Traits>>;
+TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
+#undef TRNMX_X
 
 // E8M0: the MX block scale ("float8_e8m0fnu"). Unsigned power of two
 // 2^(code - 127) for codes 00..FE; FF is NaN; no zero, no Inf.

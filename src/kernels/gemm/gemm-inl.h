@@ -43,9 +43,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <unistd.h>
-
 #include "formats/mx_decode.h"
+#include "internal/checks.h"
 #include "kernels/gemm/gemm_bf16_native.h"
 #include "kernels/gemm/gemm_dense.h"
 #include "trnmx/formats/codec.h"
@@ -413,8 +412,8 @@ struct AlignedBuffer {
   }
 };
 
-inline std::size_t RoundUp(std::size_t x, std::size_t m) { return (x + m - 1) / m * m; }
-inline std::size_t DivCeil(std::size_t x, std::size_t m) { return (x + m - 1) / m; }
+using ::trnmx::internal::CeilDiv;
+using ::trnmx::internal::RoundUp;
 // K pairs of kc values (the native path pads an odd K block with +0).
 inline std::size_t DivCeilK(std::size_t kc) { return (kc + 1) / 2; }
 
@@ -497,27 +496,12 @@ void BlockedGemm(const DenseGemmArgs& args) {
     return;
   }
 
-  // Cache blocks (tuned on the development machine: 48 KiB L1d, 2 MiB L2).
-  // KC = 192: a 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B
-  // block (3/4 of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows,
-  // balanced so that the M blocks have equal sizes. The native path halves
-  // the bytes per element and doubles KC (K blocks of an even length).
   const std::size_t threads = ex.NumThreads();
-  std::size_t kc = args.blocking.kc != 0 ? args.blocking.kc : (kNative ? 384 : 192);
-  if (kNative) kc = std::max<std::size_t>(2, kc / 2 * 2);
-  kc = std::min(kc, k);
-  std::size_t mc_max = args.blocking.mc != 0 ? args.blocking.mc : kPathMr * 24;
-  mc_max = std::max(kPathMr, mc_max / kPathMr * kPathMr);
-  const std::size_t mc = RoundUp(DivCeil(m, DivCeil(m, mc_max)), kPathMr);
-  std::size_t nc = args.blocking.nc;
-  if (nc == 0) {
-    static const std::size_t l2_bytes = [] {
-      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-      return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
-    }();
-    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (kc * sizeof(BElem)), 256, 4096);
-  }
-  nc = RoundUp(std::min(nc, n), kNr);
+  const internal::GemmBlocking blocks =
+      internal::ChooseDenseBlocking(m, n, k, kPathMr, kNr, sizeof(BElem), kNative, args.blocking);
+  const std::size_t kc = blocks.kc;
+  const std::size_t mc = blocks.mc;
+  std::size_t nc = blocks.nc;
 
   // Where the partial sums live between K blocks.
   const bool c_is_acc = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f;
@@ -545,14 +529,14 @@ void BlockedGemm(const DenseGemmArgs& args) {
   // loop nest for its region with its own packing buffers, so the K blocks
   // need no barrier. N is split first (each task packs only its own B
   // panels; A is packed once per N range), M when there are too few panels.
-  const std::size_t total_panels = DivCeil(n, kNr);
-  const std::size_t m_tiles = DivCeil(m, kPathMr);
+  const std::size_t total_panels = CeilDiv(n, kNr);
+  const std::size_t m_tiles = CeilDiv(m, kPathMr);
   std::size_t tn = std::min(threads, total_panels);
-  std::size_t tm = std::min(DivCeil(threads, tn), m_tiles);
-  const std::size_t panels_per_task = DivCeil(total_panels, tn);
-  tn = DivCeil(total_panels, panels_per_task);
-  const std::size_t tiles_per_task = DivCeil(m_tiles, tm);
-  tm = DivCeil(m_tiles, tiles_per_task);
+  std::size_t tm = std::min(CeilDiv(threads, tn), m_tiles);
+  const std::size_t panels_per_task = CeilDiv(total_panels, tn);
+  tn = CeilDiv(total_panels, panels_per_task);
+  const std::size_t tiles_per_task = CeilDiv(m_tiles, tm);
+  tm = CeilDiv(m_tiles, tiles_per_task);
   // Without C as the home of the partial sums, each task keeps them in an
   // FP32 scratch of its rows x NC, kept near 16 MiB by narrowing NC.
   if (!c_is_acc) {
@@ -577,7 +561,7 @@ void BlockedGemm(const DenseGemmArgs& args) {
                          : nullptr;
     for (std::size_t jc = region_j0; jc < region_j1; jc += nc) {
       const std::size_t ncur = std::min(nc, region_j1 - jc);
-      const std::size_t panels = DivCeil(ncur, kNr);
+      const std::size_t panels = CeilDiv(ncur, kNr);
       for (std::size_t pc = 0; pc < k; pc += kc) {
         const std::size_t kcur = std::min(kc, k - pc);
         // K rows of a packed panel: kcur, or the K pairs' rows (native).
@@ -625,7 +609,7 @@ void BlockedGemm(const DenseGemmArgs& args) {
           const std::size_t mcur = std::min(mc, region_i1 - i0);
           // One A micro-panel: kPathMr x krows elements (native: krows/2 words).
           const std::size_t a_panel = kNative ? kPathMr * krows / 2 : kPathMr * kcur;
-          AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(DivCeil(mcur, kPathMr) * a_panel));
+          AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(CeilDiv(mcur, kPathMr) * a_panel));
           for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
             const std::size_t rows = std::min(kPathMr, mcur - ir);
             if constexpr (kNative) {

@@ -16,7 +16,7 @@ namespace HWY_NAMESPACE {
 
 // Packs the whole of B into FP32 panels (gemm_dense.h), one task per panel.
 inline void PackPanelsFp32(const GemmOperand& b, float* dst, Executor* executor) {
-  const std::size_t panels = gemm::DivCeil(b.cols, gemm::kNr);
+  const std::size_t panels = gemm::CeilDiv(b.cols, gemm::kNr);
   internal::DenseSource src;
   src.op = b;
   executor->ParallelFor(panels, [&](std::size_t jp) {
@@ -32,13 +32,18 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "internal/calling_thread.h"
+#include "internal/checks.h"
+#include "internal/status_macros.h"
 #include "kernels/gemm/gemm_dense.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemv_mx.h"
@@ -51,63 +56,23 @@ HWY_EXPORT(PackPanelsFp32);
 namespace internal {
 namespace {
 
-std::string Dims(std::size_t rows, std::size_t cols) {
-  return std::to_string(rows) + " x " + std::to_string(cols);
-}
-
-// Offset of the last element, (rows-1)*rs + (cols-1)*cs, and of its end in
-// bytes; false on size_t overflow.
-bool LastOffset(std::size_t rows, std::size_t cols, std::size_t rs, std::size_t cs,
-                std::size_t element_bytes, std::size_t* end_bytes) {
-  std::size_t r = 0;
-  std::size_t c = 0;
-  std::size_t last = 0;
-  std::size_t bytes = 0;
-  if (__builtin_mul_overflow(rows - 1, rs, &r) || __builtin_mul_overflow(cols - 1, cs, &c) ||
-      __builtin_add_overflow(r, c, &last) || __builtin_add_overflow(last, std::size_t{1}, &last) ||
-      __builtin_mul_overflow(last, element_bytes, &bytes)) {
-    return false;
-  }
-  *end_bytes = bytes;
-  return true;
-}
-
-// Byte range [lo, hi) an operand touches (empty when it has no element).
-struct ByteRange {
-  std::uintptr_t lo = 0;
-  std::uintptr_t hi = 0;
-  bool Overlaps(const ByteRange& o) const { return lo < hi && o.lo < o.hi && lo < o.hi && o.lo < hi; }
-};
-
 Status CheckDense(const GemmOperand& op, const char* name, ByteRange* range) {
-  if (op.rows == 0 || op.cols == 0) return OkStatus();
-  if (op.data == nullptr) {
-    return InvalidArgumentError(std::string("GEMM operand ") + name + " is " +
-                                Dims(op.rows, op.cols) + " but its data pointer is null");
-  }
   const std::size_t esize = op.type == OperandType::kFp32 ? 4 : 2;
-  std::size_t end = 0;
-  if (!LastOffset(op.rows, op.cols, op.row_stride, op.col_stride, esize, &end)) {
-    return InvalidArgumentError(std::string("GEMM operand ") + name + " (" +
-                                Dims(op.rows, op.cols) + ", strides " +
-                                std::to_string(op.row_stride) + ", " +
-                                std::to_string(op.col_stride) + ") overflows the address space");
-  }
-  range->lo = reinterpret_cast<std::uintptr_t>(op.data);
-  range->hi = range->lo + end;
-  return OkStatus();
+  return CheckStridedArray(std::string("GEMM operand ") + name, op.data, op.rows, op.cols,
+                           op.row_stride, op.col_stride, esize, range);
 }
 
+// An MX operand: a valid MX view (CheckMxView, the same checks as every MX
+// tensor) that is also a GEMM operand: not NVFP4, blocked along K, with the
+// operand's rows/cols.
 Status CheckMx(const GemmOperand& op, const char* name, BlockAxis want, ByteRange* codes_range,
                ByteRange* scales_range) {
   const MxTensorView& t = op.mx;
   const std::string who = std::string("MX GEMM operand ") + name;
-  if (static_cast<std::size_t>(t.shape.format) >= std::size(kMxFormatInfos)) {
-    return InvalidArgumentError(who + " has an invalid MxFormat value " +
-                                std::to_string(static_cast<int>(t.shape.format)));
-  }
-  if (t.shape.format == MxFormat::kNvfp4) {
-    return InvalidArgumentError(who + " is NVFP4, which is not a GEMM operand (use an MX format)");
+  TRNMX_RETURN_IF_ERROR(Prefixed(who, CheckMxShape(t.shape)));
+  if (!IsOcpMxFormat(t.shape.format)) {
+    return InvalidArgumentError(who + " is " + std::string(GetMxFormatInfo(t.shape.format).name) +
+                                ", which is not a GEMM operand (use an MX format, not NVFP4)");
   }
   if (t.shape.axis != want) {
     return InvalidArgumentError(
@@ -119,32 +84,10 @@ Status CheckMx(const GemmOperand& op, const char* name, BlockAxis want, ByteRang
                                 " differ from the MX view's shape " +
                                 Dims(t.shape.rows, t.shape.cols));
   }
-  if (t.shape.rows == 0 || t.shape.cols == 0) return OkStatus();
-  if (t.codes == nullptr || t.scales == nullptr) {
-    return InvalidArgumentError(who + " is " + Dims(t.shape.rows, t.shape.cols) +
-                                " but its codes or scales pointer is null");
-  }
-  const std::size_t lines = t.shape.num_lines();
-  if (lines > 1 && t.codes_stride < t.shape.line_code_bytes()) {
-    return InvalidArgumentError(who + ": codes_stride " + std::to_string(t.codes_stride) +
-                                " is less than a line's " +
-                                std::to_string(t.shape.line_code_bytes()) + " code bytes");
-  }
-  if (lines > 1 && t.scales_stride < t.shape.line_scale_bytes()) {
-    return InvalidArgumentError(who + ": scales_stride " + std::to_string(t.scales_stride) +
-                                " is less than a line's " +
-                                std::to_string(t.shape.line_scale_bytes()) + " scale bytes");
-  }
-  std::size_t codes_end = 0;
-  std::size_t scales_end = 0;
-  if (!LastOffset(lines, t.shape.line_code_bytes(), t.codes_stride, 1, 1, &codes_end) ||
-      !LastOffset(lines, t.shape.line_scale_bytes(), t.scales_stride, 1, 1, &scales_end)) {
-    return InvalidArgumentError(who + ": its strides overflow the address space");
-  }
-  codes_range->lo = reinterpret_cast<std::uintptr_t>(t.codes);
-  codes_range->hi = codes_range->lo + codes_end;
-  scales_range->lo = reinterpret_cast<std::uintptr_t>(t.scales);
-  scales_range->hi = scales_range->lo + scales_end;
+  TRNMX_RETURN_IF_ERROR(Prefixed(who, CheckMxView(t)));
+  if (t.shape.num_lines() == 0 || t.shape.blocks_per_line() == 0) return OkStatus();
+  *codes_range = MxCodeRanges(t.shape, t.codes, t.codes_stride).bounds();
+  *scales_range = MxScaleRanges(t.shape, t.scales, t.scales_stride).bounds();
   return OkStatus();
 }
 
@@ -152,14 +95,13 @@ Status CheckOperand(const GemmOperand& op, const char* name, BlockAxis mx_axis,
                     std::vector<ByteRange>* ranges) {
   ByteRange r1;
   ByteRange r2;
-  Status s;
   switch (op.type) {
     case OperandType::kFp32:
     case OperandType::kBf16:
-      s = CheckDense(op, name, &r1);
+      TRNMX_RETURN_IF_ERROR(CheckDense(op, name, &r1));
       break;
     case OperandType::kMx:
-      s = CheckMx(op, name, mx_axis, &r1, &r2);
+      TRNMX_RETURN_IF_ERROR(CheckMx(op, name, mx_axis, &r1, &r2));
       break;
     default:
       return InvalidArgumentError(std::string("GEMM operand ") + name +
@@ -168,7 +110,7 @@ Status CheckOperand(const GemmOperand& op, const char* name, BlockAxis mx_axis,
   }
   ranges->push_back(r1);
   ranges->push_back(r2);
-  return s;
+  return OkStatus();
 }
 
 Status CheckOutput(const GemmOutput& c, ByteRange* range) {
@@ -182,34 +124,17 @@ Status CheckOutput(const GemmOutput& c, ByteRange* range) {
                                 " but its data pointer is null");
   }
   // Distinct outputs must be distinct memory (else the result would depend
-  // on the order of the writes): with the strides sorted s1 <= s2 over
-  // extents n1, n2 (> 1), need s1 >= 1 and s2 >= n1 * s1.
-  std::size_t s1 = c.col_stride;
-  std::size_t n1 = c.cols;
-  std::size_t s2 = c.row_stride;
-  std::size_t n2 = c.rows;
-  if (n1 == 1 || (n2 > 1 && s2 < s1)) {
-    std::swap(s1, s2);
-    std::swap(n1, n2);
-  }
-  bool ok = true;
-  if (n1 > 1 && s1 == 0) ok = false;
-  if (n1 > 1 && n2 > 1 && s2 / n1 < s1) ok = false;
-  if (!ok) {
+  // on the order of the writes).
+  if (!DistinctElements(c.rows, c.cols, c.row_stride, c.col_stride)) {
     return InvalidArgumentError("GEMM output C (" + Dims(c.rows, c.cols) + ", strides " +
                                 std::to_string(c.row_stride) + ", " +
                                 std::to_string(c.col_stride) +
                                 ") has overlapping elements: its strides must separate rows and "
                                 "columns (e.g. row stride >= cols with column stride 1)");
   }
-  std::size_t end = 0;
   const std::size_t esize = c.type == OutputType::kFp32 ? 4 : 2;
-  if (!LastOffset(c.rows, c.cols, c.row_stride, c.col_stride, esize, &end)) {
-    return InvalidArgumentError("GEMM output C: its strides overflow the address space");
-  }
-  range->lo = reinterpret_cast<std::uintptr_t>(c.data);
-  range->hi = range->lo + end;
-  return OkStatus();
+  return CheckStridedArray("GEMM output C", c.data, c.rows, c.cols, c.row_stride, c.col_stride,
+                           esize, range);
 }
 
 // Every check of gemm.h. b_op: B as an operand (nullptr for PackedWeights,
@@ -218,20 +143,15 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
                       std::size_t b_rows, std::size_t b_cols, const GemmOutput& c,
                       const GemmParams& params, bool check_cpu) {
   std::vector<ByteRange> ranges;
-  Status s = CheckOperand(a, "A", BlockAxis::kRows, &ranges);
-  if (!s.ok()) return s;
-  if (b_op != nullptr) {
-    s = CheckOperand(*b_op, "B", BlockAxis::kCols, &ranges);
-    if (!s.ok()) return s;
-  }
+  TRNMX_RETURN_IF_ERROR(CheckOperand(a, "A", BlockAxis::kRows, &ranges));
+  if (b_op != nullptr) TRNMX_RETURN_IF_ERROR(CheckOperand(*b_op, "B", BlockAxis::kCols, &ranges));
   if (a.cols != b_rows) {
     return InvalidArgumentError("GEMM inner dimensions differ: A is " + Dims(a.rows, a.cols) +
                                 " and B is " + Dims(b_rows, b_cols) +
                                 " (A's columns must equal B's rows)");
   }
   ByteRange c_range;
-  s = CheckOutput(c, &c_range);
-  if (!s.ok()) return s;
+  TRNMX_RETURN_IF_ERROR(CheckOutput(c, &c_range));
   if (c.rows != a.rows || c.cols != b_cols) {
     return InvalidArgumentError("GEMM output C is " + Dims(c.rows, c.cols) + " but A * B is " +
                                 Dims(a.rows, b_cols));
@@ -279,6 +199,33 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
 }
 
 }  // namespace
+
+GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
+                                 std::size_t nr, std::size_t b_element_bytes, bool native,
+                                 const GemmBlocking& requested) {
+  // Tuned on the development machine (48 KiB L1d, 2 MiB L2). KC = 192: a
+  // 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B block (3/4
+  // of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows, balanced
+  // so that the M blocks have equal sizes. The native path halves the bytes
+  // per element and doubles KC (K blocks of an even length).
+  GemmBlocking b = requested;
+  std::size_t kc = requested.kc != 0 ? requested.kc : (native ? 384 : 192);
+  if (native) kc = std::max<std::size_t>(2, kc / 2 * 2);
+  b.kc = std::min(kc, k);
+  std::size_t mc_max = requested.mc != 0 ? requested.mc : mr * 24;
+  mc_max = std::max(mr, mc_max / mr * mr);
+  b.mc = RoundUp(CeilDiv(m, CeilDiv(m, mc_max)), mr);
+  std::size_t nc = requested.nc;
+  if (nc == 0) {
+    static const std::size_t l2_bytes = [] {
+      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
+    }();
+    nc = std::clamp<std::size_t>(l2_bytes * 3 / 4 / (b.kc * b_element_bytes), 256, 4096);
+  }
+  b.nc = RoundUp(std::min(nc, n), nr);
+  return b;
+}
 
 bool CpuHasAvx512Bf16() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -373,8 +320,7 @@ Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_
 Status GemmPacked(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
                   const GemmParams& params, Executor* executor, const GemmBlocking& blocking) {
   const PackedWeights::Impl& w = b.impl();
-  Status s = ValidateCommon(a, nullptr, w.type, w.k, w.n, c, params, /*check_cpu=*/true);
-  if (!s.ok()) return s;
+  TRNMX_RETURN_IF_ERROR(ValidateCommon(a, nullptr, w.type, w.k, w.n, c, params, /*check_cpu=*/true));
   DenseSource src;
   GemmOperand mx_b;
   switch (w.type) {
@@ -399,8 +345,7 @@ Status GemmPacked(const GemmOperand& a, const PackedWeights& b, const GemmOutput
 Status GemmWithBlocking(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
                         const GemmParams& params, Executor* executor,
                         const GemmBlocking& blocking) {
-  Status s = ValidateGemm(a, b, c, params, /*check_cpu=*/true);
-  if (!s.ok()) return s;
+  TRNMX_RETURN_IF_ERROR(ValidateGemm(a, b, c, params, /*check_cpu=*/true));
   DenseSource src;
   src.op = b;
   return RunGemm(a, src, b, c, params, executor, blocking);
@@ -425,8 +370,7 @@ Status Gemm(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
 }
 
 StatusOr<PackedWeights> PackedWeights::Pack(const GemmOperand& b, Executor* executor) {
-  Status s = internal::CheckPackable(b);
-  if (!s.ok()) return s;
+  TRNMX_RETURN_IF_ERROR(internal::CheckPackable(b));
   Executor& ex = internal::ExecutorOrCallingThread(executor);
   auto impl = std::make_unique<Impl>();
   impl->type = b.type;

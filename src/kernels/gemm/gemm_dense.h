@@ -63,6 +63,15 @@ struct DenseGemmArgs {
   GemmBlocking blocking;
 };
 
+// The cache blocks of the dense driver for an m x n x k product with a
+// register tile of mr rows and nr-column panels, B elements of
+// `b_element_bytes` (native: the BF16-pair path, even K blocks). Non-zero
+// fields of `requested` override the defaults (then rounded as the kernels
+// need). Plain C++, so the choice is the same whatever target runs it.
+GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
+                                 std::size_t nr, std::size_t b_element_bytes, bool native,
+                                 const GemmBlocking& requested);
+
 // Packs columns [j0, j0 + 32) of a K x N dense or MX operand into the FP32
 // or BF16-pair panel layouts above (the whole K). Used by PackedWeights.
 void PackPanelFp32(const GemmOperand& b, std::size_t j0, float* dst);

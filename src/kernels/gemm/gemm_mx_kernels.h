@@ -1,4 +1,4 @@
-// Internal: the micro-kernels of the MX x MX GEMM (gemm_mx.cc) and how the
+// Internal: the micro-kernels of the MX x MX GEMM (gemm_mx_internal.h) and how the
 // driver finds the ones for the current Highway target.
 //
 // Every kernel computes, for a register tile of output rows x columns and a
@@ -124,7 +124,13 @@ void MxGemvFp4Vnni(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float
 // "vnni-i8", "flat-f32", "flat-f64" or "wide" (tests and benchmarks).
 const char* GemmMxMxPathName(MxFormat a, MxFormat b);
 
-// AVX-512 VNNI kernel (gemm_mx.cc, intrinsics): 6 rows x 32 columns.
+// Dense FP32 activations x (K x N, blocked along K) MXFP4 weights, AVX-512
+// (gemv_mx.h contract): writes out[j - j0] for the columns j in [j0, j1).
+void GemvDenseFp4Kernel(const float* x, std::size_t k, const std::uint8_t* codes,
+                        std::size_t codes_stride, const std::uint8_t* scales,
+                        std::size_t scales_stride, std::size_t j0, std::size_t j1, float* out);
+
+// AVX-512 VNNI kernels (gemm_mx_avx512vnni.cc, intrinsics): 6 rows x 32 columns.
 void MxTileQuadI8Vnni(const MxTileArgs& args);
 inline constexpr std::size_t kMxVnniRows = 6;
 inline constexpr std::size_t kMxVnniCols = 32;
