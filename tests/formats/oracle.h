@@ -98,6 +98,10 @@ class TableOracle {
   }
 
   double max() const { return values_.back(); }
+  // Every finite non-negative value, increasing; and MAX's successor under
+  // an unbounded exponent (where rounding past MAX is decided).
+  const std::vector<double>& values() const { return values_; }
+  double beyond_max() const { return beyond_max_; }
   std::uint32_t max_code() const { return max_code_; }
   const FormatSpec& spec() const { return spec_; }
 
