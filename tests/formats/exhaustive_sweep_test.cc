@@ -111,14 +111,7 @@ template <class Traits>
 void SweepAllInputs(const FormatSpec& spec) {
   const SweepTimer timer;
   const TableOracle oracle(spec);
-  // Breakpoints of the decision table.
-  std::vector<double> points = oracle.values();
-  const std::size_t n = points.size();
-  for (std::size_t i = 0; i + 1 < n; ++i) points.push_back((points[i] + points[i + 1]) / 2);
-  points.push_back((oracle.max() + oracle.beyond_max()) / 2);
-  points.push_back(oracle.beyond_max());
-  points.push_back(4 * oracle.max());
-  const std::vector<BitRun> runs = SplitAtBreakpoints(points);
+  const std::vector<BitRun> runs = SplitAtBreakpoints(DecisionBreakpoints(oracle));
 
   // The oracle's answer per run, taken at its first input, checked at its last.
   std::vector<RunExpectation> expect(runs.size());

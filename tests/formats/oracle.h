@@ -155,6 +155,21 @@ class TableOracle {
   std::uint32_t max_code_ = 0;
 };
 
+// The magnitudes where the oracle's answer for some rounding or overflow
+// policy can change: every value, every midpoint of neighbouring values,
+// MAX's midpoint with its unbounded successor, that successor, and 4 MAX
+// (the end of the window where the overflow policies are checked on every
+// input). Between two of them the bracket of Locate is the same.
+inline std::vector<double> DecisionBreakpoints(const TableOracle& oracle) {
+  std::vector<double> points = oracle.values();
+  const std::size_t n = points.size();
+  for (std::size_t i = 0; i + 1 < n; ++i) points.push_back((points[i] + points[i + 1]) / 2);
+  points.push_back((oracle.max() + oracle.beyond_max()) / 2);
+  points.push_back(oracle.beyond_max());
+  points.push_back(4 * oracle.max());
+  return points;
+}
+
 // The full expected code of FP32 bits under the given options, from the
 // oracle's rounding and the policy tables of formats.md section 3.2.
 // `bracket`, if given, is oracle.Locate(|x|) already computed by a sweep.
