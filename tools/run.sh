@@ -78,6 +78,23 @@ configure() {  # configure DIR CMAKE_ARGS...
   cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
 }
 
+# timed STEP CMD...: runs CMD and notes its wall time; the notes are printed
+# when run.sh exits, also after a failure.
+step_times=()
+timed() {
+  local step=$1 t0=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  step_times+=("$(printf '%-10s %5d s' "$step" $((SECONDS - t0)))")
+  return "$rc"
+}
+print_step_times() {
+  [ ${#step_times[@]} -gt 0 ] || return 0
+  log "wall time per step:"
+  for t in "${step_times[@]}"; do log "  $t"; done
+}
+trap print_step_times EXIT
+
 mode=${1:-}
 [ $# -gt 0 ] && shift
 case "$mode" in
@@ -98,20 +115,26 @@ case "$mode" in
     need_conan
     command -v conan >/dev/null || { log "conan could not be installed"; exit 1; }
     need_golden_python
-    configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON -DTRNMX_BUILD_BENCHMARKS=ON \
-      -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON"
-    cmake --build build/test -j "$jobs"
+    timed configure configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON \
+      -DTRNMX_BUILD_BENCHMARKS=ON -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON"
+    timed build cmake --build build/test -j "$jobs"
     log "running all tests (labels: unit golden cli consumer emulator exhaustive)"
-    ctest --test-dir build/test -j "$jobs" --output-on-failure "$@"
+    # ctest ends with its time per label (sec*proc: the sum of the tests' wall times).
+    timed ctest ctest --test-dir build/test -j "$jobs" --output-on-failure "$@"
     ;;
   sanitize)
     apt_need "${base_packages[@]}" "${test_packages[@]}"
-    configure build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRNMX_SANITIZE=ON -DTRNMX_WERROR=ON \
+    # -O1 -g1 (line tables only): what AddressSanitizer's documentation
+    # suggests for usable reports, and much quicker to compile than -O2 -g.
+    timed configure configure build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DTRNMX_SANITIZE=ON -DTRNMX_WERROR=ON \
       -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_INSTALL=OFF
-    cmake --build build/asan -j "$jobs"
+    # Only what the three labels run (trnmx_label_targets in tests/CMakeLists.txt).
+    timed build cmake --build build/asan -j "$jobs" \
+      --target trnmx_tests_unit trnmx_tests_cli trnmx_tests_emulator
     log "running unit, cli and emulator tests under AddressSanitizer + UndefinedBehaviorSanitizer"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
+      timed ctest ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
     ;;
   bench)
     # Debian 12's dnnl-config.cmake needs OpenCL (find_package(OpenCL REQUIRED)),

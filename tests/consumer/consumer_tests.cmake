@@ -90,6 +90,7 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/conan/conanfile.py")
   set_tests_properties(consumer.conan PROPERTIES
     LABELS "consumer;package"
     TIMEOUT 1800
+    COST 600  # Builds the library from source (minutes): start it first under ctest -j.
     SKIP_RETURN_CODE 77
     RESOURCE_LOCK conan_cache)
 endif()

@@ -98,6 +98,10 @@ class TableOracle {
   }
 
   double max() const { return values_.back(); }
+  // Every finite non-negative value, increasing; and MAX's successor under
+  // an unbounded exponent (where rounding past MAX is decided).
+  const std::vector<double>& values() const { return values_; }
+  double beyond_max() const { return beyond_max_; }
   std::uint32_t max_code() const { return max_code_; }
   const FormatSpec& spec() const { return spec_; }
 
@@ -150,6 +154,21 @@ class TableOracle {
   double beyond_max_ = 0;
   std::uint32_t max_code_ = 0;
 };
+
+// The magnitudes where the oracle's answer for some rounding or overflow
+// policy can change: every value, every midpoint of neighbouring values,
+// MAX's midpoint with its unbounded successor, that successor, and 4 MAX
+// (the end of the window where the overflow policies are checked on every
+// input). Between two of them the bracket of Locate is the same.
+inline std::vector<double> DecisionBreakpoints(const TableOracle& oracle) {
+  std::vector<double> points = oracle.values();
+  const std::size_t n = points.size();
+  for (std::size_t i = 0; i + 1 < n; ++i) points.push_back((points[i] + points[i + 1]) / 2);
+  points.push_back((oracle.max() + oracle.beyond_max()) / 2);
+  points.push_back(oracle.beyond_max());
+  points.push_back(4 * oracle.max());
+  return points;
+}
 
 // The full expected code of FP32 bits under the given options, from the
 // oracle's rounding and the policy tables of formats.md section 3.2.

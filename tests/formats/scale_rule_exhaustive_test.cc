@@ -8,18 +8,17 @@
 // uses glibc's floorf(log2f(x)) (the implementation uses (float)log2(double);
 // formats.md section 7 says they agree on every normal FP32, and below 2^-125
 // both clamp to 00).
+#include <gtest/gtest.h>
+
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <thread>
+#include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "formats/sweep_runs.h"
 #include "trnmx/formats/scale_rule.h"
 
 namespace trnmx {
@@ -68,49 +67,106 @@ int RefTosa(double x, double t, bool e4m3) {
 }
 int RefGgml(float xf) { return Clamp(static_cast<int>(std::floor(std::log2f(xf))) - 2 + 127); }
 
-// Compares ScaleCodeFromAmax with ref over all bits in [0, 2^31) on all cores;
-// prints the first mismatches and the time taken.
-template <class Traits, class Ref>
-void Sweep(ScaleRule rule, Ref ref) {
-  const auto start = std::chrono::steady_clock::now();
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  std::atomic<std::uint64_t> mismatches{0};
-  std::atomic<int> printed{0};
-  std::vector<std::thread> pool;
-  constexpr std::uint64_t kEnd = 1ull << 31;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      const std::uint64_t lo = kEnd * t / threads;
-      const std::uint64_t hi = kEnd * (t + 1) / threads;
-      std::uint64_t bad = 0;
-      for (std::uint64_t i = lo; i < hi; ++i) {
-        const auto a = static_cast<std::uint32_t>(i);
-        const unsigned got = ScaleCodeFromAmax<Traits>(a, rule).bits;
-        unsigned want;
-        if (a >= 0x7F800000u) {
-          want = 0xFF;
-        } else if (a == 0) {
-          want = 0x00;
-        } else {
-          want = static_cast<unsigned>(ref(std::bit_cast<float>(a)));
-        }
-        if (got != want) {
-          ++bad;
-          if (printed.fetch_add(1) < 10) {
-            std::fprintf(stderr, "  %s amax %08X: got %02X want %02X\n",
-                         std::string(ScaleRuleName(rule)).c_str(), a, got, want);
-          }
+// The expected code of amax bits a in [0, 2^31): FF for Inf and NaN, 00 for
+// zero, else the reference.
+template <class Ref>
+unsigned Want(std::uint32_t a, const Ref& ref) {
+  if (a >= test::kPosInfBits) return 0xFF;
+  if (a == 0) return 0x00;
+  return static_cast<unsigned>(ref(std::bit_cast<float>(a)));
+}
+
+// Appends the patterns u in (lo, hi] where want(u) != want(u - 1), for a
+// non-decreasing want with want(lo) = wlo, want(hi) = whi, by bisection.
+template <class WantFn>
+void FindSteps(const WantFn& want, std::uint32_t lo, unsigned wlo, std::uint32_t hi, unsigned whi,
+               std::vector<std::uint32_t>* steps) {
+  if (wlo == whi) return;
+  if (hi == lo + 1) {
+    steps->push_back(hi);
+    return;
+  }
+  const std::uint32_t mid = lo + (hi - lo) / 2;
+  const unsigned wmid = want(mid);
+  FindSteps(want, lo, wlo, mid, wmid, steps);
+  FindSteps(want, mid, wmid, hi, whi, steps);
+}
+
+template <class Traits, ScaleRule kRule>
+[[gnu::flatten]] std::uint64_t CountMismatches(std::uint32_t a, std::uint32_t b, unsigned want) {
+  std::uint64_t bad = 0;
+  for (std::uint64_t u = a; u <= b; ++u) {
+    bad += ScaleCodeFromAmax<Traits>(static_cast<std::uint32_t>(u), kRule).bits != want;
+  }
+  return bad;
+}
+
+// Compares ScaleCodeFromAmax with ref over all bits in [0, 2^31) on two
+// threads; prints the first mismatches and the time taken. Every reference
+// but kGgml's is non-decreasing in amax (an exponent, floor or ceil of log2,
+// of amax or of a monotone rounding of it: RNE to m + 1 bits, fl32(amax * r),
+// amax / T), so its answer is constant between the patterns where it steps:
+// those are found by bisection on the reference (a few thousand calls) and
+// each input is compared with its run's answer (sweep_runs.h). kGgml's
+// reference goes through log2f, which need not be monotone: it is called on
+// every input (`every_input`).
+template <class Traits, ScaleRule kRule, class Ref>
+void Sweep(Ref ref, bool every_input = false) {
+  const test::SweepTimer timer;
+  const auto want = [&](std::uint32_t a) { return Want(a, ref); };
+  std::vector<test::BitRun> runs;
+  if (every_input) {
+    runs.push_back({0, test::kMaxNanBits});
+  } else {
+    std::vector<std::uint32_t> steps;
+    FindSteps(want, 1, want(1), test::kMaxFiniteBits, want(test::kMaxFiniteBits), &steps);
+    runs.push_back({0, 0});
+    std::uint32_t first = 1;
+    for (const std::uint32_t s : steps) {
+      runs.push_back({first, s - 1});
+      first = s;
+    }
+    runs.push_back({first, test::kMaxFiniteBits});
+    runs.push_back({test::kPosInfBits, test::kMaxNanBits});
+  }
+  std::vector<unsigned> expect(runs.size());
+  for (std::size_t i = 0; i < runs.size() && !every_input; ++i) {
+    expect[i] = want(runs[i].first);
+    ASSERT_EQ(expect[i], want(runs[i].last))
+        << "run " << std::hex << runs[i].first << ".." << runs[i].last << " is not constant";
+  }
+  test::SweepMismatches mismatches;
+  const auto report = [&](std::uint32_t a, unsigned got, unsigned w) {
+    char line[96];
+    std::snprintf(line, sizeof line, "%s amax %08X: got %02X want %02X",
+                  std::string(ScaleRuleName(kRule)).c_str(), a, got, w);
+    mismatches.Report(line);
+  };
+  test::ParallelOverRuns(runs, [&](std::size_t run, std::uint32_t a, std::uint32_t b) {
+    if (every_input) {
+      for (std::uint64_t u = a; u <= b; ++u) {
+        const auto x = static_cast<std::uint32_t>(u);
+        const unsigned got = ScaleCodeFromAmax<Traits>(x, kRule).bits;
+        const unsigned w = want(x);
+        if (got != w) {
+          mismatches.Add(1);
+          report(x, got, w);
         }
       }
-      mismatches += bad;
-    });
-  }
-  for (std::thread& th : pool) th.join();
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("  %-9s 2^31 amax patterns, %u threads: %.1f s\n",
-              std::string(ScaleRuleName(rule)).c_str(), threads, s);
-  EXPECT_EQ(mismatches.load(), 0u) << ScaleRuleName(rule);
+      return;
+    }
+    const std::uint64_t bad = CountMismatches<Traits, kRule>(a, b, expect[run]);
+    mismatches.Add(bad);
+    if (bad == 0) return;
+    for (std::uint64_t u = a; u <= b; ++u) {
+      const unsigned got = ScaleCodeFromAmax<Traits>(static_cast<std::uint32_t>(u), kRule).bits;
+      if (got != expect[run]) report(static_cast<std::uint32_t>(u), got, expect[run]);
+    }
+  });
+  std::printf("  %-9s 2^31 amax patterns, %zu runs, 2 threads: %.1f s (%.1f s CPU)\n",
+              std::string(ScaleRuleName(kRule)).c_str(), runs.size(), timer.wall_seconds(),
+              timer.cpu_seconds());
+  EXPECT_EQ(mismatches.count(), 0u) << ScaleRuleName(kRule);
 }
 
 template <class Traits>
@@ -118,26 +174,26 @@ Params ParamsOf() {
   return {Traits::kEmax, Traits::kMantissaBits, Traits::kMaxNormal};
 }
 
-// One test per (format, rule), each a few seconds to ~30 s on 2 cores.
-#define TRNMX_SWEEP_STD(Name, Traits, TosaT, TosaE4M3)                                         \
-  TEST(ScaleRuleExhaustive, Name##OcpFloor) {                                          \
-    const Params p = ParamsOf<Traits>();                                               \
-    Sweep<Traits>(ScaleRule::kOcpFloor, [p](float x) { return RefOcpFloor(x, p); });   \
-  }                                                                                    \
-  TEST(ScaleRuleExhaustive, Name##Ceil) {                                              \
-    const Params p = ParamsOf<Traits>();                                               \
-    Sweep<Traits>(ScaleRule::kCeil, [p](float x) { return RefCeil(x, p); });           \
-  }                                                                                    \
-  TEST(ScaleRuleExhaustive, Name##Even) {                                              \
-    const Params p = ParamsOf<Traits>();                                               \
-    Sweep<Traits>(ScaleRule::kEven, [p](float x) { return RefEven(x, p); });           \
-  }                                                                                    \
-  TEST(ScaleRuleExhaustive, Name##Rceil) {                                             \
-    const Params p = ParamsOf<Traits>();                                               \
-    Sweep<Traits>(ScaleRule::kRceil, [p](float x) { return RefRceil(x, p); });         \
-  }                                                                                    \
-  TEST(ScaleRuleExhaustive, Name##Tosa) {                                              \
-    Sweep<Traits>(ScaleRule::kTosa, [](float x) { return RefTosa(x, TosaT, TosaE4M3); }); \
+// One test per (format, rule), each a few seconds (kGgml: tens of seconds).
+#define TRNMX_SWEEP_STD(Name, Traits, TosaT, TosaE4M3)                                    \
+  TEST(ScaleRuleExhaustive, Name##OcpFloor) {                                             \
+    const Params p = ParamsOf<Traits>();                                                  \
+    Sweep<Traits, ScaleRule::kOcpFloor>([p](float x) { return RefOcpFloor(x, p); });      \
+  }                                                                                       \
+  TEST(ScaleRuleExhaustive, Name##Ceil) {                                                 \
+    const Params p = ParamsOf<Traits>();                                                  \
+    Sweep<Traits, ScaleRule::kCeil>([p](float x) { return RefCeil(x, p); });              \
+  }                                                                                       \
+  TEST(ScaleRuleExhaustive, Name##Even) {                                                 \
+    const Params p = ParamsOf<Traits>();                                                  \
+    Sweep<Traits, ScaleRule::kEven>([p](float x) { return RefEven(x, p); });              \
+  }                                                                                       \
+  TEST(ScaleRuleExhaustive, Name##Rceil) {                                                \
+    const Params p = ParamsOf<Traits>();                                                  \
+    Sweep<Traits, ScaleRule::kRceil>([p](float x) { return RefRceil(x, p); });            \
+  }                                                                                       \
+  TEST(ScaleRuleExhaustive, Name##Tosa) {                                                 \
+    Sweep<Traits, ScaleRule::kTosa>([](float x) { return RefTosa(x, TosaT, TosaE4M3); }); \
   }
 
 // TOSA thresholds T: the first value that overflows after RNE, except E4M3,
@@ -150,19 +206,20 @@ TRNMX_SWEEP_STD(E2M1, Fp4E2M1Traits, 7.0, false)
 #undef TRNMX_SWEEP_STD
 
 TEST(ScaleRuleExhaustive, E4M3Nki) {
-  Sweep<Fp8E4M3Traits>(ScaleRule::kNki, [](float x) { return RefNki(x, 7); });
+  Sweep<Fp8E4M3Traits, ScaleRule::kNki>([](float x) { return RefNki(x, 7); });
 }
 TEST(ScaleRuleExhaustive, E5M2Nki) {
-  Sweep<Fp8E5M2Traits>(ScaleRule::kNki, [](float x) { return RefNki(x, 14); });
+  Sweep<Fp8E5M2Traits, ScaleRule::kNki>([](float x) { return RefNki(x, 14); });
 }
 TEST(ScaleRuleExhaustive, E2M1Nki) {
-  Sweep<Fp4E2M1Traits>(ScaleRule::kNki, [](float x) { return RefNki(x, 2); });
+  Sweep<Fp4E2M1Traits, ScaleRule::kNki>([](float x) { return RefNki(x, 2); });
 }
 TEST(ScaleRuleExhaustive, E2M1Ggml) {
-  Sweep<Fp4E2M1Traits>(ScaleRule::kGgml, [](float x) { return RefGgml(x); });
+  Sweep<Fp4E2M1Traits, ScaleRule::kGgml>([](float x) { return RefGgml(x); },
+                                         /*every_input=*/true);
 }
 TEST(ScaleRuleExhaustive, MxInt8OcpFloor) {
-  Sweep<MxInt8Traits>(ScaleRule::kOcpFloor, [](float x) { return Clamp(FloorLog2(x) + 127); });
+  Sweep<MxInt8Traits, ScaleRule::kOcpFloor>([](float x) { return Clamp(FloorLog2(x) + 127); });
 }
 
 }  // namespace
