@@ -116,7 +116,8 @@ case "$mode" in
     command -v conan >/dev/null || { log "conan could not be installed"; exit 1; }
     need_golden_python
     timed configure configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON \
-      -DTRNMX_BUILD_BENCHMARKS=ON -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON"
+      -DTRNMX_BUILD_BENCHMARKS=ON -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON" \
+      -DCMAKE_POSITION_INDEPENDENT_CODE=ON  # PIC objects: abi.exports links them into a .so
     timed build cmake --build build/test -j "$jobs"
     log "running all tests (labels: unit golden cli consumer emulator exhaustive)"
     # ctest ends with its time per label (sec*proc: the sum of the tests' wall times).

@@ -38,6 +38,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "trnmx/export.h"
+
 namespace trnmx {
 
 // Non-owning reference to a callable `void(std::size_t)`; cheap to copy.
@@ -61,7 +63,7 @@ class TaskRef {
   void (*call_)(void*, std::size_t);
 };
 
-class Executor {
+class TRNMX_API Executor {
  public:
   virtual ~Executor() = default;
   // Threads that may run tasks at once (>= 1), the calling thread included.
@@ -69,7 +71,7 @@ class Executor {
   virtual void ParallelFor(std::size_t num_tasks, TaskRef body) = 0;
 };
 
-class SerialExecutor final : public Executor {
+class TRNMX_API SerialExecutor final : public Executor {
  public:
   std::size_t NumThreads() const noexcept override { return 1; }
   void ParallelFor(std::size_t num_tasks, TaskRef body) override {
@@ -77,7 +79,7 @@ class SerialExecutor final : public Executor {
   }
 };
 
-class ThreadPoolExecutor final : public Executor {
+class TRNMX_API ThreadPoolExecutor final : public Executor {
  public:
   // num_threads = 0: one per hardware thread (std::thread::hardware_concurrency).
   // Throws std::runtime_error if the threads cannot be created.
@@ -98,7 +100,7 @@ class ThreadPoolExecutor final : public Executor {
 // The opt-in process-wide pool described above; created on the first call,
 // never by trnmx itself. Thread-safe to obtain; ParallelFor calls from
 // several application threads are serialised by the pool.
-Executor& DefaultExecutor();
+TRNMX_API Executor& DefaultExecutor();
 
 }  // namespace trnmx
 

@@ -74,6 +74,7 @@
 #include <memory>
 
 #include "trnmx/executor.h"
+#include "trnmx/export.h"
 #include "trnmx/formats/types.h"
 #include "trnmx/mx_view.h"
 #include "trnmx/options.h"
@@ -145,8 +146,8 @@ struct GemmParams {
 
 // C = alpha * A * B + beta * C (+ bias). executor == nullptr: the calling
 // thread only (executor.h); pass &DefaultExecutor() or your own pool for threads.
-Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
-            const GemmParams& params = {}, Executor* executor = nullptr);
+TRNMX_API Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+                      const GemmParams& params = {}, Executor* executor = nullptr);
 
 // B packed once for many multiplications (weights), owned by this object:
 // FP32 -> 32-column FP32 panels (K x 32 each); BF16 -> 32-column panels of
@@ -155,7 +156,7 @@ Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
 // while packing each call, or read by the MX x MX kernels). The layout is
 // internal and does not depend on the SIMD target, so results equal Gemm()
 // with the unpacked B, bit for bit, on every target.
-class PackedWeights {
+class TRNMX_API PackedWeights {
  public:
   static StatusOr<PackedWeights> Pack(const GemmOperand& b, Executor* executor = nullptr);
   PackedWeights(PackedWeights&&) noexcept;
@@ -175,8 +176,8 @@ class PackedWeights {
   std::unique_ptr<Impl> impl_;
 };
 
-Status Gemm(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
-            const GemmParams& params = {}, Executor* executor = nullptr);
+TRNMX_API Status Gemm(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
+                      const GemmParams& params = {}, Executor* executor = nullptr);
 
 }  // namespace trnmx
 

@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "trnmx/executor.h"
+#include "trnmx/export.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/mx_format.h"
 #include "trnmx/formats/mx_pack.h"
@@ -112,10 +113,10 @@ struct MxQuantizeOptions {
 // Whether `rule` is accepted for `format`: the element format's rules
 // (scale_rule.h IsScaleRuleDefined; MXINT8: kOcpFloor only; kNki not for
 // FP6; kGgml E2M1 only), and for NVFP4 only kOcpFloor (ignored there).
-bool IsScaleRuleDefinedFor(MxFormat format, ScaleRule rule);
+TRNMX_API bool IsScaleRuleDefinedFor(MxFormat format, ScaleRule rule);
 // Whether `special` is accepted for `format` (kInfPassThrough: MXFP8 E5M2 only;
 // NVFP4: kDefault only).
-bool IsSpecialBlockDefinedFor(MxFormat format, SpecialBlock special);
+TRNMX_API bool IsSpecialBlockDefinedFor(MxFormat format, SpecialBlock special);
 
 // OK, or kInvalidArgument naming the bad field: a value outside its enum
 // (format, rule, special, axis, rounding, overflow, NaN, subnormals, int8
@@ -123,15 +124,15 @@ bool IsSpecialBlockDefinedFor(MxFormat format, SpecialBlock special);
 // nvfp4_global_amax that is negative, NaN or infinite.
 //   CheckMxQuantizeOptions(MxFormat::kMxfp6E2M3, {.rule = ScaleRule::kNki})
 //     -> INVALID_ARGUMENT: scale rule nki is not defined for mxfp6-e2m3 ...
-Status CheckMxQuantizeOptions(MxFormat format, const MxQuantizeOptions& options);
+TRNMX_API Status CheckMxQuantizeOptions(MxFormat format, const MxQuantizeOptions& options);
 
 // NVFP4 per-tensor scales (formats.md section 8, TE core_nvfp4.cuh):
 //   S_enc = fl32(448 * 6 / global_amax), then min(S_enc, FLT_MAX); 1.0 when
 //   global_amax == 0 or S_enc == 0 (global_amax = +Inf), or global_amax is NaN.
 //   decode scale S_dec = fl32(1 / S_enc)  (stored as MxTensorView::tensor_scale)
 //   Nvfp4EncodeScale(2688.0f) == 1.0f; Nvfp4EncodeScale(0.0f) == 1.0f
-float Nvfp4EncodeScale(float global_amax);
-float Nvfp4DecodeScale(float encode_scale);
+TRNMX_API float Nvfp4EncodeScale(float global_amax);
+TRNMX_API float Nvfp4DecodeScale(float encode_scale);
 
 // Checks a view before anything reads it; OK or an error naming the problem:
 //   - format or axis outside its enum; line_length so large that the block
@@ -145,9 +146,9 @@ float Nvfp4DecodeScale(float encode_scale);
 //   - tensor_scale: NVFP4 needs a finite value > 0; MX formats need exactly 1.
 // The buffers' sizes are not known to a view: the caller guarantees that the
 // ranges above are allocated.
-Status CheckMxView(const MxTensorView& view);
+TRNMX_API Status CheckMxView(const MxTensorView& view);
 // Same checks for a destination, except tensor_scale (an output there).
-Status CheckMxSpan(const MxTensorSpan& span);
+TRNMX_API Status CheckMxSpan(const MxTensorSpan& span);
 
 // ---------------------------------------------------------------------------
 // Owning tensor.
@@ -156,7 +157,7 @@ Status CheckMxSpan(const MxTensorSpan& span);
 // An MX tensor in its own memory with the minimal strides
 // (codes_stride = shape.line_code_bytes(), scales_stride = line_scale_bytes()).
 // Copyable and movable; a moved-from tensor is empty (0 x 0).
-class MxTensor {
+class TRNMX_API MxTensor {
  public:
   MxTensor() = default;
 
@@ -220,17 +221,21 @@ class MxTensor {
 //   MxTensorSpan d = t.span();              // t: MxTensor of the right shape
 //   Status st = QuantizeMxInto(src, d);     // d.tensor_scale now set
 //   t.set_tensor_scale(d.tensor_scale);
-Status QuantizeMxInto(Fp32MatrixView src, MxTensorSpan& dst, const MxQuantizeOptions& options = {},
-                      Executor* executor = nullptr);
-Status QuantizeMxInto(Bf16MatrixView src, MxTensorSpan& dst, const MxQuantizeOptions& options = {},
-                      Executor* executor = nullptr);
+TRNMX_API Status QuantizeMxInto(Fp32MatrixView src, MxTensorSpan& dst,
+                                const MxQuantizeOptions& options = {},
+                                Executor* executor = nullptr);
+TRNMX_API Status QuantizeMxInto(Bf16MatrixView src, MxTensorSpan& dst,
+                                const MxQuantizeOptions& options = {},
+                                Executor* executor = nullptr);
 
 // Allocates an MxTensor of shape {format, src.rows, src.cols, options.axis}
 // and quantizes into it (QuantizeMxInto, same errors).
-StatusOr<MxTensor> QuantizeMx(Fp32MatrixView src, MxFormat format,
-                              const MxQuantizeOptions& options = {}, Executor* executor = nullptr);
-StatusOr<MxTensor> QuantizeMx(Bf16MatrixView src, MxFormat format,
-                              const MxQuantizeOptions& options = {}, Executor* executor = nullptr);
+TRNMX_API StatusOr<MxTensor> QuantizeMx(Fp32MatrixView src, MxFormat format,
+                                        const MxQuantizeOptions& options = {},
+                                        Executor* executor = nullptr);
+TRNMX_API StatusOr<MxTensor> QuantizeMx(Bf16MatrixView src, MxFormat format,
+                                        const MxQuantizeOptions& options = {},
+                                        Executor* executor = nullptr);
 
 // dst(r, c) = the value of element (r, c): decode(code) * 2^(scale - 127) as
 // one FP32 multiply for MX formats (exact unless it overflows to +-Inf; scale
@@ -241,7 +246,8 @@ StatusOr<MxTensor> QuantizeMx(Bf16MatrixView src, MxFormat format,
 // Errors (nothing is written): CheckMxView(src), dst size differs from
 // src.shape, dst.data null or misaligned while it has elements, dst.row_stride
 // < dst.cols, or dst overlapping the codes or scales.
-Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* executor = nullptr);
+TRNMX_API Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst,
+                              Executor* executor = nullptr);
 
 // ---------------------------------------------------------------------------
 // GGML MXFP4 interchange (llama.cpp block_mxfp4, formats.md section 9).
@@ -259,13 +265,13 @@ inline constexpr std::size_t kGgmlMxfp4BlockBytes = 17;
 
 // Bytes of a rows x cols GGML MXFP4 tensor (cols a multiple of 32); 0 when it
 // would overflow size_t.
-std::size_t GgmlMxfp4Bytes(std::size_t rows, std::size_t cols);
+TRNMX_API std::size_t GgmlMxfp4Bytes(std::size_t rows, std::size_t cols);
 
 // Writes the row-axis MXFP4 tensor `src` as GgmlMxfp4Bytes(rows, cols) bytes
 // at the start of `out`. Errors (nothing written): CheckMxView(src), format not
 // MXFP4, BlockAxis::kCols, cols not a multiple of 32, out too small, or a scale
 // FF (the error names its row and block).
-Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out);
+TRNMX_API Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out);
 
 // Reads rows x cols values of GGML MXFP4 (in.size() must be exactly
 // GgmlMxfp4Bytes(rows, cols)) into a row-axis MXFP4 tensor; the exact inverse
@@ -273,8 +279,8 @@ Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t> out);
 // scale FF (naming its row and block).
 //   std::vector<std::uint8_t> blob = ...;    // 17 bytes per 32 values
 //   StatusOr<MxTensor> t = ImportGgmlMxfp4(blob, rows, cols);
-StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t rows,
-                                   std::size_t cols);
+TRNMX_API StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t rows,
+                                             std::size_t cols);
 
 }  // namespace trnmx
 

@@ -24,6 +24,8 @@
 #include <utility>
 #include <variant>
 
+#include "trnmx/export.h"
+
 namespace trnmx {
 
 enum class StatusCode {
@@ -36,9 +38,9 @@ enum class StatusCode {
   kInternal,            // A broken invariant of trnmx itself.
 };
 
-std::string_view StatusCodeName(StatusCode code);
+TRNMX_API std::string_view StatusCodeName(StatusCode code);
 
-class [[nodiscard]] Status {
+class [[nodiscard]] TRNMX_API Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -63,7 +65,7 @@ inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std:
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // Thrown by StatusOr<T>::value() on an error status (with exceptions on).
-class StatusError : public std::runtime_error {
+class TRNMX_API StatusError : public std::runtime_error {
  public:
   explicit StatusError(Status status)
       : std::runtime_error(status.ToString()), status_(std::move(status)) {}
@@ -76,7 +78,7 @@ class StatusError : public std::runtime_error {
 namespace internal {
 // Prints the message described at the top of this file and aborts. Defined
 // in the library, so that it works whatever the caller's exception setting.
-[[noreturn]] void AbortOnErrorValueAccess(const Status& status) noexcept;
+[[noreturn]] TRNMX_API void AbortOnErrorValueAccess(const Status& status) noexcept;
 }  // namespace internal
 
 // Either a T or an error Status.

@@ -54,6 +54,7 @@
 #include <span>
 
 #include "trnmx/executor.h"
+#include "trnmx/export.h"
 #include "trnmx/formats/format_list.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/types.h"
@@ -74,11 +75,12 @@ namespace trnmx {
 //                     Executor* executor = nullptr);
 //
 // See the file comment for the contract.
-#define TRNMX_X(Code, ...)                                                                    \
-  Status BulkEncode(std::span<const float> in, std::span<Code> out,                            \
-                    const EncodeOptions& options = {}, Executor* executor = nullptr,           \
-                    std::span<const std::uint32_t> random_bits = {});                          \
-  Status BulkDecode(std::span<const Code> in, std::span<float> out, Executor* executor = nullptr);
+#define TRNMX_X(Code, ...)                                                                     \
+  TRNMX_API Status BulkEncode(std::span<const float> in, std::span<Code> out,                  \
+                              const EncodeOptions& options = {}, Executor* executor = nullptr, \
+                              std::span<const std::uint32_t> random_bits = {});                \
+  TRNMX_API Status BulkDecode(std::span<const Code> in, std::span<float> out,                  \
+                              Executor* executor = nullptr);
 TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
 #undef TRNMX_X
 
@@ -87,9 +89,10 @@ TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_X)
 //   const float x[] = {0.5f, 6.0f, -1.0f};
 //   std::uint8_t p[2];
 //   trnmx::BulkEncodePackedFp4(x, p);   // p = {0x71, 0x0A}
-Status BulkEncodePackedFp4(std::span<const float> in, std::span<std::uint8_t> packed,
-                           const EncodeOptions& options = {}, Executor* executor = nullptr,
-                           std::span<const std::uint32_t> random_bits = {});
+TRNMX_API Status BulkEncodePackedFp4(std::span<const float> in, std::span<std::uint8_t> packed,
+                                     const EncodeOptions& options = {},
+                                     Executor* executor = nullptr,
+                                     std::span<const std::uint32_t> random_bits = {});
 
 // Packed FP4 E2M1 -> FP32: out.size() values from packed.size() ==
 // (out.size() + 1) / 2 bytes.
@@ -97,8 +100,8 @@ Status BulkEncodePackedFp4(std::span<const float> in, std::span<std::uint8_t> pa
 //   const std::uint8_t p[] = {0x71, 0x0A};
 //   float y[3];
 //   trnmx::BulkDecodePackedFp4(p, y);   // y = {0.5, 6, -1}
-Status BulkDecodePackedFp4(std::span<const std::uint8_t> packed, std::span<float> out,
-                           Executor* executor = nullptr);
+TRNMX_API Status BulkDecodePackedFp4(std::span<const std::uint8_t> packed, std::span<float> out,
+                                     Executor* executor = nullptr);
 
 }  // namespace trnmx
 

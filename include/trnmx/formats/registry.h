@@ -15,6 +15,7 @@
 #include <span>
 #include <string_view>
 
+#include "trnmx/export.h"
 #include "trnmx/formats/format_id.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/options.h"
@@ -39,10 +40,10 @@ struct FormatInfo {
 };
 
 // Every format, in the order of the Format enum.
-std::span<const FormatInfo> AllFormats();
-const FormatInfo& GetFormatInfo(Format format);
+TRNMX_API std::span<const FormatInfo> AllFormats();
+TRNMX_API const FormatInfo& GetFormatInfo(Format format);
 // Parses a command-line name (case-sensitive); the error lists the valid names.
-StatusOr<Format> ParseFormatName(std::string_view name);
+TRNMX_API StatusOr<Format> ParseFormatName(std::string_view name);
 
 // Options of a runtime-chosen conversion. E8M0 has no default rounding
 // (formats.md D10): encoding to kScaleE8M0 without `e8m0_rounding` fails.
@@ -57,14 +58,15 @@ struct ConvertOptions {
 // not empty, receives each conversion's EncodeFlags. Errors (nothing is
 // written): length mismatch, missing random bits or E8M0 rounding.
 // kFp32 is the identity (with Subnormals::kFlush honoured).
-Status EncodeScalars(Format format, std::span<const float> in, std::span<std::uint32_t> codes,
-                     const ConvertOptions& options,
-                     std::span<const std::uint32_t> random_bits = {},
-                     std::span<std::uint8_t> flags = {});
+TRNMX_API Status EncodeScalars(Format format, std::span<const float> in,
+                               std::span<std::uint32_t> codes, const ConvertOptions& options,
+                               std::span<const std::uint32_t> random_bits = {},
+                               std::span<std::uint8_t> flags = {});
 
 // Decodes codes[i] to out[i]. A code with bits above the format's width is
 // kOutOfRange, naming its index; nothing is written then.
-Status DecodeScalars(Format format, std::span<const std::uint32_t> codes, std::span<float> out);
+TRNMX_API Status DecodeScalars(Format format, std::span<const std::uint32_t> codes,
+                               std::span<float> out);
 
 }  // namespace trnmx
 
