@@ -5,7 +5,7 @@
 #   tools/run.sh demo                 main job: MX quantization errors and a checked MXFP4
 #                                     GEMM (trnmx demo), then a GEMM on the Trainium3
 #                                     emulator with its report and check (trnmx-emu gemm)
-#   tools/run.sh test [ctest args]    build everything, run every test (all labels)
+#   tools/run.sh test [ctest args]    build what the tests need (not the benchmarks), run every test
 #   tools/run.sh sanitize             unit tests under ASan + UBSan
 #   tools/run.sh bench [bench args]   build and run the benchmarks
 #
@@ -116,7 +116,7 @@ case "$mode" in
     command -v conan >/dev/null || { log "conan could not be installed"; exit 1; }
     need_golden_python
     timed configure configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON \
-      -DTRNMX_BUILD_BENCHMARKS=ON -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON" \
+      -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON" \
       -DCMAKE_POSITION_INDEPENDENT_CODE=ON  # PIC objects: abi.exports links them into a .so
     timed build cmake --build build/test -j "$jobs"
     log "running all tests (labels: unit golden cli consumer emulator exhaustive)"

@@ -6,7 +6,7 @@
 #   run_consumer_test.sh find_package CONSUMER_SRC WORK_DIR PREFIX VERSION GENERATOR CXX CONFIG [CXXFLAGS]
 #   run_consumer_test.sh add_subdirectory CONSUMER_SRC WORK_DIR TRNMX_SOURCE_DIR VERSION GENERATOR CXX CONFIG [CXXFLAGS]
 #   run_consumer_test.sh pkg_config   CONSUMER_SRC WORK_DIR PREFIX LIBDIR VERSION CXX [CXXFLAGS]
-#   run_consumer_test.sh conan        CONAN RECIPE_DIR PROFILE
+#   run_consumer_test.sh conan        CONAN RECIPE_DIR PROFILE [CONAN_CREATE_ARGS...]
 #
 # Exit status 77 means "skipped" (a tool is missing); ctest reports it as such.
 # TRNMX_CONSUMER_INLINE=ON (set by ctest when xsimd 8 is found) also builds and
@@ -149,6 +149,7 @@ case "$mode" in
 
   conan)
     conan=$1 recipe=$2 profile=$3
+    shift 3
     if ! command -v "$conan" >/dev/null; then
       echo "conan not found ('$conan'): skipped (python3 -m pip install conan)"
       exit 77
@@ -156,7 +157,7 @@ case "$mode" in
     run "$conan" --version
     step "conan create (offline: -nr, dependencies from [platform_requires] in $profile)"
     start=$(date +%s)
-    run "$conan" create "$recipe" -pr:a "$profile" --build=missing -nr \
+    run "$conan" create "$recipe" -pr:a "$profile" --build=missing -nr "$@" \
       || die "conan create $recipe failed"
     echo "conan create took $(( $(date +%s) - start )) s"
     ;;
