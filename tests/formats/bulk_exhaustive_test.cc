@@ -2,16 +2,24 @@
 // the best Highway target of this CPU, against the scalar codec
 // (EncodeWithFlags), bit for bit: BF16, FP16, E2M3, E3M2 and E2M1 with their
 // default policies, E4M3 and E5M2 under each overflow policy (kSatFinite
-// default, kNonSat, kMlDtypesSat). Each test makes one pass over the inputs
-// and checks all of its formats on every chunk; two threads. The per-target
-// unit tests (bulk_test.cc) cover the other targets and policies on sampled
-// inputs. ctest label: exhaustive.
+// default, kNonSat, kMlDtypesSat), and every format under the ml_dtypes
+// options of ml_dtypes_options.h (MlDtypes* tests). Each test makes one pass
+// over the inputs and checks all of its formats on every chunk; two threads.
+// The per-target unit tests (bulk_test.cc) cover the other targets and
+// policies on sampled inputs. ctest label: exhaustive.
+//
+// The MlDtypes* tests are one link of the chain that proves trnmx equal to
+// ml_dtypes over all 2^32 inputs: golden_digest_test (golden_test.cc) hashes
+// the bulk codec's codes under these options and compares with ml_dtypes'
+// digests, and these tests show the bulk codes equal to the scalar codec's
+// under exactly the same options on every input.
 //
 // The scalar codec is asked once per run of inputs between the breakpoints of
 // the format's table oracle (oracle.h DecisionBreakpoints), where the
-// exhaustive scalar sweep (exhaustive_sweep_test.cc) shows it to be constant;
-// each run's code is taken at its first input and must be the same at its
-// last. NaN codes carry the payload and are asked per input.
+// exhaustive scalar sweep (exhaustive_sweep_test.cc) shows it to be constant
+// under every overflow policy; each run's code is taken at its first input
+// and must be the same at its last. NaN codes carry the payload (and depend
+// on the NaN policy) and are asked per input.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
@@ -23,6 +31,7 @@
 #include <mutex>
 #include <vector>
 
+#include "formats/ml_dtypes_options.h"
 #include "formats/oracle.h"
 #include "formats/sweep_runs.h"
 #include "trnmx/executor.h"
@@ -150,6 +159,26 @@ TEST(BulkExhaustive, Fp6AndFp4Defaults) {
   SweepAllInputs(Check<Fp6E2M3, kDefault>("e2m3", kSpecE2M3),
                  Check<Fp6E3M2, kDefault>("e3m2", kSpecE3M2),
                  Check<Fp4E2M1, kDefault>("e2m1", kSpecE2M1));
+}
+
+// The ml_dtypes options of the golden digests (golden_test.cc), FP8 and 16-bit.
+TEST(BulkExhaustive, MlDtypesFp8Bf16Fp16) {
+  SweepAllInputs(Check<Fp8E4M3, kAstype>("e4m3 astype", kSpecE4M3),
+                 Check<Fp8E4M3, kClipAstype>("e4m3 clip_astype", kSpecE4M3),
+                 Check<Fp8E5M2, kAstype>("e5m2 astype", kSpecE5M2),
+                 Check<Fp8E5M2, kClipAstype>("e5m2 clip_astype", kSpecE5M2),
+                 Check<Bf16, kBf16Astype>("bf16 astype", kSpecBf16),
+                 Check<Fp16, kFp16Astype>("fp16 astype", kSpecFp16));
+}
+
+// The ml_dtypes options of the golden digests (golden_test.cc), FP6 and FP4.
+TEST(BulkExhaustive, MlDtypesFp6Fp4) {
+  SweepAllInputs(Check<Fp6E2M3, kAstype>("e2m3 astype", kSpecE2M3),
+                 Check<Fp6E2M3, kClipAstype>("e2m3 clip_astype", kSpecE2M3),
+                 Check<Fp6E3M2, kAstype>("e3m2 astype", kSpecE3M2),
+                 Check<Fp6E3M2, kClipAstype>("e3m2 clip_astype", kSpecE3M2),
+                 Check<Fp4E2M1, kAstype>("e2m1 astype", kSpecE2M1),
+                 Check<Fp4E2M1, kClipAstype>("e2m1 clip_astype", kSpecE2M1));
 }
 
 }  // namespace

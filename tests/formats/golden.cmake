@@ -3,7 +3,7 @@
 # tests/formats/CMakeLists.txt.
 #   golden_boundary_test  boundary table, milliseconds       labels golden;unit
 #   golden_digest_test    SHA-256 over 2^32 inputs per        labels exhaustive;golden
-#                         (format, policy), ~30-60 s each; one gtest per job so
+#                         (format, policy), ~10-30 s each; one gtest per job so
 #                         `ctest -j` runs them in parallel. Needs OpenSSL
 #                         (libssl-dev); without it, reported and not built.
 find_package(OpenSSL QUIET)
