@@ -9,8 +9,20 @@
 # AVX3), plus AVX3_DL, which Highway 1.0.3 compiles only on request
 # (HWY_WANT_AVX3_DL). The tests read the same target list
 # (hwy::SupportedAndGeneratedTargets) and so run on each of these targets.
+#
+# TRNMX_HWY_DISABLED_TARGETS leaves targets out of a build (Highway's
+# HWY_DISABLED_TARGETS, e.g. "HWY_SSSE3|HWY_SSE4"). tools/run.sh sanitize uses
+# it: SSSE3 and SSE4 are the same Highway code as AVX2 at another width, and
+# compiling every target under ASan is most of that build's time. Release
+# builds compile them all.
+set(TRNMX_HWY_DISABLED_TARGETS "" CACHE STRING
+  "Highway targets not to compile (HWY_DISABLED_TARGETS expression); empty: all")
 function(trnmx_set_compile_options target)
   target_compile_definitions(${target} PRIVATE HWY_WANT_AVX3_DL)
+  if(TRNMX_HWY_DISABLED_TARGETS)
+    target_compile_definitions(${target} PRIVATE
+      "HWY_DISABLED_TARGETS=(${TRNMX_HWY_DISABLED_TARGETS})")
+  endif()
   target_compile_options(${target} PRIVATE
     $<$<CXX_COMPILER_ID:GNU,Clang>:-ffp-contract=off -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>
     $<$<AND:$<BOOL:${TRNMX_WERROR}>,$<CXX_COMPILER_ID:GNU,Clang>>:-Werror>)
