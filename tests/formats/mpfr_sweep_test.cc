@@ -3,22 +3,33 @@
 // MPFR (formats.md section 13): precision m + 1, emin = 2 - bias - m, then
 // mpfr_subnormalize. Overflow is decided on the MPFR result (> MAX) and the
 // code built from the double value by frexp arithmetic, so nothing here
-// shares code with trnmx's codec or the table oracle. Inputs outside the
-// window round to zero/min-subnormal or overflow; the table-oracle sweep
-// covers them. RNE on both signs, RZ on positive inputs. Label: exhaustive.
+// shares code with trnmx's codec or the table oracle (whose breakpoints only
+// say where MPFR is asked; see MpfrRuns). Inputs outside the window round to
+// zero/min-subnormal or overflow; the table-oracle sweep covers them. RNE on
+// both signs, RZ on positive inputs. Label: exhaustive.
 #include <gtest/gtest.h>
 #include <mpfr.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "formats/oracle.h"
+#include "formats/sweep_runs.h"
 #include "trnmx/formats/codec.h"
 
 namespace trnmx::test {
 namespace {
+
+std::string Hex(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
 
 // Code of a representable finite value v of `spec`, by exponent arithmetic.
 std::uint32_t CodeOfValue(const FormatSpec& spec, double v) {
@@ -55,48 +66,96 @@ class MpfrRounder {
   mpfr_t value_;
 };
 
+// MPFR's answer for every input of the window, computed once per run. The
+// window is cut at the table oracle's decision breakpoints (its values and
+// midpoints, MAX's successor; sweep_runs.h) and MPFR rounds both ends of each
+// run. Correct rounding is monotone in |x|, so when MPFR gives the same value
+// at both ends it gives that value for every input between them, and the
+// codec is then checked on every input against it. Ends that disagree mean
+// the breakpoints missed a rounding change: a failure, not a fallback. The
+// breakpoints only choose where MPFR is asked; every expected code is MPFR's.
+struct MpfrRun {
+  std::uint32_t first, last;           // |x| patterns, clipped to the window
+  std::uint32_t rne_pos, rne_neg, rz;  // expected codes (rz: positive inputs)
+};
+
 template <class Traits>
-void SweepWindow(const FormatSpec& spec) {
-  const auto start = std::chrono::steady_clock::now();
-  MpfrRounder mpfr(spec);
+std::vector<MpfrRun> MpfrRuns(const FormatSpec& spec, std::uint32_t lo_bits, std::uint32_t hi_bits,
+                              SweepMismatches& mismatches) {
+  MpfrRounder mpfr(spec);  // MPFR's exponent range is global: runs are built on one thread.
   const double max = Traits::kMaxNormal;
   const std::uint32_t max_code = Traits::kMaxMagnitudeCode;
-  const std::uint32_t lo_bits = std::bit_cast<std::uint32_t>(static_cast<float>(Traits::kMinSubnormal / 4));
-  const std::uint32_t hi_bits = std::bit_cast<std::uint32_t>(static_cast<float>(4 * max));
-  std::uint64_t checks = 0, mismatches = 0;
-  const auto expect = [&](std::uint32_t bits, const EncodeOptions& o, std::uint32_t want) {
+  const std::uint32_t neg = Traits::kSignMask;
+  // The codes MPFR gives x under RNE (kSatFinite: > MAX saturates) and RZ.
+  const auto rne_code = [&](float x) {
+    const double r = mpfr.Round(x, MPFR_RNDN);
+    return std::fabs(r) > max ? (std::signbit(r) ? neg : 0u) | max_code : CodeOfValue(spec, r);
+  };
+  const auto rz_code = [&](float x) {
+    // Round toward zero never passes MAX's binade carry beyond MAX + ulp;
+    // anything above MAX clamps to MAX (IEEE round-toward-zero overflow).
+    const double r = mpfr.Round(x, MPFR_RNDZ);
+    return std::fabs(r) > max ? max_code : CodeOfValue(spec, r);
+  };
+  std::vector<MpfrRun> out;
+  for (const BitRun& run : SplitAtBreakpoints(DecisionBreakpoints(TableOracle(spec)))) {
+    if (run.last < lo_bits || run.first > hi_bits) continue;
+    const std::uint32_t first = std::max(run.first, lo_bits), last = std::min(run.last, hi_bits);
+    const float a = std::bit_cast<float>(first), b = std::bit_cast<float>(last);
+    const MpfrRun r{first, last, rne_code(a), rne_code(-a), rz_code(a)};
+    if (rne_code(b) != r.rne_pos || rne_code(-b) != r.rne_neg || rz_code(b) != r.rz) {
+      mismatches.Add(1);
+      mismatches.Report(std::string(spec.name) + ": MPFR's rounding changes inside the run [0x" +
+                        Hex(first) + ", 0x" + Hex(last) + "]; the breakpoints miss a decision");
+      continue;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+template <class Traits>
+void SweepWindow(const FormatSpec& spec) {
+  const SweepTimer timer;
+  const std::uint32_t lo_bits =
+      std::bit_cast<std::uint32_t>(static_cast<float>(Traits::kMinSubnormal / 4));
+  const std::uint32_t hi_bits =
+      std::bit_cast<std::uint32_t>(static_cast<float>(4 * Traits::kMaxNormal));
+  SweepMismatches mismatches;
+  const std::vector<MpfrRun> runs = MpfrRuns<Traits>(spec, lo_bits, hi_bits, mismatches);
+  std::vector<BitRun> bit_runs;
+  for (const MpfrRun& r : runs) bit_runs.push_back({r.first, r.last});
+  std::atomic<std::uint64_t> checks{0};
+  const EncodeOptions rne{.overflow = Overflow::kSatFinite};
+  const EncodeOptions rz{.rounding = Rounding::kTowardZero};
+  const auto expect = [&](std::uint32_t bits, const EncodeOptions& o, std::uint32_t want,
+                          std::uint64_t& bad) {
     const std::uint32_t got = EncodeWithFlags<Traits>(std::bit_cast<float>(bits), o).code;
-    ++checks;
-    if (got != want && ++mismatches <= 10) {
-      ADD_FAILURE() << spec.name << " x=0x" << std::hex << bits << " rounding "
-                    << static_cast<int>(o.rounding) << ": got 0x" << got << " MPFR 0x" << want;
+    if (got != want && ++bad <= 10) {
+      mismatches.Report(std::string(spec.name) + " x=0x" + Hex(bits) + " rounding " +
+                        std::to_string(static_cast<int>(o.rounding)) + ": got 0x" + Hex(got) +
+                        " MPFR 0x" + Hex(want));
     }
   };
-  for (std::uint32_t abs_bits = lo_bits; abs_bits <= hi_bits; ++abs_bits) {
-    for (std::uint32_t sign : {0u, 0x80000000u}) {
-      const std::uint32_t bits = abs_bits | sign;
-      const std::uint32_t sign_code = sign ? Traits::kSignMask : 0;
-      const float x = std::bit_cast<float>(bits);
-      const double rne = mpfr.Round(x, MPFR_RNDN);
-      if (std::fabs(rne) > max) {
-        expect(bits, {.overflow = Overflow::kSatFinite}, sign_code | max_code);
-      } else {
-        expect(bits, {.overflow = Overflow::kSatFinite}, CodeOfValue(spec, rne));
-      }
-      if (sign == 0) {
-        const double rz = mpfr.Round(x, MPFR_RNDZ);
-        // Round toward zero never passes MAX's binade carry beyond MAX + ulp;
-        // anything above MAX clamps to MAX (IEEE round-toward-zero overflow).
-        expect(bits, {.rounding = Rounding::kTowardZero},
-               std::fabs(rz) > max ? max_code : CodeOfValue(spec, rz));
-      }
+  ParallelOverRuns(bit_runs, [&](std::size_t i, std::uint32_t first, std::uint32_t last) {
+    const MpfrRun& run = runs[i];
+    std::uint64_t bad = 0;
+    for (std::uint64_t abs_bits = first; abs_bits <= last; ++abs_bits) {
+      const auto bits = static_cast<std::uint32_t>(abs_bits);
+      expect(bits, rne, run.rne_pos, bad);
+      expect(bits | 0x80000000u, rne, run.rne_neg, bad);
+      expect(bits, rz, run.rz, bad);
     }
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s: MPFR %s, %llu checks on |x| in [0x%08x, 0x%08x], %llu mismatches, %.1f s\n",
-              spec.name, mpfr_get_version(), static_cast<unsigned long long>(checks), lo_bits,
-              hi_bits, static_cast<unsigned long long>(mismatches), seconds);
-  EXPECT_EQ(mismatches, 0u);
+    mismatches.Add(bad);
+    checks += 3 * (std::uint64_t{last} - first + 1);
+  });
+  std::printf(
+      "%s: MPFR %s at both ends of %zu runs, %llu codec checks on |x| in [0x%08x, 0x%08x], "
+      "%llu mismatches, %.1f s wall, %.1f s CPU\n",
+      spec.name, mpfr_get_version(), runs.size(), static_cast<unsigned long long>(checks.load()),
+      lo_bits, hi_bits, static_cast<unsigned long long>(mismatches.count()), timer.wall_seconds(),
+      timer.cpu_seconds());
+  EXPECT_EQ(mismatches.count(), 0u);
 }
 
 TEST(MpfrSweep, Fp8E4M3) { SweepWindow<Fp8E4M3Traits>(kSpecE4M3); }
