@@ -41,6 +41,11 @@ endif()
 if(TRNMX_SANITIZE)
   set(_trnmx_consumer_flags "-fsanitize=address,undefined")
 endif()
+# add_subdirectory and conan compile the library from source again. They test
+# how it is built and consumed, not its kernels (the test build itself runs
+# every Highway target), so they compile AVX2 and the EMU128 fallback only:
+# a third of the Highway code, minutes less CI (docs/testing.md).
+set(_trnmx_consumer_hwy_disabled "HWY_SSSE3|HWY_SSE4|HWY_AVX3|HWY_AVX3_DL")
 
 add_test(NAME consumer.install
   COMMAND "${_trnmx_consumer_driver}" install
@@ -58,7 +63,8 @@ add_test(NAME consumer.add_subdirectory
   COMMAND "${_trnmx_consumer_driver}" add_subdirectory
           "${_trnmx_consumer_src}" "${_trnmx_consumer_work}/add_subdirectory"
           "${PROJECT_SOURCE_DIR}" "${PROJECT_VERSION}" "${CMAKE_GENERATOR}"
-          "${CMAKE_CXX_COMPILER}" "$<CONFIG>" "${_trnmx_consumer_flags}")
+          "${CMAKE_CXX_COMPILER}" "$<CONFIG>" "${_trnmx_consumer_flags}"
+          "${_trnmx_consumer_hwy_disabled}")
 
 add_test(NAME consumer.pkg_config
   COMMAND "${_trnmx_consumer_driver}" pkg_config
@@ -87,11 +93,16 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/conan/conanfile.py")
   # Without the `trnmx` program (option tools): consumer.install already runs
   # the installed one, and leaving it out saves compiling its CLI11-heavy
   # sources a third time in CI. The library, the emulator, trnmx-emu and
-  # test_package's emulator call are built and run as a user gets them.
+  # test_package's emulator call are built and run as a user gets them, for
+  # the Highway targets above only: passed as a CMake variable through
+  # Conan's toolchain, and made part of the package id so that this cut-down
+  # build can never be taken from the cache for a full one.
   add_test(NAME consumer.conan
     COMMAND "${_trnmx_consumer_driver}" conan "${_trnmx_conan}"
             "${PROJECT_SOURCE_DIR}/conan" "${PROJECT_SOURCE_DIR}/conan/profiles/debian12"
-            -o "trnmx/*:tools=False")
+            -o "trnmx/*:tools=False"
+            -c "tools.cmake.cmaketoolchain:extra_variables={'TRNMX_HWY_DISABLED_TARGETS': '${_trnmx_consumer_hwy_disabled}'}"
+            -c "tools.info.package_id:confs=['tools.cmake.cmaketoolchain:extra_variables']")
   set_tests_properties(consumer.conan PROPERTIES
     LABELS "consumer;package"
     TIMEOUT 1800
