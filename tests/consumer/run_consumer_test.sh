@@ -159,7 +159,10 @@ case "$mode" in
     run "$conan" --version
     step "conan create (offline: -nr, dependencies from [platform_requires] in $profile)"
     start=$(date +%s)
-    run "$conan" create "$recipe" -pr:a "$profile" --build=missing -nr "$@" \
+    # --build="trnmx/*": the package is built from this checkout every time; a
+    # binary of the same recipe revision and package id left in the cache by
+    # an earlier run would otherwise stand in for it.
+    run "$conan" create "$recipe" -pr:a "$profile" --build=missing --build="trnmx/*" -nr "$@" \
       || die "conan create $recipe failed"
     echo "conan create took $(( $(date +%s) - start )) s"
     ;;
