@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -380,6 +381,119 @@ TEST(Gemm, RejectsBadRequests) {
   EXPECT_FALSE(LowerGemm(Trn("trn3"), Config(128, 128, 500, MatmulDtype::kMxfp8, 1)).ok());
   EXPECT_FALSE(LowerGemm(Trn("trn3"), Config(0, 128, 128, MatmulDtype::kBf16, 1)).ok());
   EXPECT_FALSE(LowerGemm(Trn("trn3"), Config(128, 128, 128, MatmulDtype::kBf16, 9)).ok());
+}
+
+TEST(Gemm, HugeGemmIsRefusedBeforeAppending) {
+  // 131072^3 MXFP8 fits HBM but would need ~10^8 instructions: refused with
+  // a clear error before anything is appended (it used to end in bad_alloc).
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<LoweredGemm> g =
+      LowerGemm(Trn("trn3"), Config(131072, 131072, 131072, MatmulDtype::kMxfp8, 8));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(g.status().message().find("67108864 matmuls"), std::string::npos)
+      << g.status().message();
+  EXPECT_NE(g.status().message().find("max_instructions"), std::string::npos);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+}
+
+TEST(GemmCompose, TwoKernelsChainInOneProgram) {
+  // Z = (X W1) W2 on two cores of one program: the second GEMM reads the
+  // first's output buffer and starts once every store of it has landed.
+  const Machine m = Trn("trn3");
+  const GemmConfig c1 = Config(512, 1024, 2048, MatmulDtype::kBf16, 2);
+  const GemmConfig c2 = Config(512, 768, 1024, MatmulDtype::kBf16, 2);
+  const GemmPlan plan1 = PlanGemm(m, c1).value();
+  const GemmPlan plan2 = PlanGemm(m, c2).value();
+  Program p = Program::Create(m, 2).value();
+  const BufferId x = p.AllocHbm("X", 512 * 2048 * 2).value();
+  const BufferId w1 = p.AllocHbm("W1", 1024 * 2048 * 2).value();
+  const BufferId y = p.AllocHbm("Y", 512 * 1024 * 2).value();
+  const BufferId w2 = p.AllocHbm("W2", 768 * 1024 * 2).value();
+  const BufferId z = p.AllocHbm("Z", 512 * 768 * 2).value();
+  const SemId y_ready[2] = {p.AddSemaphore(0, "y_ready").value(),
+                            p.AddSemaphore(1, "y_ready").value()};
+  GemmOperands first;
+  first.a = x;
+  first.b = w1;
+  first.c = y;
+  first.done_signals = {{y_ready[0], 1}, {y_ready[1], 1}};
+  const LoweredGemmKernel k1 = LowerGemmInto(p, plan1, first).value();
+  const int64_t after_first = p.instruction_count();
+  const StreamId first_stream_of_second = static_cast<StreamId>(p.streams().size());
+  GemmOperands second;
+  second.a = y;
+  second.b = w2;
+  second.c = z;
+  second.start_after = {{{y_ready[0], k1.stores}}, {{y_ready[1], k1.stores}}};
+  const LoweredGemmKernel k2 = LowerGemmInto(p, plan2, second).value();
+  EXPECT_EQ(k1.stores, (512 / 128) * (1024 / 512));  // C tiles of 128 x 512, both cores
+  EXPECT_GT(p.instruction_count(), after_first);
+
+  SimOptions o;
+  o.record_trace = true;
+  const SimResult r = Simulate(p, o).value();
+  // The first kernel's last store ends before the second kernel's first load starts.
+  int64_t last_store = 0, first_load = INT64_MAX;
+  for (const TraceRecord& t : r.trace) {
+    const Stream& s = p.streams()[t.stream];
+    const bool second_kernel = t.stream >= first_stream_of_second;  // its own DMA queues
+    if (s.name.find(".dma.store") != std::string::npos && !second_kernel) {
+      last_store = std::max(last_store, t.end_ps);
+    }
+    if (s.name.find(".dma.load") != std::string::npos && second_kernel) {
+      first_load = std::min(first_load, t.start_ps);
+    }
+  }
+  EXPECT_GT(last_store, 0);
+  EXPECT_GT(first_load, last_store);
+  // Each kernel frees its SBUF and PSUM: the chain needs no more than the larger kernel alone.
+  const LoweredGemm alone1 = LowerGemm(m, c1).value();
+  const LoweredGemm alone2 = LowerGemm(m, c2).value();
+  for (int core = 0; core < 2; ++core) {
+    EXPECT_EQ(p.sbuf_high_water(core),
+              std::max(alone1.program.sbuf_high_water(core), alone2.program.sbuf_high_water(core)));
+  }
+  // And it takes about as long as the two alone, one after the other.
+  const int64_t t1 = Simulate(alone1.program).value().end_ps;
+  const int64_t t2 = Simulate(alone2.program).value().end_ps;
+  EXPECT_GT(r.end_ps, std::max(t1, t2));
+  EXPECT_LT(r.end_ps, t1 + t2 + 2 * 1300000);  // + the DMA start latencies of the hand-over
+  EXPECT_EQ(k2.tile_ops.size(), LowerGemm(m, c2).value().tile_ops.size());
+}
+
+TEST(GemmCompose, OperandsAreChecked) {
+  const Machine m = Trn("trn3");
+  const GemmPlan plan = PlanGemm(m, Config(256, 256, 512, MatmulDtype::kMxfp8, 1)).value();
+  Program p = Program::Create(m, 1, 2).value();
+  GemmOperands ops;
+  ops.a = p.AllocHbm("A", 256 * 512).value();
+  ops.b = p.AllocHbm("B", 256 * 512).value();
+  ops.c = p.AllocHbm("C", 256 * 256 * 2).value();
+  ops.a_scales = p.AllocHbm("A_scale", 256 * 16).value();
+  ops.b_scales = p.AllocHbm("B_scale", 256 * 16).value();
+  auto expect_error = [&](const GemmOperands& o, const std::string& fragment) {
+    StatusOr<LoweredGemmKernel> k = LowerGemmInto(p, plan, o);
+    ASSERT_FALSE(k.ok());
+    EXPECT_EQ(k.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(k.status().message().find(fragment), std::string::npos) << k.status().message();
+  };
+  GemmOperands o = ops;
+  o.c_offset = 64;
+  expect_error(o, "C needs 131072 B at offset 64 of 'C' (131072 B)");
+  o = ops;
+  o.b_scales = -1;
+  expect_error(o, "B scales is not a buffer");
+  o = ops;
+  o.a = p.AllocHbm("A_on_chip1", 256 * 512, 1).value();
+  expect_error(o, "must be a live HBM buffer of chip 0");
+  o = ops;
+  o.first_core = 1;
+  expect_error(o, "cores [1, 2) of a chip outside the program's 1");
+  o = ops;
+  o.start_after = {{}, {}};
+  expect_error(o, "start_after has 2 entries; needs one per core (1)");
+  EXPECT_TRUE(LowerGemmInto(p, plan, ops).ok());
 }
 
 TEST(Report, TraceHasOneTrackPerEngineAndQueue) {

@@ -1,12 +1,12 @@
 // Program IR: allocation rules (capacity, alignment, PSUM banks, partition
 // quadrants), instruction validation with errors that name the buffer, and
 // the text dump.
-#include <sstream>
-#include <string>
+#include "trnmx/emu/program.h"
 
 #include <gtest/gtest.h>
 
-#include "trnmx/emu/program.h"
+#include <sstream>
+#include <string>
 
 namespace trnmx::emu {
 namespace {
@@ -102,9 +102,11 @@ TEST(ProgramValidate, MatmulLimitsPerDtype) {
   BufferId mv_scale = p.AllocSbuf(0, "mv_scale", 128).value();
   BufferId acc = p.AllocPsum(0, "acc", 2048).value();
   const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
-  EXPECT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kMxfp8, 512, 128, st_scale)).ok());
+  EXPECT_TRUE(
+      p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kMxfp8, 512, 128, st_scale)).ok());
   EXPECT_TRUE(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kMxfp8, 512, 128, 512,
-                                                       false, mv_scale)).ok());
+                                                       false, mv_scale))
+                  .ok());
   ExpectError(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 256, 128)),
               StatusCode::kInvalidArgument, "K = 256 outside [1, 128] for bf16");
   ExpectError(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kMxfp8, 512, 128)),
@@ -113,14 +115,15 @@ TEST(ProgramValidate, MatmulLimitsPerDtype) {
               StatusCode::kInvalidArgument, "M = 129");
   // The output tile needs 4 x 1024 B per partition; 'acc' has 2048.
   ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 128)).ok());
-  ExpectError(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 1024,
-                                                      false)),
-              StatusCode::kInvalidArgument, "output 'acc' holds 2048 B per partition, needs 4096 B");
+  ExpectError(
+      p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 1024, false)),
+      StatusCode::kInvalidArgument, "output 'acc' holds 2048 B per partition, needs 4096 B");
   // Moving operand too small: bf16 n=512 needs 1024 B per partition.
   BufferId tiny = p.AllocSbuf(0, "tiny", 512).value();
-  ExpectError(p.Append(pe, Instruction::MultiplyMoving(tiny, acc, MatmulDtype::kBf16, 128, 128, 512,
-                                                      false)),
-              StatusCode::kInvalidArgument, "moving 'tiny' holds 512 B per partition, needs 1024 B");
+  ExpectError(
+      p.Append(pe,
+               Instruction::MultiplyMoving(tiny, acc, MatmulDtype::kBf16, 128, 128, 512, false)),
+      StatusCode::kInvalidArgument, "moving 'tiny' holds 512 B per partition, needs 1024 B");
   // MX does not exist on Trainium2.
   Program q = MakeProgram("trn2");
   BufferId s2 = q.AllocSbuf(0, "s", 512).value();
@@ -137,8 +140,8 @@ TEST(ProgramValidate, MovingFreeLimitDiffersByGeneration) {
     BufferId acc = p.AllocPsum(0, "acc", 8192).value();
     const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
     ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 128)).ok());
-    Status s = p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 2048,
-                                                        false));
+    Status s = p.Append(
+        pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 2048, false));
     if (std::string(name) == "trn3") {
       EXPECT_TRUE(s.ok()) << s.ToString();  // v4: one matmul spans 4 banks
     } else {
@@ -169,7 +172,8 @@ TEST(ProgramValidate, EngineRulesAndSemaphores) {
   const StreamId q = p.AddDmaQueue(0, "store").value();
   EXPECT_TRUE(p.Append(q, Instruction::DmaCopy(out, hbm, 128 * 1024, 128)).ok());
   ExpectError(p.Append(q, Instruction::DmaCopy(out, hbm, 256 * 1024, 128)),
-              StatusCode::kInvalidArgument, "source 'out' holds 1024 B per partition, DMA writes 2048 B");
+              StatusCode::kInvalidArgument,
+              "source 'out' holds 1024 B per partition, DMA writes 2048 B");
   ExpectError(p.Append(q, Instruction::DmaCopy(out, hbm, 1024, 128, 0, (1 << 20) - 512)),
               StatusCode::kInvalidArgument, "destination 'C'");
 }
@@ -183,8 +187,7 @@ TEST(ProgramValidate, WaitsNeedAReachableValue) {
   Instruction copy = Instruction::Elementwise(Opcode::kTensorCopy, b, a, 128, 256, ElemType::kBf16,
                                               ElemType::kBf16);
   copy.waits = {{s0, 0}};
-  ExpectError(p.Append(p.EngineStream(0, EngineKind::kVector), copy),
-              StatusCode::kInvalidArgument,
+  ExpectError(p.Append(p.EngineStream(0, EngineKind::kVector), copy), StatusCode::kInvalidArgument,
               "waits for ready >= 0, which always holds; a wait needs a value >= 1");
   copy.waits = {{s0, 1}};
   EXPECT_TRUE(p.Append(p.EngineStream(0, EngineKind::kVector), copy).ok());
@@ -198,20 +201,22 @@ TEST(ProgramValidate, MultiplyMovingUsesTheLastLoadStationary) {
   BufferId mv = p.AllocSbuf(0, "mv", 1024).value();
   BufferId acc = p.AllocPsum(0, "acc", 2048).value();
   const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
-  ExpectError(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 64, 512,
-                                                      false)),
-              StatusCode::kFailedPrecondition, "MultiplyMoving without a LoadStationary");
+  ExpectError(
+      p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 64, 512, false)),
+      StatusCode::kFailedPrecondition, "MultiplyMoving without a LoadStationary");
   ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 64)).ok());
   for (int i = 0; i < 20000; ++i) {
-    ASSERT_TRUE(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 64, 512,
-                                                         i > 0)).ok());
+    ASSERT_TRUE(
+        p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 64, 512, i > 0))
+            .ok());
   }
-  ExpectError(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 512,
-                                                      true)),
-              StatusCode::kInvalidArgument, "k/m/dtype differ from the last LoadStationary");
+  ExpectError(
+      p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 512, true)),
+      StatusCode::kInvalidArgument, "k/m/dtype differ from the last LoadStationary");
   ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 128)).ok());
-  EXPECT_TRUE(p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 512,
-                                                       true)).ok());
+  EXPECT_TRUE(
+      p.Append(pe, Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 512, true))
+          .ok());
 }
 
 TEST(ProgramValidate, SemaphoreAndQueueLimits) {
@@ -239,6 +244,112 @@ TEST(ProgramDump, IsReadable) {
   EXPECT_NE(dump.find("0  DmaCopy 4096 B A -> a_tile over 128 partitions  signal a_ready+=1"),
             std::string::npos)
       << dump;
+}
+
+// Several chips: cores numbered across the program, HBM per chip.
+TEST(ProgramChips, CoresAreNumberedAcrossChips) {
+  const Machine m = LoadPresetMachine("trn3").value();
+  Program p = Program::Create(m, /*cores_per_chip=*/2, /*chips=*/3).value();
+  EXPECT_EQ(p.cores(), 6);
+  EXPECT_EQ(p.chips(), 3);
+  EXPECT_EQ(p.ChipOfCore(5), 2);
+  EXPECT_EQ(p.LocalCore(5), 1);
+  EXPECT_EQ(p.CoreId(1, 1), 3);
+  EXPECT_EQ(p.streams()[p.EngineStream(3, EngineKind::kTensor)].name, "chip1.core1.tensor");
+  EXPECT_EQ(p.streams()[p.EngineStream(3, EngineKind::kTensor)].chip, 1);
+  // Each chip has its own 144 GiB: 100 GiB fits on two chips but not twice on one.
+  const int64_t big = int64_t{100} << 30;
+  EXPECT_TRUE(p.AllocHbm("w0", big, 0).ok());
+  EXPECT_TRUE(p.AllocHbm("w1", big, 1).ok());
+  ExpectError(p.AllocHbm("w0b", big, 0).status(), StatusCode::kResourceExhausted, "on chip 0");
+  ExpectError(p.AllocHbm("w3", 64, 3).status(), StatusCode::kInvalidArgument, "chip 3 outside");
+  EXPECT_EQ(p.hbm_allocated(1), big);
+  BufferId t = p.AllocSbuf(3, "t", 64).value();
+  EXPECT_EQ(p.buffers()[t].chip, 1);
+  ExpectError(Program::Create(m, 2, 0).status(), StatusCode::kInvalidArgument, "chips = 0");
+}
+
+TEST(ProgramChips, TransfersStayOnTheirChipWithoutLinks) {
+  Program p = Program::Create(LoadPresetMachine("trn3").value(), 1, 2).value();
+  BufferId remote = p.AllocHbm("remote", 4096, 1).value();
+  BufferId t = p.AllocSbuf(0, "t", 32).value();
+  const StreamId q = p.AddDmaQueue(0, "load").value();
+  ExpectError(p.Append(q, Instruction::DmaCopy(remote, t, 4096, 128)), StatusCode::kInvalidArgument,
+              "'remote' is in the HBM of chip 1; transfers between chips need the system's links");
+}
+
+TEST(ProgramQueues, CollectiveQueuesAreTheCcCores) {
+  Program p = MakeProgram();
+  const StreamId a = p.AddCollectiveQueue(0, "tp").value();
+  EXPECT_TRUE(p.AddCollectiveQueue(0, "fsdp").ok());
+  ExpectError(p.AddCollectiveQueue(0, "third").status(), StatusCode::kResourceExhausted,
+              "core0 already has all 2 CC-cores");
+  EXPECT_EQ(p.streams()[a].name, "core0.cc.tp");
+  EXPECT_EQ(p.streams()[a].engine, EngineKind::kCollective);
+  // A CC-core moves data; it computes nothing.
+  BufferId x = p.AllocSbuf(0, "x", 2048).value();
+  BufferId y = p.AllocSbuf(0, "y", 2048).value();
+  ExpectError(p.Append(a, Instruction::Elementwise(Opcode::kTensorCopy, y, x, 128, 512,
+                                                   ElemType::kFp32, ElemType::kFp32)),
+              StatusCode::kInvalidArgument, "TensorCopy cannot run on the cc engine");
+  EXPECT_TRUE(p.Append(a, Instruction::DmaCopy(x, y, 128 * 2048, 128)).ok());
+}
+
+TEST(ProgramSemaphores, SignalsCrossCoresWaitsDoNot) {
+  Program p = Program::Create(LoadPresetMachine("trn3").value(), 2, 2).value();
+  const SemId other_core = p.AddSemaphore(1, "on_core1").value();
+  const SemId other_chip = p.AddSemaphore(2, "on_chip1").value();
+  BufferId x = p.AllocSbuf(0, "x", 2048).value();
+  const StreamId vec = p.EngineStream(0, EngineKind::kVector);
+  Instruction set =
+      Instruction::Elementwise(Opcode::kMemset, x, -1, 128, 512, ElemType::kFp32, ElemType::kFp32);
+  set.signals = {{other_core, 1}};
+  EXPECT_TRUE(p.Append(vec, set).ok());  // another core of the chip: allowed
+  set.signals = {{other_chip, 1}};
+  ExpectError(p.Append(vec, set), StatusCode::kInvalidArgument, "needs a semaphore of chip 0");
+  set.signals = {};
+  set.waits = {{other_core, 1}};
+  ExpectError(p.Append(vec, set), StatusCode::kInvalidArgument,
+              "which is not a semaphore of chip0.core0");
+}
+
+TEST(ProgramValidate, OperandOffsetsAreChecked) {
+  Program p = MakeProgram();
+  BufferId st = p.AllocSbuf(0, "st", 1024).value();
+  BufferId mv = p.AllocSbuf(0, "mv", 2048).value();
+  BufferId acc = p.AllocPsum(0, "acc", 4096).value();  // two banks
+  const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
+  Instruction ls = Instruction::LoadStationary(st, MatmulDtype::kBf16, 128, 128);
+  ls.src_offset = 768;  // 256 B of stationary from 768: fits in 1024
+  ASSERT_TRUE(p.Append(pe, ls).ok());
+  Instruction mm = Instruction::MultiplyMoving(mv, acc, MatmulDtype::kBf16, 128, 128, 512, false);
+  mm.dst_offset = 2048;  // the second bank
+  ASSERT_TRUE(p.Append(pe, mm).ok());
+  EXPECT_NE(p.Describe(mm).find("mv -> acc+2048"), std::string::npos) << p.Describe(mm);
+  mm.dst_offset = 2112;
+  ExpectError(p.Append(pe, mm), StatusCode::kInvalidArgument,
+              "output 'acc' holds 4096 B per partition, needs 2048 B at offset 2112");
+  mm.dst_offset = 0;
+  mm.src_offset = -64;
+  ExpectError(p.Append(pe, mm), StatusCode::kInvalidArgument, "at offset -64");
+}
+
+TEST(ProgramValidate, InstructionBudget) {
+  ProgramOptions options;
+  options.max_instructions = 2;
+  Program p = Program::Create(LoadPresetMachine("trn3").value(), 1, options).value();
+  BufferId x = p.AllocSbuf(0, "x", 2048).value();
+  const StreamId vec = p.EngineStream(0, EngineKind::kVector);
+  const Instruction set =
+      Instruction::Elementwise(Opcode::kMemset, x, -1, 128, 512, ElemType::kFp32, ElemType::kFp32);
+  ASSERT_TRUE(p.Append(vec, set).ok());
+  ASSERT_TRUE(p.Append(vec, set).ok());
+  ExpectError(p.Append(vec, set), StatusCode::kResourceExhausted,
+              "already holds 2 instructions, its budget");
+  EXPECT_EQ(p.instruction_count(), 2);
+  options.max_instructions = 0;
+  ExpectError(Program::Create(LoadPresetMachine("trn3").value(), 1, options).status(),
+              StatusCode::kInvalidArgument, "max_instructions = 0");
 }
 
 }  // namespace

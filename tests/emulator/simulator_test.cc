@@ -1,11 +1,11 @@
 // Simulator: exact integer times of tiny hand-written programs, derived by
 // hand from the cost rules (docs/emulator.md, trainium.md sections 3-8).
-#include <string>
-#include <vector>
+#include "trnmx/emu/simulator.h"
 
 #include <gtest/gtest.h>
 
-#include "trnmx/emu/simulator.h"
+#include <string>
+#include <vector>
 
 namespace trnmx::emu {
 namespace {
@@ -34,7 +34,7 @@ TEST(SimCost, ClockConversionRoundsUp) {
   EXPECT_EQ(CyclesToPs(512, 2.4e9), 213334);  // 213,333.3 ps
   EXPECT_EQ(CyclesToPs(12, 2.4e9), 5000);     // exact
   EXPECT_EQ(CyclesToPs(64, 1.2e9), 53334);
-  EXPECT_EQ(CyclesToPs(25, 0.96e9), 26042);   // 26,041.7 ps
+  EXPECT_EQ(CyclesToPs(25, 0.96e9), 26042);                                 // 26,041.7 ps
   EXPECT_EQ(CyclesToPs(int64_t{1} << 40, 1e9), (int64_t{1} << 40) * 1000);  // no overflow
 }
 
@@ -43,12 +43,12 @@ TEST(SimCost, TensorRule) {
   auto mm = [&](MatmulDtype d, int64_t k, int64_t mm_m, int64_t n) {
     return TensorCycles(m, Instruction::MultiplyMoving(0, 0, d, k, mm_m, n, false));
   };
-  EXPECT_EQ(mm(MatmulDtype::kBf16, 128, 128, 512), 512);  // max(min(64, 128), 512)
-  EXPECT_EQ(mm(MatmulDtype::kFp8, 256, 128, 512), 512);   // double-row: same cycles, K = 256
-  EXPECT_EQ(mm(MatmulDtype::kMxfp8, 512, 128, 512), 512); // MX quad: same cycles, K = 512
-  EXPECT_EQ(mm(MatmulDtype::kFp32, 128, 128, 512), 2048); // FP32: 4x
-  EXPECT_EQ(mm(MatmulDtype::kBf16, 128, 128, 16), 64);    // min(64, M) floor
-  EXPECT_EQ(mm(MatmulDtype::kBf16, 128, 32, 16), 32);     // small stationary: max(32, 16)
+  EXPECT_EQ(mm(MatmulDtype::kBf16, 128, 128, 512), 512);   // max(min(64, 128), 512)
+  EXPECT_EQ(mm(MatmulDtype::kFp8, 256, 128, 512), 512);    // double-row: same cycles, K = 256
+  EXPECT_EQ(mm(MatmulDtype::kMxfp8, 512, 128, 512), 512);  // MX quad: same cycles, K = 512
+  EXPECT_EQ(mm(MatmulDtype::kFp32, 128, 128, 512), 2048);  // FP32: 4x
+  EXPECT_EQ(mm(MatmulDtype::kBf16, 128, 128, 16), 64);     // min(64, M) floor
+  EXPECT_EQ(mm(MatmulDtype::kBf16, 128, 32, 16), 32);      // small stationary: max(32, 16)
   EXPECT_EQ(mm(MatmulDtype::kBf16, 128, 1, 1), 1);
   EXPECT_EQ(TensorCycles(m, Instruction::LoadStationary(0, MatmulDtype::kBf16, 128, 128)), 32);
   EXPECT_EQ(TensorCycles(m, Instruction::LoadStationary(0, MatmulDtype::kBf16, 128, 2)), 1);
@@ -69,20 +69,31 @@ TEST(SimCost, ElementwiseRules) {
   // PSUM evacuation FP32 -> BF16: no perf mode (FP32 input): N cycles.
   EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorCopy, sb, ps, E::kFp32, E::kBf16, 512)), 512);
   // BF16 SBUF -> SBUF copy: 4x perf mode; one side PSUM: 2x.
-  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorCopy, sb, sb2, E::kBf16, E::kBf16, 512)), 128);
+  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorCopy, sb, sb2, E::kBf16, E::kBf16, 512)),
+            128);
   EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorCopy, ps, sb, E::kBf16, E::kBf16, 512)), 256);
   // MIN_II floor of 64.
   EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorCopy, sb, sb2, E::kBf16, E::kBf16, 100)), 64);
   // tensor_tensor: 2N; N with one PSUM and one SBUF input; N for all-BF16 SBUF.
-  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorTensor, sb, sb2, E::kFp32, E::kFp32, 512, sb)), 1024);
-  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorTensor, sb, ps, E::kFp32, E::kFp32, 512, sb)), 512);
-  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorTensor, sb, sb2, E::kBf16, E::kBf16, 512, sb)), 512);
-  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorReduce, sb, sb2, E::kBf16, E::kFp32, 512)), 256);
-  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kReciprocal, sb, sb2, E::kFp32, E::kFp32, 512)), 4096);
-  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kQuantizeMx, sb, sb2, E::kBf16, E::kFp8, 2048, sb)), 512);
+  EXPECT_EQ(
+      ElementwiseCycles(p, V, op(Opcode::kTensorTensor, sb, sb2, E::kFp32, E::kFp32, 512, sb)),
+      1024);
+  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorTensor, sb, ps, E::kFp32, E::kFp32, 512, sb)),
+            512);
+  EXPECT_EQ(
+      ElementwiseCycles(p, V, op(Opcode::kTensorTensor, sb, sb2, E::kBf16, E::kBf16, 512, sb)),
+      512);
+  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kTensorReduce, sb, sb2, E::kBf16, E::kFp32, 512)),
+            256);
+  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kReciprocal, sb, sb2, E::kFp32, E::kFp32, 512)),
+            4096);
+  EXPECT_EQ(ElementwiseCycles(p, V, op(Opcode::kQuantizeMx, sb, sb2, E::kBf16, E::kFp8, 2048, sb)),
+            512);
   // ScalarE: activation N; v4 BF16 copy 2x.
-  EXPECT_EQ(ElementwiseCycles(p, S, op(Opcode::kActivation, sb, sb2, E::kBf16, E::kBf16, 512)), 512);
-  EXPECT_EQ(ElementwiseCycles(p, S, op(Opcode::kTensorCopy, sb, sb2, E::kBf16, E::kBf16, 512)), 256);
+  EXPECT_EQ(ElementwiseCycles(p, S, op(Opcode::kActivation, sb, sb2, E::kBf16, E::kBf16, 512)),
+            512);
+  EXPECT_EQ(ElementwiseCycles(p, S, op(Opcode::kTensorCopy, sb, sb2, E::kBf16, E::kBf16, 512)),
+            256);
   // GpSimd: 150 + N.
   EXPECT_EQ(ElementwiseCycles(p, G, op(Opcode::kIota, sb, -1, E::kFp32, E::kFp32, 512)), 662);
   // Trn2 ScalarE has no BF16 copy mode.
@@ -93,9 +104,9 @@ TEST(SimCost, ElementwiseRules) {
 
 TEST(SimCost, DmaEfficiencyRule) {
   const Machine m = LoadPresetMachine("trn3").value();
-  EXPECT_NEAR(DmaEfficiency(m, 256), 256.0 / 496.0, 1e-12);  // badly overhead-bound
+  EXPECT_NEAR(DmaEfficiency(m, 256), 256.0 / 496.0, 1e-12);     // badly overhead-bound
   EXPECT_NEAR(DmaEfficiency(m, 2048), 2048.0 / 2176.0, 1e-12);  // near peak (94 %)
-  EXPECT_EQ(DmaEfficiency(m, 4096), 1.0);  // saturated
+  EXPECT_EQ(DmaEfficiency(m, 4096), 1.0);                       // saturated
   EXPECT_EQ(DmaEfficiency(m, 65536), 1.0);
 }
 
@@ -105,7 +116,8 @@ TEST(SimExact, OneMatmul) {
   const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
   ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(b.st, MatmulDtype::kBf16, 128, 128)).ok());
   ASSERT_TRUE(p.Append(pe, Instruction::MultiplyMoving(b.mv, b.acc, MatmulDtype::kBf16, 128, 128,
-                                                       512, false)).ok());
+                                                       512, false))
+                  .ok());
   SimResult r = Simulate(p, NoThrottle()).value();
   // LS: 32 cycles = 13,334 ps; MM waits for it: 512 cycles = 213,334 ps.
   ASSERT_EQ(r.trace.size(), 2u);
@@ -125,10 +137,11 @@ TEST(SimExact, LoadStationaryHidesBehindMultiplyMoving) {
   MatmulSetup b = AddMatmulBuffers(p);
   const StreamId pe = p.EngineStream(0, EngineKind::kTensor);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(b.st, MatmulDtype::kMxfp8, 512, 128,
-                                                         b.st)).ok());
-    ASSERT_TRUE(p.Append(pe, Instruction::MultiplyMoving(b.mv, b.acc, MatmulDtype::kMxfp8, 512,
-                                                         128, 512, i > 0, b.mv)).ok());
+    ASSERT_TRUE(
+        p.Append(pe, Instruction::LoadStationary(b.st, MatmulDtype::kMxfp8, 512, 128, b.st)).ok());
+    ASSERT_TRUE(p.Append(pe, Instruction::MultiplyMoving(b.mv, b.acc, MatmulDtype::kMxfp8, 512, 128,
+                                                         512, i > 0, b.mv))
+                    .ok());
   }
   SimResult r = Simulate(p, NoThrottle()).value();
   // Only the first LoadStationary is exposed: 13,334 + 3 x 213,334.
@@ -145,13 +158,15 @@ TEST(SimExact, ThrottleRampsOverThreeMicroseconds) {
   ASSERT_TRUE(p.Append(pe, Instruction::LoadStationary(b.st, MatmulDtype::kBf16, 128, 128)).ok());
   for (int i = 0; i < 40; ++i) {
     ASSERT_TRUE(p.Append(pe, Instruction::MultiplyMoving(b.mv, b.acc, MatmulDtype::kBf16, 128, 128,
-                                                         512, i > 0)).ok());
+                                                         512, i > 0))
+                    .ok());
   }
   SimOptions o;
   o.record_trace = true;
   SimResult r = Simulate(p, o).value();
   // MM 0 at 50 %: 426,668 ps. MM 1 starts 426,668 ps into the burst: cap =
-  // 500,000 + 500,000 * 426,668 / 3,000,000 = 571,111 ppm -> ceil(213,334e6 / 571,111) = 373,543 ps.
+  // 500,000 + 500,000 * 426,668 / 3,000,000 = 571,111 ppm -> ceil(213,334e6 / 571,111) = 373,543
+  // ps.
   EXPECT_EQ(r.trace[1].end_ps - r.trace[1].start_ps, 426668);
   EXPECT_EQ(r.trace[2].end_ps - r.trace[2].start_ps, 373543);
   // After 3 us the engine runs at full rate.
@@ -248,9 +263,9 @@ TEST(SimExact, HbmStackIsSharedByTheCorePair) {
   SimResult r = Simulate(p, NoThrottle()).value();
   // Engine time: 211,000 + 262,144 B / 38.4 GB/s = 7,037,667 ps. Stack time per
   // transfer: 4 MiB / (4.9 TB/s x 0.9 / 4) = 3,804,358 ps.
-  EXPECT_EQ(r.trace[0].end_ps, 7037667);          // core 0: engine-bound
-  EXPECT_EQ(r.trace[1].end_ps, 2 * 3804358);      // core 1: queued behind core 0 on stack 0
-  EXPECT_EQ(r.trace[2].end_ps, 7037667);          // core 2: its own stack
+  EXPECT_EQ(r.trace[0].end_ps, 7037667);      // core 0: engine-bound
+  EXPECT_EQ(r.trace[1].end_ps, 2 * 3804358);  // core 1: queued behind core 0 on stack 0
+  EXPECT_EQ(r.trace[2].end_ps, 7037667);      // core 2: its own stack
   EXPECT_EQ(r.hbm_stack_busy_ps[0], 2 * 3804358);
   EXPECT_EQ(r.hbm_stack_busy_ps[1], 3804358);
 }
@@ -261,7 +276,8 @@ TEST(SimExact, QueuesSharingEnginesInterleave) {
   BufferId dst = p.AllocSbuf(0, "dst", 8192).value();
   const StreamId qa = p.AddDmaQueue(0, "a").value();
   const StreamId qb = p.AddDmaQueue(0, "b").value();
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(p.Append(qa, Instruction::DmaCopy(src, dst, 1 << 20, 128)).ok());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(p.Append(qa, Instruction::DmaCopy(src, dst, 1 << 20, 128)).ok());
   ASSERT_TRUE(p.Append(qb, Instruction::DmaCopy(src, dst, 1 << 20, 128)).ok());
   SimResult r = Simulate(p, NoThrottle()).value();
   const int64_t t = 1917667;  // one 1 MiB transfer over 16 engines
@@ -328,7 +344,8 @@ TEST(Sim, SameProgramSameTrace) {
       ASSERT_TRUE(p.Append(p.EngineStream(c, EngineKind::kTensor), ls).ok());
       ASSERT_TRUE(p.Append(p.EngineStream(c, EngineKind::kTensor),
                            Instruction::MultiplyMoving(b.mv, b.acc, MatmulDtype::kBf16, 128, 128,
-                                                       512, false)).ok());
+                                                       512, false))
+                      .ok());
     }
   }
   SimOptions o;
@@ -344,6 +361,84 @@ TEST(Sim, SameProgramSameTrace) {
   EXPECT_EQ(a.end_ps, b.end_ps);
   EXPECT_EQ(a.events, b.events);
   EXPECT_GT(a.end_ps, 0);
+}
+
+TEST(SimExact, CollectiveQueueSharesTheCoreDmaEngines) {
+  // A CC-core drives the same 16 engines as the core's DMA queues (trainium.md
+  // section 7: compute data movement and collectives contend).
+  Program p = MakeProgram();
+  BufferId src = p.AllocHbm("src", 1 << 20).value();
+  BufferId dst = p.AllocSbuf(0, "dst", 8192).value();
+  const StreamId dma = p.AddDmaQueue(0, "load").value();
+  const StreamId cc = p.AddCollectiveQueue(0, "ring").value();
+  ASSERT_TRUE(p.Append(dma, Instruction::DmaCopy(src, dst, 1 << 20, 128)).ok());
+  ASSERT_TRUE(p.Append(cc, Instruction::DmaCopy(src, dst, 1 << 20, 128)).ok());
+  SimResult r = Simulate(p, NoThrottle()).value();
+  const int64_t t = 1917667;  // one 1 MiB transfer over 16 engines
+  ASSERT_EQ(r.trace.size(), 2u);
+  EXPECT_EQ(r.trace[0].end_ps, t);
+  EXPECT_EQ(r.trace[1].stream, cc);
+  EXPECT_EQ(r.trace[1].start_ps, t);
+  EXPECT_EQ(r.trace[1].end_ps, 2 * t);
+  EXPECT_EQ(r.streams[cc].bytes, 1 << 20);
+}
+
+TEST(SimExact, SemaphoreAcrossCores) {
+  // Core 0's VectorE signals a semaphore of core 1, whose VectorE waits on it.
+  Program p = MakeProgram("trn3", 2);
+  BufferId x0 = p.AllocSbuf(0, "x0", 2048).value();
+  BufferId x1 = p.AllocSbuf(1, "x1", 2048).value();
+  const SemId ready = p.AddSemaphore(1, "ready").value();
+  Instruction set0 =
+      Instruction::Elementwise(Opcode::kMemset, x0, -1, 128, 512, ElemType::kFp32, ElemType::kFp32);
+  set0.signals = {{ready, 1}};
+  ASSERT_TRUE(p.Append(p.EngineStream(0, EngineKind::kVector), set0).ok());
+  Instruction set1 =
+      Instruction::Elementwise(Opcode::kMemset, x1, -1, 128, 512, ElemType::kFp32, ElemType::kFp32);
+  set1.waits = {{ready, 1}};
+  ASSERT_TRUE(p.Append(p.EngineStream(1, EngineKind::kVector), set1).ok());
+  SimResult r = Simulate(p, NoThrottle()).value();
+  // Memset of 512 FP32 per partition: 512 VectorE cycles = 426,667 ps; the
+  // waiter adds 64 cycles of semaphore latency (53,334 ps).
+  ASSERT_EQ(r.trace.size(), 2u);
+  EXPECT_EQ(r.trace[0].end_ps, 426667);
+  EXPECT_EQ(r.trace[1].start_ps, 426667 + 53334);
+  EXPECT_EQ(r.end_ps, 426667 + 53334 + 426667);
+}
+
+TEST(SimExact, EachChipHasItsOwnHbmStacks) {
+  // Core 0 of two chips each reads 4 MiB from its chip's HBM: no sharing.
+  Program p = Program::Create(LoadPresetMachine("trn3").value(), 1, 2).value();
+  for (int chip = 0; chip < 2; ++chip) {
+    BufferId src = p.AllocHbm("src", 4 << 20, chip).value();
+    BufferId dst = p.AllocSbuf(chip, "dst", 32768).value();
+    const StreamId q = p.AddDmaQueue(chip, "load").value();
+    ASSERT_TRUE(p.Append(q, Instruction::DmaCopy(src, dst, 4 << 20, 128)).ok());
+  }
+  SimResult r = Simulate(p, NoThrottle()).value();
+  ASSERT_EQ(r.trace.size(), 2u);
+  EXPECT_EQ(r.trace[0].end_ps, r.trace[1].end_ps);
+  ASSERT_EQ(r.hbm_stack_busy_ps.size(), 8u);  // 4 stacks per chip
+  EXPECT_GT(r.hbm_stack_busy_ps[0], 0);
+  EXPECT_EQ(r.hbm_stack_busy_ps[0], r.hbm_stack_busy_ps[4]);
+  EXPECT_EQ(r.dma_engine_busy_ps.size(), 2u * 16);
+}
+
+TEST(Sim, TimeBeyondTheClockIsAnError) {
+  // A description may make one transfer take years (a 1 B/s DMA engine):
+  // durations saturate and the run stops with an error at 2^62 ps.
+  Machine m = LoadPresetMachine("trn3").value();
+  m.dma.engine_bandwidth_bytes_per_s.value = 1;
+  Program p = Program::Create(m, 1).value();
+  BufferId src = p.AllocHbm("src", 1 << 24).value();
+  BufferId dst = p.AllocSbuf(0, "dst", 131072).value();
+  const StreamId q = p.AddDmaQueue(0, "load").value();
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(p.Append(q, Instruction::DmaCopy(src, dst, 1 << 24, 128)).ok());
+  StatusOr<SimResult> r = Simulate(p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(r.status().message().find("passed 2^62 ps"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

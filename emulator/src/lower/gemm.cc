@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "trnmx/emu/simulator.h"
+#include "trnmx/emu/cost.h"
 
 namespace trnmx::emu {
 namespace {
@@ -76,16 +76,17 @@ struct HbmOperand {
   BufferId scales = -1;  // MX: E8M0, one byte per 32 elements of K
   double element_bytes = 0;
   int64_t k = 0;
+  int64_t data_offset = 0, scales_offset = 0;  // where the matrix starts in its buffers
   // Rows [row, row + rows) x K range [k0, k0 + kc).
   int64_t Offset(int64_t row, int64_t rows, int64_t k0) const {
-    return static_cast<int64_t>(std::floor(row * k * element_bytes)) +
+    return data_offset + static_cast<int64_t>(std::floor(row * k * element_bytes)) +
            static_cast<int64_t>(std::floor(rows * k0 * element_bytes));
   }
   int64_t Bytes(int64_t rows, int64_t kc) const {
     return static_cast<int64_t>(std::ceil(rows * kc * element_bytes));
   }
   int64_t ScaleOffset(int64_t row, int64_t rows, int64_t k0) const {
-    return row * (k / 32) + rows * (k0 / 32);
+    return scales_offset + row * (k / 32) + rows * (k0 / 32);
   }
   static int64_t ScaleBytes(int64_t rows, int64_t kc) { return rows * (kc / 32); }
 };
@@ -136,7 +137,8 @@ class CoreLowering {
   // (C's rows x columns, or C's columns x rows when B is stationary).
   CoreLowering(Program& p, const GemmPlan& plan, int core, const CoreGemmTile& tile,
                const HbmOperand& stationary, const HbmOperand& moving, BufferId c_hbm,
-               std::vector<GemmTileOp>* tile_ops)
+               int64_t c_offset, const std::vector<SemWait>& start_after,
+               const std::vector<SemSignal>& done_signals, std::vector<GemmTileOp>* tile_ops)
       : p_(p),
         plan_(plan),
         cfg_(plan.config),
@@ -145,7 +147,12 @@ class CoreLowering {
         stat_(stationary),
         mov_(moving),
         c_hbm_(c_hbm),
+        c_offset_(c_offset),
+        start_after_(start_after),
+        done_signals_(done_signals),
         tile_ops_(tile_ops) {}
+
+  int64_t stores() const { return stores_; }
 
   Status Run() {
     const Machine& m = p_.machine();
@@ -197,6 +204,12 @@ class CoreLowering {
     }
     for (int i = 0; i < banks; ++i) {
       TRY_ASSIGN(acc[i], p_.AllocPsum(core_, Indexed("acc", i), 4 * n_tile));
+    }
+    // Every on-chip buffer of the kernel is freed at its end (below).
+    for (const std::vector<BufferId>* v : {&stat, &stat_s, &mov, &mov_s, &out, &acc}) {
+      for (BufferId id : *v) {
+        if (id >= 0) on_chip_.push_back(id);
+      }
     }
 
     Sems s{};
@@ -264,6 +277,7 @@ class CoreLowering {
                                                     stat_.ScaleOffset(row_of(0), set_rows, k0));
               sc.waits = waits;
               sc.signals = {{s.stat_ready, 1}};
+              StartAfter(q_stat_, sc);
               TRY(p_.Append(q_stat_, std::move(sc)));
             }
             for (int64_t i = 0; i < tiles_here; ++i) {
@@ -351,10 +365,21 @@ class CoreLowering {
         }
       }
     }
+    // The buffers are free for the next kernel, which must start after this
+    // one's stores (GemmOperands::start_after): the program cannot see reuse.
+    for (BufferId id : on_chip_) TRY(p_.Free(id));
     return OkStatus();
   }
 
  private:
+  // The kernel's first transfer on `queue` waits for start_after; everything
+  // else of the kernel follows its loads.
+  void StartAfter(StreamId queue, Instruction& in) {
+    if (queue_started_[queue == q_stat_ ? 0 : 1]) return;
+    queue_started_[queue == q_stat_ ? 0 : 1] = true;
+    in.waits.insert(in.waits.end(), start_after_.begin(), start_after_.end());
+  }
+
   // Appends to `queue` the loads of `rows` rows x K range [k0, k0 + kc) of
   // `src` into `data` (and MX `scales`): the scales in one transfer first,
   // then the data in pieces of `chunk_tiles` K tiles; each signals `ready`.
@@ -367,6 +392,7 @@ class CoreLowering {
                                             k_parts, src.ScaleOffset(row, rows, k0));
       sc.waits = waits;
       sc.signals = {{ready, 1}};
+      StartAfter(queue, sc);
       TRY(p_.Append(queue, std::move(sc)));
     }
     const int64_t kt = plan_.k_tile;
@@ -378,6 +404,7 @@ class CoreLowering {
                                src.Offset(row, rows, pk0), piece * chunk_tiles * bytes_per_k_tile);
       ld.waits = waits;
       ld.signals = {{ready, 1}};
+      StartAfter(queue, ld);
       TRY(p_.Append(queue, std::move(ld)));
     }
     return OkStatus();
@@ -409,9 +436,11 @@ class CoreLowering {
       const int64_t c_element =
           plan_.b_stationary ? col * cfg_.n + row_of(i) : row_of(i) * cfg_.n + col;
       Instruction st = Instruction::DmaCopy(out[o], c_hbm_, rows * cols * 2, static_cast<int>(rows),
-                                            0, c_element * 2);
+                                            0, c_offset_ + c_element * 2);
       st.waits = {{s.evac[e], evac_count[e]}};
       st.signals = {{s.stored, 1}};
+      st.signals.insert(st.signals.end(), done_signals_.begin(), done_signals_.end());
+      ++stores_;
       TRY(p_.Append(q_out_, std::move(st)));
     }
     return OkStatus();
@@ -443,7 +472,13 @@ class CoreLowering {
   CoreGemmTile tile_;
   HbmOperand stat_, mov_;
   BufferId c_hbm_;
+  int64_t c_offset_;
+  const std::vector<SemWait>& start_after_;
+  const std::vector<SemSignal>& done_signals_;
   std::vector<GemmTileOp>* tile_ops_;
+  std::vector<BufferId> on_chip_;
+  bool queue_started_[2] = {false, false};  // stationary, moving load queue
+  int64_t stores_ = 0;
   StreamId q_stat_ = -1, q_mov_ = -1, q_out_ = -1, pe_ = -1;
   StreamId evac_stream_[2] = {-1, -1};
   int64_t panels_since_stat_ = 0;  // moving panels loaded since the last stationary load
@@ -526,7 +561,7 @@ double GemmElementBytes(MatmulDtype dtype) {
   return 1;
 }
 
-StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config) {
+StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
   GemmPlan plan;
   plan.config = config;
   GemmConfig& c = plan.config;
@@ -706,22 +741,113 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   }
   c.k_block = plan.k_block_tiles * plan.k_tile;
 
-  StatusOr<Program> prog = Program::Create(machine, c.cores);
-  if (!prog.ok()) return prog.status();
-  Program& p = *prog;
-  HbmOperand a{'a', -1, -1, eb, c.k}, b{'b', -1, -1, eb, c.k};
-  TRY_ASSIGN(a.data, p.AllocHbm("A", a.Bytes(c.m, c.k)));
-  TRY_ASSIGN(b.data, p.AllocHbm("B", b.Bytes(c.n, c.k)));
-  BufferId cc = -1;
-  TRY_ASSIGN(cc, p.AllocHbm("C", c.m * c.n * 2));
-  if (mx) {
-    TRY_ASSIGN(a.scales, p.AllocHbm("A_scale", HbmOperand::ScaleBytes(c.m, c.k)));
-    TRY_ASSIGN(b.scales, p.AllocHbm("B_scale", HbmOperand::ScaleBytes(c.n, c.k)));
+  // MultiplyMoving instructions: every (128-row tile, moving panel) pair of
+  // every core runs one per K tile.
+  for (const CoreGemmTile& t : orient.tiles) {
+    plan.matmuls += CeilDiv(t.rows, kTileRows) * CeilDiv(t.cols, std::min(c.n_tile, t.cols)) * nk;
   }
-  std::vector<GemmTileOp> tile_ops;
+  return plan;
+}
+
+// At least as many instructions as LowerGemmInto appends for `plan`, found
+// without appending any: each matmul comes with its LoadStationary, each
+// output tile with an evacuation and a store, and each operand tile load is
+// at most kMaxPieces transfers plus one for MX scales.
+int64_t GemmInstructionBound(const GemmPlan& plan) {
+  const GemmConfig& c = plan.config;
+  int64_t bound = 0;
+  for (const CoreGemmTile& ct : plan.cores) {
+    const int64_t rows = plan.b_stationary ? ct.cols : ct.rows;  // stationary rows
+    const int64_t cols = plan.b_stationary ? ct.rows : ct.cols;  // moving columns
+    const int64_t m_tiles = CeilDiv(rows, kTileRows);
+    const int64_t n_tiles = CeilDiv(cols, std::min(c.n_tile, cols));
+    const int64_t block_tiles = std::min(CeilDiv(c.stationary_block, kTileRows), m_tiles);
+    const int64_t blocks = CeilDiv(m_tiles, block_tiles);
+    const bool resident = plan.k_blocks == 1;
+    const int64_t groups =
+        resident ? 1 : CeilDiv(n_tiles, std::min<int64_t>(plan.group_n, n_tiles));
+    const int64_t stationary_loads = m_tiles * groups * plan.k_blocks;
+    const int64_t panel_loads = blocks * n_tiles * plan.k_blocks;
+    bound += 2 * m_tiles * n_tiles * plan.k_tiles + 2 * m_tiles * n_tiles +
+             (kMaxPieces + 1) * (stationary_loads + panel_loads);
+  }
+  return bound;
+}
+
+StatusOr<LoweredGemmKernel> LowerGemmInto(Program& p, const GemmPlan& plan,
+                                          const GemmOperands& ops) {
+  const GemmConfig& c = plan.config;
+  const Machine& machine = p.machine();
+  const std::string what = "gemm " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                           std::to_string(c.k) + " " + std::string(MatmulDtypeName(c.dtype));
+  if (ops.chip < 0 || ops.chip >= p.chips()) {
+    return InvalidArgumentError(what + ": chip " + std::to_string(ops.chip) + " outside [0, " +
+                                std::to_string(p.chips()) + ")");
+  }
+  if (ops.first_core < 0 || ops.first_core + c.cores > p.cores_per_chip()) {
+    return InvalidArgumentError(what + ": cores [" + std::to_string(ops.first_core) + ", " +
+                                std::to_string(ops.first_core + c.cores) +
+                                ") of a chip outside the "
+                                "program's " +
+                                std::to_string(p.cores_per_chip()));
+  }
+  if (!ops.start_after.empty() && ops.start_after.size() != static_cast<size_t>(c.cores)) {
+    return InvalidArgumentError(what + ": start_after has " +
+                                std::to_string(ops.start_after.size()) +
+                                " entries; needs one per core (" + std::to_string(c.cores) + ")");
+  }
+  const int64_t bound = GemmInstructionBound(plan);
+  if (bound > p.max_instructions() - p.instruction_count()) {
+    return ResourceExhaustedError(
+        what + " on " + std::to_string(c.cores) + " core(s) needs up to " + std::to_string(bound) +
+        " instructions (" + std::to_string(plan.matmuls) + " matmuls); the program has room for " +
+        std::to_string(p.max_instructions() - p.instruction_count()) +
+        " (ProgramOptions::max_instructions): emulate a smaller GEMM or more cores");
+  }
+  const bool mx = IsMx(c.dtype);
+  const double eb = GemmElementBytes(c.dtype);
+  HbmOperand a{'a', ops.a, ops.a_scales, eb, c.k, ops.a_offset, ops.a_scales_offset};
+  HbmOperand b{'b', ops.b, ops.b_scales, eb, c.k, ops.b_offset, ops.b_scales_offset};
+  // Each operand must lie in an HBM buffer of the chip, offsets included.
+  struct Need {
+    const char* name;
+    BufferId id;
+    int64_t offset, bytes;
+  };
+  std::vector<Need> needs = {{"A", a.data, a.data_offset, a.Bytes(c.m, c.k)},
+                             {"B", b.data, b.data_offset, b.Bytes(c.n, c.k)},
+                             {"C", ops.c, ops.c_offset, c.m * c.n * 2}};
+  if (mx) {
+    needs.push_back({"A scales", a.scales, a.scales_offset, HbmOperand::ScaleBytes(c.m, c.k)});
+    needs.push_back({"B scales", b.scales, b.scales_offset, HbmOperand::ScaleBytes(c.n, c.k)});
+  }
+  for (const Need& n : needs) {
+    if (n.id < 0 || n.id >= static_cast<BufferId>(p.buffers().size())) {
+      return InvalidArgumentError(what + ": " + n.name + " is not a buffer of the program");
+    }
+    const Buffer& buf = p.buffers()[n.id];
+    if (buf.space != MemSpace::kHbm || buf.chip != ops.chip || !buf.live) {
+      return InvalidArgumentError(what + ": " + n.name + " '" + buf.name +
+                                  "' must be a live HBM buffer of chip " +
+                                  std::to_string(ops.chip));
+    }
+    if (n.offset < 0 || n.bytes > buf.bytes - n.offset) {
+      return InvalidArgumentError(what + ": " + n.name + " needs " + std::to_string(n.bytes) +
+                                  " B at offset " + std::to_string(n.offset) + " of '" + buf.name +
+                                  "' (" + std::to_string(buf.bytes) + " B)");
+    }
+  }
+  LoweredGemmKernel kernel;
+  kernel.plan = plan;
   for (size_t i = 0; i < plan.cores.size(); ++i) {
-    CoreLowering lower(p, plan, static_cast<int>(i), orient.tiles[i], plan.b_stationary ? b : a,
-                       plan.b_stationary ? a : b, cc, &tile_ops);
+    const CoreGemmTile& t = plan.cores[i];
+    // The core's tile in stationary rows x moving columns.
+    const CoreGemmTile tile = plan.b_stationary ? CoreGemmTile{t.col0, t.cols, t.row0, t.rows} : t;
+    const int core = p.CoreId(ops.chip, ops.first_core + static_cast<int>(i));
+    static const std::vector<SemWait> kNone;
+    CoreLowering lower(p, plan, core, tile, plan.b_stationary ? b : a, plan.b_stationary ? a : b,
+                       ops.c, ops.c_offset, ops.start_after.empty() ? kNone : ops.start_after[i],
+                       ops.done_signals, &kernel.tile_ops);
     if (Status s = lower.Run(); !s.ok()) {
       return Status(s.code(),
                     what + " on " + machine.name + " core " + std::to_string(i) + " (" +
@@ -730,11 +856,32 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
                         std::to_string(c.k_block) + ", n_tile " + std::to_string(c.n_tile) + ", " +
                         std::to_string(c.moving_buffers) + " moving buffers): " + s.message());
     }
+    kernel.stores += lower.stores();
   }
-  for (const Stream& s : p.streams()) {
-    for (const Instruction& in : s.instructions) plan.matmuls += in.op == Opcode::kMultiplyMoving;
+  return kernel;
+}
+
+StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config,
+                                const ProgramOptions& options) {
+  StatusOr<GemmPlan> plan = PlanGemm(machine, config);
+  if (!plan.ok()) return plan.status();
+  const GemmConfig& c = plan->config;
+  StatusOr<Program> prog = Program::Create(machine, c.cores, options);
+  if (!prog.ok()) return prog.status();
+  Program& p = *prog;
+  const double eb = GemmElementBytes(c.dtype);
+  const HbmOperand shape{'a', -1, -1, eb, c.k};
+  GemmOperands ops;
+  TRY_ASSIGN(ops.a, p.AllocHbm("A", shape.Bytes(c.m, c.k)));
+  TRY_ASSIGN(ops.b, p.AllocHbm("B", shape.Bytes(c.n, c.k)));
+  TRY_ASSIGN(ops.c, p.AllocHbm("C", c.m * c.n * 2));
+  if (IsMx(c.dtype)) {
+    TRY_ASSIGN(ops.a_scales, p.AllocHbm("A_scale", HbmOperand::ScaleBytes(c.m, c.k)));
+    TRY_ASSIGN(ops.b_scales, p.AllocHbm("B_scale", HbmOperand::ScaleBytes(c.n, c.k)));
   }
-  return LoweredGemm{std::move(p), std::move(plan), std::move(tile_ops)};
+  StatusOr<LoweredGemmKernel> kernel = LowerGemmInto(p, *plan, ops);
+  if (!kernel.ok()) return kernel.status();
+  return LoweredGemm{std::move(p), std::move(kernel->plan), std::move(kernel->tile_ops)};
 }
 
 #undef TRY

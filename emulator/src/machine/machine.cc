@@ -245,6 +245,7 @@ void ReadDma(ObjectReader r, DmaSpec& d) {
 void ReadSync(ObjectReader r, SyncSpec& s) {
   s.semaphores = Int(r, "semaphores", 1, 65536);
   s.semaphore_latency_cycles = Int(r, "semaphore_latency_cycles", 0, 1 << 20);
+  s.cc_cores = Int(r, "cc_cores", 1, 64);
   r.Finish();
 }
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace trnmx::emu {
@@ -33,10 +33,10 @@ Status CheckPartitionRange(int start, int count, int total, const std::string& w
     ok = start % quadrant == 0;
   }
   if (!ok) {
-    return InvalidArgumentError(
-        what + ": " + std::to_string(count) + " partitions cannot start at partition " +
-        std::to_string(start) + " (more than 64 start at 0; 33-64 at 0 or 64; up to 32 at a " +
-        "multiple of 32)");
+    return InvalidArgumentError(what + ": " + std::to_string(count) +
+                                " partitions cannot start at partition " + std::to_string(start) +
+                                " (more than 64 start at 0; 33-64 at 0 or 64; up to 32 at a " +
+                                "multiple of 32)");
   }
   return OkStatus();
 }
@@ -49,77 +49,113 @@ bool IsTensorOp(Opcode op) {
 
 std::string_view MemSpaceName(MemSpace space) {
   switch (space) {
-    case MemSpace::kHbm: return "hbm";
-    case MemSpace::kSbuf: return "sbuf";
-    case MemSpace::kPsum: return "psum";
+    case MemSpace::kHbm:
+      return "hbm";
+    case MemSpace::kSbuf:
+      return "sbuf";
+    case MemSpace::kPsum:
+      return "psum";
   }
   return "?";
 }
 
 std::string_view EngineKindName(EngineKind engine) {
   switch (engine) {
-    case EngineKind::kTensor: return "tensor";
-    case EngineKind::kVector: return "vector";
-    case EngineKind::kScalar: return "scalar";
-    case EngineKind::kGpSimd: return "gpsimd";
-    case EngineKind::kDma: return "dma";
+    case EngineKind::kTensor:
+      return "tensor";
+    case EngineKind::kVector:
+      return "vector";
+    case EngineKind::kScalar:
+      return "scalar";
+    case EngineKind::kGpSimd:
+      return "gpsimd";
+    case EngineKind::kDma:
+      return "dma";
+    case EngineKind::kCollective:
+      return "cc";
   }
   return "?";
 }
 
 std::string_view ElemTypeName(ElemType type) {
   switch (type) {
-    case ElemType::kFp32: return "fp32";
-    case ElemType::kBf16: return "bf16";
-    case ElemType::kFp16: return "fp16";
-    case ElemType::kFp8: return "fp8";
-    case ElemType::kU8: return "u8";
+    case ElemType::kFp32:
+      return "fp32";
+    case ElemType::kBf16:
+      return "bf16";
+    case ElemType::kFp16:
+      return "fp16";
+    case ElemType::kFp8:
+      return "fp8";
+    case ElemType::kU8:
+      return "u8";
   }
   return "?";
 }
 
 int ElemBytes(ElemType type) {
   switch (type) {
-    case ElemType::kFp32: return 4;
+    case ElemType::kFp32:
+      return 4;
     case ElemType::kBf16:
-    case ElemType::kFp16: return 2;
+    case ElemType::kFp16:
+      return 2;
     case ElemType::kFp8:
-    case ElemType::kU8: return 1;
+    case ElemType::kU8:
+      return 1;
   }
   return 1;
 }
 
 std::string_view OpcodeName(Opcode op) {
   switch (op) {
-    case Opcode::kLoadStationary: return "LoadStationary";
-    case Opcode::kMultiplyMoving: return "MultiplyMoving";
-    case Opcode::kTranspose: return "Transpose";
-    case Opcode::kTensorCopy: return "TensorCopy";
-    case Opcode::kTensorScalar: return "TensorScalar";
-    case Opcode::kTensorTensor: return "TensorTensor";
-    case Opcode::kTensorReduce: return "TensorReduce";
-    case Opcode::kMemset: return "Memset";
-    case Opcode::kReciprocal: return "Reciprocal";
-    case Opcode::kQuantizeMx: return "QuantizeMx";
-    case Opcode::kActivation: return "Activation";
-    case Opcode::kIota: return "Iota";
-    case Opcode::kDmaCopy: return "DmaCopy";
+    case Opcode::kLoadStationary:
+      return "LoadStationary";
+    case Opcode::kMultiplyMoving:
+      return "MultiplyMoving";
+    case Opcode::kTranspose:
+      return "Transpose";
+    case Opcode::kTensorCopy:
+      return "TensorCopy";
+    case Opcode::kTensorScalar:
+      return "TensorScalar";
+    case Opcode::kTensorTensor:
+      return "TensorTensor";
+    case Opcode::kTensorReduce:
+      return "TensorReduce";
+    case Opcode::kMemset:
+      return "Memset";
+    case Opcode::kReciprocal:
+      return "Reciprocal";
+    case Opcode::kQuantizeMx:
+      return "QuantizeMx";
+    case Opcode::kActivation:
+      return "Activation";
+    case Opcode::kIota:
+      return "Iota";
+    case Opcode::kDmaCopy:
+      return "DmaCopy";
   }
   return "?";
 }
 
 int TensorOperandPartitions(const Machine& m, MatmulDtype dtype, int64_t k) {
-  const int64_t per_row = dtype == MatmulDtype::kFp32 ? 1 : static_cast<int64_t>(MacsPerPeCycle(m, dtype));
+  const int64_t per_row =
+      dtype == MatmulDtype::kFp32 ? 1 : static_cast<int64_t>(MacsPerPeCycle(m, dtype));
   if (per_row <= 0) return 0;
   return static_cast<int>((k + per_row - 1) / per_row);
 }
 
 int64_t TensorOperandBytesPerPartition(const Machine& m, MatmulDtype dtype, int64_t free_elems) {
   switch (dtype) {
-    case MatmulDtype::kBf16: return 2 * free_elems;
-    case MatmulDtype::kFp32: return 4 * free_elems;
-    case MatmulDtype::kFp8: return static_cast<int64_t>(MacsPerPeCycle(m, dtype)) * free_elems;
-    case MatmulDtype::kMxfp8: return static_cast<int64_t>(MacsPerPeCycle(m, dtype)) * free_elems;
+    case MatmulDtype::kBf16:
+      return 2 * free_elems;
+    case MatmulDtype::kFp32:
+      return 4 * free_elems;
+    case MatmulDtype::kFp8:
+      return static_cast<int64_t>(MacsPerPeCycle(m, dtype)) * free_elems;
+    case MatmulDtype::kMxfp8:
+      return static_cast<int64_t>(MacsPerPeCycle(m, dtype)) * free_elems;
     case MatmulDtype::kMxfp4:
       return (static_cast<int64_t>(MacsPerPeCycle(m, dtype)) * free_elems + 1) / 2;
   }
@@ -140,8 +176,9 @@ Instruction Instruction::LoadStationary(BufferId stationary, MatmulDtype dtype, 
   return in;
 }
 
-Instruction Instruction::MultiplyMoving(BufferId moving, BufferId psum, MatmulDtype dtype, int64_t k,
-                                        int64_t m, int64_t n, bool accumulate, BufferId scales) {
+Instruction Instruction::MultiplyMoving(BufferId moving, BufferId psum, MatmulDtype dtype,
+                                        int64_t k, int64_t m, int64_t n, bool accumulate,
+                                        BufferId scales) {
   Instruction in;
   in.op = Opcode::kMultiplyMoving;
   in.src0 = moving;
@@ -155,7 +192,8 @@ Instruction Instruction::MultiplyMoving(BufferId moving, BufferId psum, MatmulDt
   return in;
 }
 
-Instruction Instruction::Transpose(BufferId src, BufferId psum, int partitions, int64_t free_elems) {
+Instruction Instruction::Transpose(BufferId src, BufferId psum, int partitions,
+                                   int64_t free_elems) {
   Instruction in;
   in.op = Opcode::kTranspose;
   in.src0 = src;
@@ -193,22 +231,28 @@ Instruction Instruction::DmaCopy(BufferId src, BufferId dst, int64_t bytes, int 
   return in;
 }
 
-Program::Program(const Machine& machine, int cores) : machine_(machine), cores_(cores) {
+Program::Program(const Machine& machine, int cores_per_chip, int chips,
+                 const ProgramOptions& options)
+    : machine_(machine), cores_per_chip_(cores_per_chip), chips_(chips), options_(options) {
+  const int cores = cores_per_chip * chips;
   semaphores_per_core_.assign(cores, 0);
   dma_queues_per_core_.assign(cores, 0);
+  cc_queues_per_core_.assign(cores, 0);
   sbuf_.resize(cores);
   psum_.resize(cores);
   for (int c = 0; c < cores; ++c) {
     sbuf_[c].capacity = machine.sbuf_usable_bytes_per_partition();
     psum_[c].capacity = machine.psum_bytes_per_partition();
   }
-  hbm_.capacity = static_cast<int64_t>(machine.hbm.capacity_bytes.value);
+  hbm_.resize(chips);
+  for (Arena& a : hbm_) a.capacity = static_cast<int64_t>(machine.hbm.capacity_bytes.value);
   // Compute streams first, in a fixed order: stream id = core * 4 + engine.
   for (int c = 0; c < cores; ++c) {
     for (EngineKind e :
          {EngineKind::kTensor, EngineKind::kVector, EngineKind::kScalar, EngineKind::kGpSimd}) {
       Stream s;
-      s.name = "core" + std::to_string(c) + "." + std::string(EngineKindName(e));
+      s.name = CoreName(c) + "." + std::string(EngineKindName(e));
+      s.chip = ChipOfCore(c);
       s.core = c;
       s.engine = e;
       streams_.push_back(std::move(s));
@@ -217,12 +261,33 @@ Program::Program(const Machine& machine, int cores) : machine_(machine), cores_(
   last_load_stationary_.assign(streams_.size(), -1);
 }
 
-StatusOr<Program> Program::Create(const Machine& machine, int cores) {
-  if (cores < 1 || cores > machine.core_count()) {
-    return InvalidArgumentError("program cores = " + std::to_string(cores) + ", machine " +
+StatusOr<Program> Program::Create(const Machine& machine, int cores,
+                                  const ProgramOptions& options) {
+  return Create(machine, cores, 1, options);
+}
+
+StatusOr<Program> Program::Create(const Machine& machine, int cores_per_chip, int chips,
+                                  const ProgramOptions& options) {
+  if (cores_per_chip < 1 || cores_per_chip > machine.core_count()) {
+    return InvalidArgumentError("program cores = " + std::to_string(cores_per_chip) + ", machine " +
                                 machine.name + " has " + std::to_string(machine.core_count()));
   }
-  return Program(machine, cores);
+  // The bound keeps every program-wide core id, stream id and semaphore id an int32.
+  constexpr int kMaxChips = 1 << 16;
+  if (chips < 1 || chips > kMaxChips) {
+    return InvalidArgumentError("program chips = " + std::to_string(chips) + " outside [1, " +
+                                std::to_string(kMaxChips) + "]");
+  }
+  if (options.max_instructions < 1) {
+    return InvalidArgumentError(
+        "program max_instructions = " + std::to_string(options.max_instructions) + " must be >= 1");
+  }
+  return Program(machine, cores_per_chip, chips, options);
+}
+
+std::string Program::CoreName(int core) const {
+  const std::string local = "core" + std::to_string(LocalCore(core));
+  return chips_ == 1 ? local : "chip" + std::to_string(ChipOfCore(core)) + "." + local;
 }
 
 StreamId Program::EngineStream(int core, EngineKind engine) const {
@@ -230,26 +295,32 @@ StreamId Program::EngineStream(int core, EngineKind engine) const {
 }
 
 Status Program::CheckCore(int core, std::string_view what) const {
-  if (core < 0 || core >= cores_) {
+  if (core < 0 || core >= cores()) {
     return InvalidArgumentError(std::string(what) + ": core " + std::to_string(core) +
-                                " outside [0, " + std::to_string(cores_) + ")");
+                                " outside [0, " + std::to_string(cores()) + ")");
   }
   return OkStatus();
 }
 
-StatusOr<BufferId> Program::AllocHbm(std::string name, int64_t bytes) {
+StatusOr<BufferId> Program::AllocHbm(std::string name, int64_t bytes, int chip) {
   if (bytes <= 0) return InvalidArgumentError("HBM buffer '" + name + "': size must be > 0");
-  const int64_t align = 64;
-  const int64_t offset = AlignUp(hbm_.high_water, align);
-  if (offset + bytes > hbm_.capacity) {
-    return ResourceExhaustedError("HBM buffer '" + name + "' needs " + Bytes(bytes) + "; " +
-                                  Bytes(hbm_.capacity - offset) + " of " + Bytes(hbm_.capacity) +
-                                  " left");
+  if (chip < 0 || chip >= chips_) {
+    return InvalidArgumentError("HBM buffer '" + name + "': chip " + std::to_string(chip) +
+                                " outside [0, " + std::to_string(chips_) + ")");
   }
-  hbm_.high_water = offset + bytes;
+  Arena& hbm = hbm_[chip];
+  const int64_t align = 64;
+  const int64_t offset = AlignUp(hbm.high_water, align);
+  if (bytes > hbm.capacity - offset) {
+    return ResourceExhaustedError("HBM buffer '" + name + "' needs " + Bytes(bytes) + "; " +
+                                  Bytes(hbm.capacity - offset) + " of " + Bytes(hbm.capacity) +
+                                  " left on chip " + std::to_string(chip));
+  }
+  hbm.high_water = offset + bytes;
   Buffer b;
   b.name = std::move(name);
   b.space = MemSpace::kHbm;
+  b.chip = chip;
   b.offset = offset;
   b.bytes = bytes;
   buffers_.push_back(std::move(b));
@@ -271,8 +342,8 @@ StatusOr<BufferId> Program::AllocPsum(int core, std::string name, int64_t bytes_
 StatusOr<BufferId> Program::AllocOnChip(MemSpace space, int core, std::string name,
                                         int64_t bytes_per_partition, int partitions,
                                         int partition_start) {
-  const std::string what = std::string(space == MemSpace::kSbuf ? "SBUF" : "PSUM") + " buffer '" +
-                           name + "'";
+  const std::string what =
+      std::string(space == MemSpace::kSbuf ? "SBUF" : "PSUM") + " buffer '" + name + "'";
   if (Status s = CheckCore(core, what); !s.ok()) return s;
   if (bytes_per_partition <= 0) return InvalidArgumentError(what + ": size must be > 0");
   if (Status s = CheckPartitionRange(partition_start, partitions, machine_.partitions(), what);
@@ -322,6 +393,7 @@ StatusOr<BufferId> Program::AllocOnChip(MemSpace space, int core, std::string na
   Buffer b;
   b.name = std::move(name);
   b.space = space;
+  b.chip = ChipOfCore(core);
   b.core = core;
   b.partition_start = partition_start;
   b.partitions = partitions;
@@ -358,32 +430,39 @@ StatusOr<SemId> Program::AddSemaphore(int core, std::string name) {
                                   " already has all " + std::to_string(limit) + " semaphores");
   }
   ++semaphores_per_core_[core];
-  semaphores_.push_back(Semaphore{std::move(name), core});
+  semaphores_.push_back(Semaphore{std::move(name), ChipOfCore(core), core});
   return static_cast<SemId>(semaphores_.size() - 1);
 }
 
 StatusOr<StreamId> Program::AddDmaQueue(int core, std::string name) {
-  if (Status s = CheckCore(core, "DMA queue '" + name + "'"); !s.ok()) return s;
+  return AddQueue(core, EngineKind::kDma, std::move(name));
+}
+
+StatusOr<StreamId> Program::AddCollectiveQueue(int core, std::string name) {
+  return AddQueue(core, EngineKind::kCollective, std::move(name));
+}
+
+StatusOr<StreamId> Program::AddQueue(int core, EngineKind engine, std::string name) {
+  const bool dma = engine == EngineKind::kDma;
+  const std::string what = std::string(dma ? "DMA" : "collective") + " queue '" + name + "'";
+  if (Status s = CheckCore(core, what); !s.ok()) return s;
   const int limit =
-      static_cast<int>(machine_.dma.engines.value * machine_.dma.queues_per_engine.value);
-  if (dma_queues_per_core_[core] >= limit) {
-    return ResourceExhaustedError("DMA queue '" + name + "': core " + std::to_string(core) +
-                                  " already has all " + std::to_string(limit) + " queues");
+      dma ? static_cast<int>(machine_.dma.engines.value * machine_.dma.queues_per_engine.value)
+          : static_cast<int>(machine_.sync.cc_cores.value);
+  int& used = (dma ? dma_queues_per_core_ : cc_queues_per_core_)[core];
+  if (used >= limit) {
+    return ResourceExhaustedError(what + ": " + CoreName(core) + " already has all " +
+                                  std::to_string(limit) + (dma ? " queues" : " CC-cores"));
   }
-  ++dma_queues_per_core_[core];
+  ++used;
   Stream s;
-  s.name = "core" + std::to_string(core) + ".dma." + name;
+  s.name = CoreName(core) + (dma ? ".dma." : ".cc.") + name;
+  s.chip = ChipOfCore(core);
   s.core = core;
-  s.engine = EngineKind::kDma;
+  s.engine = engine;
   streams_.push_back(std::move(s));
   last_load_stationary_.push_back(-1);
   return static_cast<StreamId>(streams_.size() - 1);
-}
-
-int64_t Program::instruction_count() const {
-  int64_t n = 0;
-  for (const Stream& s : streams_) n += static_cast<int64_t>(s.instructions.size());
-  return n;
 }
 
 Status Program::CheckBuffer(BufferId id, int core, std::initializer_list<MemSpace> spaces,
@@ -402,18 +481,27 @@ Status Program::CheckBuffer(BufferId id, int core, std::initializer_list<MemSpac
   }
   if (b.space != MemSpace::kHbm && b.core != core) {
     return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name +
-                                "' belongs to core " + std::to_string(b.core));
+                                "' belongs to " + CoreName(b.core));
+  }
+  if (b.space == MemSpace::kHbm && b.chip != ChipOfCore(core)) {
+    return InvalidArgumentError(
+        where() + ": " + std::string(role) + " '" + b.name + "' is in the HBM of chip " +
+        std::to_string(b.chip) +
+        (chips_ > 1 ? "; transfers between chips need the system's links" : ""));
   }
   return OkStatus();
 }
 
 Status Program::Validate(const Stream& stream, const Instruction& in, const Site& where) const {
   const int c = stream.core;
-  auto need = [&](BufferId id, std::string_view role, int64_t bytes_pp, int partitions) -> Status {
+  // The operand [offset, offset + bytes_pp) of each of `partitions` partitions.
+  auto need = [&](BufferId id, std::string_view role, int64_t bytes_pp, int partitions,
+                  int64_t offset = 0) -> Status {
     const Buffer& b = buffers_[id];
-    if (bytes_pp > b.bytes) {
+    if (offset < 0 || bytes_pp > b.bytes - offset) {
       return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name + "' holds " +
-                                  Bytes(b.bytes) + " per partition, needs " + Bytes(bytes_pp));
+                                  Bytes(b.bytes) + " per partition, needs " + Bytes(bytes_pp) +
+                                  (offset != 0 ? " at offset " + std::to_string(offset) : ""));
     }
     if (partitions > b.partitions) {
       return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name + "' spans " +
@@ -453,17 +541,19 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
                                     " must be a multiple of 128 (partition dim a multiple of 32)");
       }
       if (mx && in.m % 2 != 0) {
-        return InvalidArgumentError(where() + ": MX stationary free size M = " +
-                                    std::to_string(in.m) + " must be even");
+        return InvalidArgumentError(
+            where() + ": MX stationary free size M = " + std::to_string(in.m) + " must be even");
       }
       const int parts = TensorOperandPartitions(machine_, in.dtype, in.k);
       const int64_t free_elems = ls ? in.m : in.n;
-      if (Status s = CheckBuffer(in.src0, c, {MemSpace::kSbuf}, ls ? "stationary" : "moving", where);
+      if (Status s =
+              CheckBuffer(in.src0, c, {MemSpace::kSbuf}, ls ? "stationary" : "moving", where);
           !s.ok()) {
         return s;
       }
       if (Status s = need(in.src0, ls ? "stationary" : "moving",
-                          TensorOperandBytesPerPartition(machine_, in.dtype, free_elems), parts);
+                          TensorOperandBytesPerPartition(machine_, in.dtype, free_elems), parts,
+                          in.src_offset);
           !s.ok()) {
         return s;
       }
@@ -471,7 +561,8 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
         if (Status s = CheckBuffer(in.src1, c, {MemSpace::kSbuf}, "MX scales", where); !s.ok()) {
           return s;
         }
-        if (Status s = need(in.src1, "MX scales", MxScaleBytesPerPartition(free_elems), parts);
+        if (Status s = need(in.src1, "MX scales", MxScaleBytesPerPartition(free_elems), parts,
+                            in.src1_offset);
             !s.ok()) {
           return s;
         }
@@ -482,8 +573,12 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
           return InvalidArgumentError(where() + ": N = " + std::to_string(in.n) + " outside [1, " +
                                       std::to_string(max_n) + "] on " + machine_.core_name);
         }
-        if (Status s = CheckBuffer(in.dst, c, {MemSpace::kPsum}, "output", where); !s.ok()) return s;
-        if (Status s = need(in.dst, "output", 4 * in.n, static_cast<int>(in.m)); !s.ok()) return s;
+        if (Status s = CheckBuffer(in.dst, c, {MemSpace::kPsum}, "output", where); !s.ok())
+          return s;
+        if (Status s = need(in.dst, "output", 4 * in.n, static_cast<int>(in.m), in.dst_offset);
+            !s.ok()) {
+          return s;
+        }
         // The stationary of this MM is the last LoadStationary of the stream.
         const int64_t ls_index = last_load_stationary_[&stream - streams_.data()];
         const Instruction* last_ls = ls_index < 0 ? nullptr : &stream.instructions[ls_index];
@@ -505,15 +600,18 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
       }
       if (Status s = CheckBuffer(in.src0, c, {MemSpace::kSbuf}, "input", where); !s.ok()) return s;
       if (Status s = CheckBuffer(in.dst, c, {MemSpace::kPsum}, "output", where); !s.ok()) return s;
-      if (Status s = need(in.src0, "input", 4 * in.n, in.partitions); !s.ok()) return s;
-      return need(in.dst, "output", 4 * in.partitions, static_cast<int>(in.n));
+      if (Status s = need(in.src0, "input", 4 * in.n, in.partitions, in.src_offset); !s.ok()) {
+        return s;
+      }
+      return need(in.dst, "output", 4 * in.partitions, static_cast<int>(in.n), in.dst_offset);
     }
     case Opcode::kDmaCopy: {
-      if (stream.engine != EngineKind::kDma) {
-        return InvalidArgumentError(where() + ": DmaCopy must go on a DMA queue");
+      if (stream.engine != EngineKind::kDma && stream.engine != EngineKind::kCollective) {
+        return InvalidArgumentError(where() + ": DmaCopy must go on a DMA or collective queue");
       }
       if (in.bytes <= 0) return InvalidArgumentError(where() + ": DMA of " + Bytes(in.bytes));
-      const std::initializer_list<MemSpace> any = {MemSpace::kHbm, MemSpace::kSbuf, MemSpace::kPsum};
+      const std::initializer_list<MemSpace> any = {MemSpace::kHbm, MemSpace::kSbuf,
+                                                   MemSpace::kPsum};
       if (Status s = CheckBuffer(in.src0, c, any, "source", where); !s.ok()) return s;
       if (Status s = CheckBuffer(in.dst, c, any, "destination", where); !s.ok()) return s;
       for (auto [id, off, role] : {std::tuple{in.src0, in.src_offset, "source"},
@@ -549,17 +647,26 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
   bool allowed = false;
   switch (in.op) {
     case Opcode::kTensorCopy:
-    case Opcode::kTensorScalar: allowed = e != EngineKind::kDma; break;
+    case Opcode::kTensorScalar:
+      allowed = e == EngineKind::kVector || e == EngineKind::kScalar || e == EngineKind::kGpSimd;
+      break;
     case Opcode::kTensorTensor:
     case Opcode::kTensorReduce:
     case Opcode::kMemset:
-    case Opcode::kReciprocal: allowed = e == EngineKind::kVector; break;
+    case Opcode::kReciprocal:
+      allowed = e == EngineKind::kVector;
+      break;
     case Opcode::kQuantizeMx:
       allowed = e == EngineKind::kVector && machine_.vector.quantize_mx_elems_per_cycle.value > 0;
       break;
-    case Opcode::kActivation: allowed = e == EngineKind::kScalar; break;
-    case Opcode::kIota: allowed = e == EngineKind::kGpSimd; break;
-    default: break;
+    case Opcode::kActivation:
+      allowed = e == EngineKind::kScalar;
+      break;
+    case Opcode::kIota:
+      allowed = e == EngineKind::kGpSimd;
+      break;
+    default:
+      break;
   }
   if (!allowed) {
     return InvalidArgumentError(where() + ": " + std::string(OpcodeName(in.op)) +
@@ -575,13 +682,17 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
   const std::initializer_list<MemSpace> sbuf_only = {MemSpace::kSbuf};
   const auto& spaces = e == EngineKind::kGpSimd ? sbuf_only : onchip;
   if (Status s = CheckBuffer(in.dst, c, spaces, "output", where); !s.ok()) return s;
-  const int64_t out_bytes = in.op == Opcode::kTensorReduce ? ElemBytes(in.out_type)
-                                                           : in.n * ElemBytes(in.out_type);
-  if (Status s = need(in.dst, "output", out_bytes, in.partitions); !s.ok()) return s;
+  const int64_t out_bytes =
+      in.op == Opcode::kTensorReduce ? ElemBytes(in.out_type) : in.n * ElemBytes(in.out_type);
+  if (Status s = need(in.dst, "output", out_bytes, in.partitions, in.dst_offset); !s.ok()) {
+    return s;
+  }
   const bool has_input = in.op != Opcode::kMemset && in.op != Opcode::kIota;
   if (has_input) {
     if (Status s = CheckBuffer(in.src0, c, spaces, "input", where); !s.ok()) return s;
-    if (Status s = need(in.src0, "input", in.n * ElemBytes(in.in_type), in.partitions); !s.ok()) {
+    if (Status s =
+            need(in.src0, "input", in.n * ElemBytes(in.in_type), in.partitions, in.src_offset);
+        !s.ok()) {
       return s;
     }
   }
@@ -590,7 +701,7 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
     if (Status s = CheckBuffer(in.src1, c, spaces, role, where); !s.ok()) return s;
     const int64_t bytes = in.op == Opcode::kQuantizeMx ? MxScaleBytesPerPartition(in.n / 4)
                                                        : in.n * ElemBytes(in.in_type);
-    if (Status s = need(in.src1, role, bytes, in.partitions); !s.ok()) return s;
+    if (Status s = need(in.src1, role, bytes, in.partitions, in.src1_offset); !s.ok()) return s;
   }
   return OkStatus();
 }
@@ -606,12 +717,18 @@ Status Program::Append(StreamId stream, Instruction instruction) {
   }
   Stream& s = streams_[stream];
   const Site where{s, instruction.op};
+  if (instruction_count_ >= options_.max_instructions) {
+    return ResourceExhaustedError(where() + ": the program already holds " +
+                                  std::to_string(instruction_count_) +
+                                  " instructions, its budget (ProgramOptions::max_instructions); "
+                                  "emulate a smaller problem or raise the budget");
+  }
   if (Status st = Validate(s, instruction, where); !st.ok()) return st;
   for (const SemWait& w : instruction.waits) {
     if (w.sem < 0 || w.sem >= static_cast<SemId>(semaphores_.size()) ||
         semaphores_[w.sem].core != s.core) {
       return InvalidArgumentError(where() + ": waits on semaphore " + std::to_string(w.sem) +
-                                  ", which is not a semaphore of core " + std::to_string(s.core));
+                                  ", which is not a semaphore of " + CoreName(s.core));
     }
     if (w.value < 1) {
       return InvalidArgumentError(where() + ": waits for " + semaphores_[w.sem].name +
@@ -619,54 +736,63 @@ Status Program::Append(StreamId stream, Instruction instruction) {
                                   ", which always holds; a wait needs a value >= 1");
     }
   }
+  // A transfer may signal the chip it writes to (the semaphore write follows the data).
+  const int remote_chip = instruction.op == Opcode::kDmaCopy && instruction.dst >= 0
+                              ? buffers_[instruction.dst].chip
+                              : s.chip;
   for (const SemSignal& g : instruction.signals) {
-    if (g.sem < 0 || g.sem >= static_cast<SemId>(semaphores_.size()) ||
-        semaphores_[g.sem].core != s.core || g.increment <= 0) {
-      return InvalidArgumentError(where() + ": signals semaphore " + std::to_string(g.sem) +
-                                  " with +" + std::to_string(g.increment) +
-                                  "; needs a semaphore of core " + std::to_string(s.core) +
-                                  " and a positive increment");
+    const bool known = g.sem >= 0 && g.sem < static_cast<SemId>(semaphores_.size());
+    const int chip = known ? semaphores_[g.sem].chip : -1;
+    if (!known || (chip != s.chip && chip != remote_chip) || g.increment <= 0) {
+      return InvalidArgumentError(
+          where() + ": signals semaphore " + std::to_string(g.sem) + " with +" +
+          std::to_string(g.increment) + "; needs a semaphore of chip " + std::to_string(s.chip) +
+          (remote_chip != s.chip ? " or of the destination chip " + std::to_string(remote_chip)
+                                 : std::string()) +
+          " and a positive increment");
     }
   }
   if (instruction.op == Opcode::kLoadStationary) {
     last_load_stationary_[stream] = static_cast<int64_t>(s.instructions.size());
   }
   s.instructions.push_back(std::move(instruction));
+  ++instruction_count_;
   return OkStatus();
 }
 
 std::string Program::Describe(const Instruction& in) const {
   auto name = [&](BufferId id) { return id < 0 ? std::string("-") : buffers_[id].name; };
+  // A compute operand at a byte offset reads "buf+offset".
+  auto at = [&](BufferId id, int64_t offset) {
+    return offset == 0 ? name(id) : name(id) + "+" + std::to_string(offset);
+  };
   std::ostringstream os;
   os << OpcodeName(in.op);
   switch (in.op) {
     case Opcode::kLoadStationary:
       os << " " << MatmulDtypeName(in.dtype) << " k=" << in.k << " m=" << in.m << " "
-         << name(in.src0);
-      if (in.src1 >= 0) os << " scales " << name(in.src1);
+         << at(in.src0, in.src_offset);
+      if (in.src1 >= 0) os << " scales " << at(in.src1, in.src1_offset);
       break;
     case Opcode::kMultiplyMoving:
       os << " " << MatmulDtypeName(in.dtype) << " k=" << in.k << " m=" << in.m << " n=" << in.n
-         << " " << name(in.src0) << " -> " << name(in.dst)
+         << " " << at(in.src0, in.src_offset) << " -> " << at(in.dst, in.dst_offset)
          << (in.accumulate ? " (accumulate)" : " (start)");
-      if (in.src1 >= 0) os << " scales " << name(in.src1);
+      if (in.src1 >= 0) os << " scales " << at(in.src1, in.src1_offset);
       break;
     case Opcode::kTranspose:
-      os << " [" << in.partitions << "x" << in.n << "] " << name(in.src0) << " -> "
-         << name(in.dst);
+      os << " [" << in.partitions << "x" << in.n << "] " << at(in.src0, in.src_offset) << " -> "
+         << at(in.dst, in.dst_offset);
       break;
     case Opcode::kDmaCopy:
-      os << " " << in.bytes << " B " << name(in.src0);
-      if (in.src_offset) os << "+" << in.src_offset;
-      os << " -> " << name(in.dst);
-      if (in.dst_offset) os << "+" << in.dst_offset;
-      os << " over " << in.partitions << " partitions";
+      os << " " << in.bytes << " B " << at(in.src0, in.src_offset) << " -> "
+         << at(in.dst, in.dst_offset) << " over " << in.partitions << " partitions";
       break;
     default:
       os << " [" << in.partitions << "x" << in.n << "] " << ElemTypeName(in.in_type) << "->"
-         << ElemTypeName(in.out_type) << " " << name(in.src0);
-      if (in.src1 >= 0) os << ", " << name(in.src1);
-      os << " -> " << name(in.dst);
+         << ElemTypeName(in.out_type) << " " << at(in.src0, in.src_offset);
+      if (in.src1 >= 0) os << ", " << at(in.src1, in.src1_offset);
+      os << " -> " << at(in.dst, in.dst_offset);
       break;
   }
   for (const SemWait& w : in.waits) os << "  wait " << semaphores_[w.sem].name << ">=" << w.value;
@@ -678,27 +804,30 @@ std::string Program::Describe(const Instruction& in) const {
 
 std::string Program::Dump() const {
   std::ostringstream os;
-  os << "program on " << machine_.name << " (" << machine_.core_name << "), " << cores_
-     << " core(s), " << instruction_count() << " instructions\n";
+  os << "program on " << machine_.name << " (" << machine_.core_name << "), ";
+  if (chips_ > 1) os << chips_ << " chips x ";
+  os << cores_per_chip_ << " core(s), " << instruction_count() << " instructions\n";
   os << "buffers:\n";
   for (const Buffer& b : buffers_) {
-    char line[256];
+    char line[320];
     if (b.space == MemSpace::kHbm) {
-      std::snprintf(line, sizeof line, "  hbm   %-24s %14lld B at 0x%llx%s\n", b.name.c_str(),
+      const std::string where = chips_ > 1 ? " on chip " + std::to_string(b.chip) : "";
+      std::snprintf(line, sizeof line, "  hbm   %-24s %14lld B at 0x%llx%s%s\n", b.name.c_str(),
                     static_cast<long long>(b.bytes), static_cast<unsigned long long>(b.offset),
-                    b.live ? "" : " (freed)");
+                    where.c_str(), b.live ? "" : " (freed)");
     } else {
-      std::snprintf(line, sizeof line, "  %-5s %-24s core %d partitions [%d,%d) %lld B/partition at +%lld%s\n",
-                    std::string(MemSpaceName(b.space)).c_str(), b.name.c_str(), b.core,
-                    b.partition_start, b.partition_start + b.partitions,
-                    static_cast<long long>(b.bytes), static_cast<long long>(b.offset),
-                    b.live ? "" : " (freed)");
+      std::snprintf(
+          line, sizeof line, "  %-5s %-24s %s partitions [%d,%d) %lld B/partition at +%lld%s\n",
+          std::string(MemSpaceName(b.space)).c_str(), b.name.c_str(), CoreName(b.core).c_str(),
+          b.partition_start, b.partition_start + b.partitions, static_cast<long long>(b.bytes),
+          static_cast<long long>(b.offset), b.live ? "" : " (freed)");
     }
     os << line;
   }
   os << "semaphores:\n";
   for (size_t i = 0; i < semaphores_.size(); ++i) {
-    os << "  s" << i << " " << semaphores_[i].name << " (core " << semaphores_[i].core << ")\n";
+    os << "  s" << i << " " << semaphores_[i].name << " (" << CoreName(semaphores_[i].core)
+       << ")\n";
   }
   for (const Stream& s : streams_) {
     if (s.instructions.empty()) continue;

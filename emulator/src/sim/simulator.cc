@@ -8,172 +8,19 @@
 #include <utility>
 #include <vector>
 
+#include "cost/cost_model.h"
+
 namespace trnmx::emu {
 namespace {
 
-__extension__ typedef unsigned __int128 Uint128;
-
-constexpr int64_t kPsPerNs = 1000;
-constexpr uint64_t kPsPerS = 1000000000000ULL;
-constexpr int64_t kPpm = 1000000;
-
-int64_t CeilPs(double seconds) { return static_cast<int64_t>(std::ceil(seconds * 1e12)); }
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-bool Is16Bit(ElemType t) { return t == ElemType::kBf16 || t == ElemType::kFp16; }
-int64_t AsInt(const Sourced& s) { return static_cast<int64_t>(s.value); }
-
-// ceil(cycles * 1e12 / hz). 64-bit arithmetic when it cannot overflow
-// (cycles < 2^24 and hz < 2^40 keep cycles * 1e12 + hz below 2^64), else 128-bit.
-int64_t PsOfCycles(int64_t cycles, uint64_t hz) {
-  if (cycles >= 0 && cycles < (int64_t{1} << 24) && hz < (uint64_t{1} << 40)) {
-    return static_cast<int64_t>((static_cast<uint64_t>(cycles) * kPsPerS + hz - 1) / hz);
-  }
-  const Uint128 num = static_cast<Uint128>(cycles) * kPsPerS;
-  return static_cast<int64_t>((num + hz - 1) / hz);
-}
-
-// PsOfCycles with the last conversion remembered: an engine mostly repeats
-// the same instruction shape, and the division is a large part of its cost.
-struct CycleMemo {
-  int64_t cycles = -1;
-  int64_t ps = 0;
-  int64_t Ps(int64_t c, uint64_t hz) {
-    if (c != cycles) {
-      cycles = c;
-      ps = PsOfCycles(c, hz);
-    }
-    return ps;
-  }
-};
-
-uint64_t ClockHz(const Sourced& clock) { return static_cast<uint64_t>(std::llround(clock.value)); }
-
-// The cost rules of the header with the machine's numbers converted once:
-// the simulator evaluates them for every instruction, the public functions
-// below for one.
-class CostModel {
- public:
-  explicit CostModel(const Machine& m)
-      : ls_speedup_(AsInt(m.tensor.load_stationary_speedup)),
-        mm_init_(AsInt(m.tensor.mm_init_cycles)),
-        fp32_multiplier_(AsInt(m.tensor.fp32_cycle_multiplier)),
-        vector_min_ii_(AsInt(m.vector.min_ii_cycles)),
-        vector_perf_(AsInt(m.vector.perf_mode_max)),
-        quantize_rate_(AsInt(m.vector.quantize_mx_elems_per_cycle)),
-        scalar_min_ii_(AsInt(m.scalar.min_ii_cycles)),
-        scalar_copy_speedup_(AsInt(m.scalar.bf16_copy_speedup)),
-        gpsimd_start_(AsInt(m.gpsimd.start_cycles)),
-        dma_engines_(static_cast<int>(m.dma.engines.value)),
-        dma_partitions_per_engine_(static_cast<int>(m.dma.partitions_per_engine.value)),
-        dma_fixed_ps_(static_cast<int64_t>(std::llround(m.dma.fixed_cost_ns.value * kPsPerNs))),
-        dma_engine_bandwidth_(m.dma.engine_bandwidth_bytes_per_s.value),
-        dma_knee_(m.dma.efficiency_knee_bytes_per_partition.value),
-        dma_row_overhead_(m.dma.row_overhead_bytes.value),
-        hbm_stack_bandwidth_(HbmStackBandwidth(m)) {}
-
-  int64_t TensorCycles(const Instruction& in) const {
-    switch (in.op) {
-      case Opcode::kLoadStationary:
-        return std::max<int64_t>(1, CeilDiv(in.m, ls_speedup_));
-      case Opcode::kMultiplyMoving:
-        return std::max(std::min(mm_init_, in.m), in.n) *
-               (in.dtype == MatmulDtype::kFp32 ? fp32_multiplier_ : 1);
-      case Opcode::kTranspose:
-        return std::max<int64_t>(in.partitions, std::min<int64_t>(64, in.n));
-      default:
-        return 0;
-    }
-  }
-
-  int64_t ElementwiseCycles(const Program& p, EngineKind engine, const Instruction& in) const {
-    const auto space = [&](BufferId id) {
-      return id < 0 ? MemSpace::kSbuf : p.buffers()[id].space;
-    };
-    const int64_t n = in.n;
-    const bool in16 = Is16Bit(in.in_type), out16 = Is16Bit(in.out_type);
-    if (engine == EngineKind::kGpSimd) return gpsimd_start_ + n;
-    if (engine == EngineKind::kScalar) {
-      const bool copy = in.op == Opcode::kTensorCopy || in.op == Opcode::kTensorScalar;
-      return std::max(scalar_min_ii_, CeilDiv(n, copy && in16 && out16 ? scalar_copy_speedup_ : 1));
-    }
-    const bool any_psum = space(in.src0) == MemSpace::kPsum || space(in.dst) == MemSpace::kPsum ||
-                          space(in.src1) == MemSpace::kPsum;
-    int64_t cycles = n;
-    switch (in.op) {
-      case Opcode::kTensorCopy:
-      case Opcode::kTensorScalar: {
-        int64_t r = 1;
-        if (in16 && out16) r = any_psum ? std::min<int64_t>(2, vector_perf_) : vector_perf_;
-        cycles = CeilDiv(n, r);
-        break;
-      }
-      case Opcode::kTensorTensor: {
-        const bool mixed = space(in.src0) != space(in.src1);
-        cycles = (mixed || (in16 && out16 && !any_psum)) ? n : 2 * n;
-        break;
-      }
-      case Opcode::kTensorReduce:
-      case Opcode::kMemset:
-        cycles = in16 ? CeilDiv(n, 2) : n;
-        break;
-      case Opcode::kReciprocal:
-        cycles = 8 * n;
-        break;
-      case Opcode::kQuantizeMx:
-        cycles = CeilDiv(n, quantize_rate_);
-        break;
-      default:
-        break;
-    }
-    return std::max(vector_min_ii_, cycles);
-  }
-
-  double DmaEfficiency(double bytes_per_partition) const {
-    if (bytes_per_partition >= dma_knee_) return 1.0;
-    const double overhead = dma_row_overhead_ * (1.0 - bytes_per_partition / dma_knee_);
-    return bytes_per_partition / (bytes_per_partition + overhead);
-  }
-
-  DmaCost Dma(const Program& p, const Instruction& in) const {
-    const Buffer& src = p.buffers()[in.src0];
-    const Buffer& dst = p.buffers()[in.dst];
-    DmaCost c;
-    // The on-chip side decides which engines serve the transfer (engine e
-    // serves partitions [8e, 8e + 8)); HBM to HBM uses all of them.
-    const Buffer* chip = src.space != MemSpace::kHbm   ? &src
-                         : dst.space != MemSpace::kHbm ? &dst
-                                                       : nullptr;
-    double bytes_per_partition = dma_knee_;
-    if (chip != nullptr) {
-      const int first = chip->partition_start;
-      const int last = first + in.partitions;  // exclusive
-      c.first_engine = first / dma_partitions_per_engine_;
-      c.engines =
-          (last + dma_partitions_per_engine_ - 1) / dma_partitions_per_engine_ - c.first_engine;
-      bytes_per_partition = static_cast<double>(in.bytes) / in.partitions;
-    } else {
-      c.first_engine = 0;
-      c.engines = dma_engines_;
-    }
-    const double bytes_per_engine = std::ceil(static_cast<double>(in.bytes) / c.engines);
-    const double rate = dma_engine_bandwidth_ * DmaEfficiency(bytes_per_partition);
-    c.engine_ps = dma_fixed_ps_ + CeilPs(bytes_per_engine / rate);
-    c.hbm_bytes =
-        (src.space == MemSpace::kHbm ? in.bytes : 0) + (dst.space == MemSpace::kHbm ? in.bytes : 0);
-    c.hbm_ps =
-        c.hbm_bytes > 0 ? CeilPs(static_cast<double>(c.hbm_bytes) / hbm_stack_bandwidth_) : 0;
-    return c;
-  }
-
- private:
-  int64_t ls_speedup_, mm_init_, fp32_multiplier_;
-  int64_t vector_min_ii_, vector_perf_, quantize_rate_;
-  int64_t scalar_min_ii_, scalar_copy_speedup_;
-  int64_t gpsimd_start_;
-  int dma_engines_, dma_partitions_per_engine_;
-  int64_t dma_fixed_ps_;
-  double dma_engine_bandwidth_, dma_knee_, dma_row_overhead_, hbm_stack_bandwidth_;
-};
+using internal::AsInt;
+using internal::ClockHz;
+using internal::CostModel;
+using internal::CycleMemo;
+using internal::kPpm;
+using internal::kPsPerNs;
+using internal::PsOfCycles;
+using internal::Uint128;
 
 // A pending event. `index` is the completing instruction, or kIssue for a
 // sequencer wake-up. Events are taken in (time, seq) order; seq is the push
@@ -241,6 +88,21 @@ class EventQueue {
   std::vector<Event> heap_;
 };
 
+// A unit that transfers hold for a time: a DMA engine, an HBM stack (and
+// the links of a system). Holds are granted in the order the simulator asks,
+// which is (time, seq) order, so a resource shared by several queues or
+// cores serves them first come, first served.
+struct BandwidthResource {
+  int64_t free_ps = 0;  // end of the last hold
+  int64_t busy_ps = 0;  // sum of hold durations
+  // Holds the resource for `duration` from max(from, free); returns the end.
+  int64_t Hold(int64_t from, int64_t duration) {
+    free_ps = std::max(from, free_ps) + duration;
+    busy_ps += duration;
+    return free_ps;
+  }
+};
+
 struct SemState {
   int64_t value = 0;
   // (value after an increment, time): values strictly increase, times do not decrease.
@@ -282,14 +144,13 @@ class Sim {
     sems_.resize(p.semaphores().size());
     tensor_.resize(p.cores());
     engines_ = static_cast<int>(m_.dma.engines.value);
-    dma_free_.assign(static_cast<size_t>(p.cores()) * engines_, 0);
-    res_.dma_engine_busy_ps.assign(dma_free_.size(), 0);
-    const int stacks = static_cast<int>(m_.hbm.stacks.value);
-    stack_free_.assign(stacks, 0);
-    res_.hbm_stack_busy_ps.assign(stacks, 0);
+    dma_engines_.resize(static_cast<size_t>(p.cores()) * engines_);
+    stacks_per_chip_ = static_cast<int>(m_.hbm.stacks.value);
+    hbm_stacks_.resize(static_cast<size_t>(p.chips()) * stacks_per_chip_);
     window_ps_ = static_cast<int64_t>(m_.tensor.throttle_window_ns.value) * kPsPerNs;
     ramp_ps_ = static_cast<int64_t>(m_.tensor.throttle_ramp_ns.value) * kPsPerNs;
-    start_ppm_ = static_cast<int64_t>(std::llround(m_.tensor.throttle_start_fraction.value * kPpm));
+    // At least 1 ppm: the cap divides the instruction time (the fraction is in (0, 1]).
+    start_ppm_ = std::max<int64_t>(1, std::llround(m_.tensor.throttle_start_fraction.value * kPpm));
     clock_hz_[static_cast<int>(EngineKind::kTensor)] = ClockHz(m_.tensor.clock_hz);
     clock_hz_[static_cast<int>(EngineKind::kVector)] = ClockHz(m_.vector.clock_hz);
     clock_hz_[static_cast<int>(EngineKind::kScalar)] = ClockHz(m_.scalar.clock_hz);
@@ -298,12 +159,14 @@ class Sim {
     for (int e = 0; e < kComputeEngines; ++e) sem_lat_[e] = PsOfCycles(lat, clock_hz_[e]);
     sem_lat_[static_cast<int>(EngineKind::kDma)] =
         static_cast<int64_t>(std::llround(m_.dma.dependency_start_ns.value * kPsPerNs));
+    sem_lat_[static_cast<int>(EngineKind::kCollective)] =
+        sem_lat_[static_cast<int>(EngineKind::kDma)];
     if (opt_.record_trace) res_.trace.reserve(static_cast<size_t>(p.instruction_count()));
   }
 
   StatusOr<SimResult> Run() {
     for (StreamId s = 0; s < static_cast<StreamId>(st_.size()); ++s) Issue(s, 0);
-    while (!queue_.empty()) {
+    while (!queue_.empty() && !time_overflow_) {
       const Event e = queue_.Pop();
       ++res_.events;
       if (e.index == kIssue) {
@@ -312,6 +175,11 @@ class Sim {
       } else {
         Complete(e.stream, e.index, e.time);
       }
+    }
+    if (time_overflow_) {
+      return OutOfRangeError(
+          "simulated time passed 2^62 ps (53 days): the program is too long "
+          "for the emulator's integer picosecond clock");
     }
     for (StreamId s = 0; s < static_cast<StreamId>(st_.size()); ++s) {
       const Stream& stream = p_.streams()[s];
@@ -330,10 +198,14 @@ class Sim {
                                        why);
       }
     }
-    return std::move(res_);
+    return Finish();
   }
 
  private:
+  static bool IsTransferQueue(EngineKind e) {
+    return e == EngineKind::kDma || e == EngineKind::kCollective;
+  }
+
   void Push(int64_t time, StreamId s, int32_t index) { queue_.Push(Event{time, seq_++, s, index}); }
 
   // Schedules the sequencer of `s` to look at its next instruction at `time`.
@@ -360,7 +232,7 @@ class Sim {
     StreamState& ss = st_[s];
     const Stream& stream = p_.streams()[s];
     const int64_t wait_latency = sem_lat_[static_cast<int>(stream.engine)];
-    while (ss.pc < stream.instructions.size()) {
+    while (ss.pc < stream.instructions.size() && !time_overflow_) {
       const Instruction& in = stream.instructions[ss.pc];
       int64_t ready = now;
       for (const SemWait& w : in.waits) {
@@ -389,11 +261,12 @@ class Sim {
         res_.trace.push_back(TraceRecord{s, static_cast<int32_t>(ss.pc), start, end});
       }
       res_.end_ps = std::max(res_.end_ps, end);
+      if (end > kMaxTimePs) time_overflow_ = true;
       if (!in.signals.empty()) Push(end, s, static_cast<int32_t>(ss.pc));
       ++ss.pc;
       // A DMA queue hands its next transfer to the engines when this one
       // starts, so that queues sharing engines interleave transfer by transfer.
-      if (stream.engine == EngineKind::kDma && start > now) {
+      if (IsTransferQueue(stream.engine) && start > now) {
         ScheduleIssue(ss, s, start);
         return;
       }
@@ -426,6 +299,7 @@ class Sim {
         ExecuteTensor(stream.core, in, now, start, end);
         return;
       case EngineKind::kDma:
+      case EngineKind::kCollective:
         ExecuteDma(stream.core, in, now, start, end);
         return;
       default:
@@ -482,10 +356,10 @@ class Sim {
     if (in.op == Opcode::kMultiplyMoving) start = std::max(start, t.weights_ready);
     const int64_t ppm = ThrottlePpm(t, start);
     int64_t dur = base;
-    if (ppm < kPpm) {  // ceil(base / cap)
-      dur = base < (INT64_MAX / kPpm)
-                ? (base * kPpm + ppm - 1) / ppm
-                : static_cast<int64_t>((static_cast<Uint128>(base) * kPpm + ppm - 1) / ppm);
+    if (ppm < kPpm) {  // ceil(base / cap), saturated like every duration
+      const Uint128 capped = (static_cast<Uint128>(base) * kPpm + ppm - 1) / ppm;
+      dur = capped >= static_cast<Uint128>(internal::kMaxDurationPs) ? internal::kMaxDurationPs
+                                                                     : static_cast<int64_t>(capped);
     }
     res_.tensor_throttle_extra_ps += dur - base;
     end = start + dur;
@@ -497,29 +371,37 @@ class Sim {
     }
   }
 
+  // The DMA engines that serve the transfer are taken together once all are
+  // free; bytes read or written in HBM hold the core's stack from then on.
+  // The engines stay held until the last byte has moved.
   void ExecuteDma(int core, const Instruction& in, int64_t now, int64_t& start, int64_t& end) {
     const DmaCost c = cost_.Dma(p_, in);
-    int64_t* free = &dma_free_[static_cast<size_t>(core) * engines_];
+    BandwidthResource* engines = &dma_engines_[static_cast<size_t>(core) * engines_];
     start = now;
     for (int e = c.first_engine; e < c.first_engine + c.engines; ++e)
-      start = std::max(start, free[e]);
+      start = std::max(start, engines[e].free_ps);
     end = start + c.engine_ps;
     if (c.hbm_bytes > 0) {
-      const int stack = HbmStackOfCore(m_, core);
-      const int64_t hbm_start = std::max(start, stack_free_[stack]);
-      stack_free_[stack] = hbm_start + c.hbm_ps;
-      res_.hbm_stack_busy_ps[stack] += c.hbm_ps;
-      end = std::max(end, stack_free_[stack]);
+      const int stack =
+          p_.ChipOfCore(core) * stacks_per_chip_ + HbmStackOfCore(m_, p_.LocalCore(core));
+      end = std::max(end, hbm_stacks_[stack].Hold(start, c.hbm_ps));
       if (p_.buffers()[in.src0].space == MemSpace::kHbm) res_.hbm_read_bytes += in.bytes;
       if (p_.buffers()[in.dst].space == MemSpace::kHbm) res_.hbm_write_bytes += in.bytes;
     }
-    int64_t* busy = &res_.dma_engine_busy_ps[static_cast<size_t>(core) * engines_];
     for (int e = c.first_engine; e < c.first_engine + c.engines; ++e) {
-      free[e] = end;
       // Engine time proper; waiting on a backlogged HBM stack counts as HBM time.
-      busy[e] += c.engine_ps;
+      engines[e].busy_ps += c.engine_ps;
+      engines[e].free_ps = end;
     }
     res_.dma_bytes += in.bytes;
+  }
+
+  SimResult Finish() {
+    res_.dma_engine_busy_ps.reserve(dma_engines_.size());
+    for (const BandwidthResource& r : dma_engines_) res_.dma_engine_busy_ps.push_back(r.busy_ps);
+    res_.hbm_stack_busy_ps.reserve(hbm_stacks_.size());
+    for (const BandwidthResource& r : hbm_stacks_) res_.hbm_stack_busy_ps.push_back(r.busy_ps);
+    return std::move(res_);
   }
 
   const Program& p_;
@@ -530,46 +412,22 @@ class Sim {
   std::vector<StreamState> st_;
   std::vector<SemState> sems_;
   std::vector<TensorState> tensor_;
-  std::vector<int64_t> dma_free_;
-  std::vector<int64_t> stack_free_;
+  std::vector<BandwidthResource> dma_engines_;  // [core * engines + engine]
+  std::vector<BandwidthResource> hbm_stacks_;   // [chip * stacks + stack]
   std::vector<StreamId> wake_;
-  int engines_ = 16;
+  int engines_ = 16, stacks_per_chip_ = 4;
   int64_t window_ps_ = 0, ramp_ps_ = 0, start_ppm_ = kPpm;
   uint64_t clock_hz_[kComputeEngines] = {};
-  int64_t sem_lat_[kComputeEngines + 1] = {};  // per EngineKind, DMA last
+  int64_t sem_lat_[kComputeEngines + 2] = {};  // per EngineKind
   EventQueue queue_;
   uint64_t seq_ = 0;
+  // The run stops once a time passes 2^62 ps; durations are at most 2^60 ps
+  // (cost_model.h), so the few sums formed before the check fit in int64.
+  static constexpr int64_t kMaxTimePs = int64_t{1} << 62;
+  bool time_overflow_ = false;
 };
 
 }  // namespace
-
-int64_t CyclesToPs(int64_t cycles, double clock_hz) {
-  return PsOfCycles(cycles, static_cast<uint64_t>(std::llround(clock_hz)));
-}
-
-int64_t TensorCycles(const Machine& m, const Instruction& in) {
-  return CostModel(m).TensorCycles(in);
-}
-
-int64_t ElementwiseCycles(const Program& p, EngineKind engine, const Instruction& in) {
-  return CostModel(p.machine()).ElementwiseCycles(p, engine, in);
-}
-
-double DmaEfficiency(const Machine& m, double bytes_per_partition) {
-  return CostModel(m).DmaEfficiency(bytes_per_partition);
-}
-
-int HbmStackOfCore(const Machine& m, int core) {
-  return core / (m.core_count() / static_cast<int>(m.hbm.stacks.value));
-}
-
-double HbmStackBandwidth(const Machine& m) {
-  return m.hbm.bandwidth_bytes_per_s.value * m.hbm.sustained_fraction.value / m.hbm.stacks.value;
-}
-
-DmaCost DmaCostOf(const Program& p, const Instruction& in) {
-  return CostModel(p.machine()).Dma(p, in);
-}
 
 StatusOr<SimResult> Simulate(const Program& program, const SimOptions& options) {
   return Sim(program, options).Run();

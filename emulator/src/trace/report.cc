@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace trnmx::emu {
 
@@ -15,6 +14,7 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
   const Machine& m = p.machine();
   Report rep;
   rep.machine = m.name;
+  rep.chips = p.chips();
   rep.cores = p.cores();
   rep.time_ps = r.end_ps;
   rep.flops = flops;
@@ -22,14 +22,15 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
   rep.peak_flops_per_s = CorePeakFlops(m, dtype) * p.cores();
   if (seconds > 0) {
     rep.achieved_flops_per_s = flops / seconds;
-    rep.fraction_of_peak = rep.peak_flops_per_s > 0 ? rep.achieved_flops_per_s / rep.peak_flops_per_s : 0;
+    rep.fraction_of_peak =
+        rep.peak_flops_per_s > 0 ? rep.achieved_flops_per_s / rep.peak_flops_per_s : 0;
   }
   const double t = std::max<double>(1, static_cast<double>(r.end_ps));
   double busy[kComputeEngines] = {};
   int64_t tensor_busy = 0;
   for (size_t s = 0; s < p.streams().size(); ++s) {
     const Stream& st = p.streams()[s];
-    if (st.engine == EngineKind::kDma) continue;
+    if (st.engine == EngineKind::kDma || st.engine == EngineKind::kCollective) continue;
     busy[static_cast<int>(st.engine)] += static_cast<double>(r.streams[s].busy_ps);
     if (st.engine == EngineKind::kTensor) tensor_busy += r.streams[s].busy_ps;
   }
@@ -44,7 +45,9 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
   // HBM: the stacks of the cores in use (cores 2i and 2i+1 share stack i).
   const int stacks = static_cast<int>(m.hbm.stacks.value);
   std::set<int> used;
-  for (int c = 0; c < p.cores(); ++c) used.insert(HbmStackOfCore(m, c));
+  for (int c = 0; c < p.cores(); ++c) {
+    used.insert(p.ChipOfCore(c) * stacks + HbmStackOfCore(m, p.LocalCore(c)));
+  }
   double hbm_busy = 0;
   for (int s : used) hbm_busy += static_cast<double>(r.hbm_stack_busy_ps[s]);
   const double hbm_use = hbm_busy / (t * static_cast<double>(used.size()));
@@ -54,8 +57,9 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
   rep.hbm_read_bytes = r.hbm_read_bytes;
   rep.hbm_write_bytes = r.hbm_write_bytes;
   if (seconds > 0) rep.hbm_bytes_per_s = (r.hbm_read_bytes + r.hbm_write_bytes) / seconds;
-  auto best = std::max_element(rep.resources.begin(), rep.resources.end(),
-                               [](const ResourceUse& a, const ResourceUse& b) { return a.busy < b.busy; });
+  auto best =
+      std::max_element(rep.resources.begin(), rep.resources.end(),
+                       [](const ResourceUse& a, const ResourceUse& b) { return a.busy < b.busy; });
   rep.limiting = best->name;
   if (best->busy < 0.5) {
     rep.bound = "latency (no resource above 50 % busy; busiest " + best->name + ")";
@@ -87,7 +91,13 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
 std::string FormatReport(const Report& r) {
   std::ostringstream os;
   char line[256];
-  std::snprintf(line, sizeof line, "machine           %s, %d core(s)\n", r.machine.c_str(), r.cores);
+  if (r.chips > 1) {
+    std::snprintf(line, sizeof line, "machine           %d x %s, %d core(s) each\n", r.chips,
+                  r.machine.c_str(), r.cores / r.chips);
+  } else {
+    std::snprintf(line, sizeof line, "machine           %s, %d core(s)\n", r.machine.c_str(),
+                  r.cores);
+  }
   os << line;
   std::snprintf(line, sizeof line, "time              %.3f us (%lld ps)\n", r.time_ps / 1e6,
                 static_cast<long long>(r.time_ps));
@@ -106,7 +116,8 @@ std::string FormatReport(const Report& r) {
     os << line;
   }
   os << "\n";
-  std::snprintf(line, sizeof line, "limiting          %s -> %s\n", r.limiting.c_str(), r.bound.c_str());
+  std::snprintf(line, sizeof line, "limiting          %s -> %s\n", r.limiting.c_str(),
+                r.bound.c_str());
   os << line;
   std::snprintf(line, sizeof line,
                 "DMA               %.3f MB moved; HBM read %.3f MB, written %.3f MB\n",
@@ -137,15 +148,27 @@ std::string ChromeTraceJson(const Program& p, const SimResult& r) {
   using Json = nlohmann::json;
   Json events = Json::array();
   for (int c = 0; c < p.cores(); ++c) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", c},
-                      {"args", {{"name", "core " + std::to_string(c)}}}});
+    const std::string core = "core " + std::to_string(p.LocalCore(c));
+    events.push_back(
+        {{"name", "process_name"},
+         {"ph", "M"},
+         {"pid", c},
+         {"args",
+          {{"name",
+            p.chips() > 1 ? "chip " + std::to_string(p.ChipOfCore(c)) + " " + core : core}}}});
   }
   for (size_t s = 0; s < p.streams().size(); ++s) {
     const Stream& st = p.streams()[s];
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", st.core},
-                      {"tid", static_cast<int>(s)}, {"args", {{"name", st.name}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", st.core},
-                      {"tid", static_cast<int>(s)}, {"args", {{"sort_index", static_cast<int>(s)}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", st.core},
+                      {"tid", static_cast<int>(s)},
+                      {"args", {{"name", st.name}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", st.core},
+                      {"tid", static_cast<int>(s)},
+                      {"args", {{"sort_index", static_cast<int>(s)}}}});
   }
   for (const TraceRecord& t : r.trace) {
     const Stream& st = p.streams()[t.stream];
@@ -157,10 +180,14 @@ std::string ChromeTraceJson(const Program& p, const SimResult& r) {
                       {"tid", t.stream},
                       {"ts", static_cast<double>(t.start_ps) / 1e6},
                       {"dur", static_cast<double>(t.end_ps - t.start_ps) / 1e6},
-                      {"args", {{"index", t.index}, {"what", p.Describe(in)},
-                                {"start_ps", t.start_ps}, {"end_ps", t.end_ps}}}});
+                      {"args",
+                       {{"index", t.index},
+                        {"what", p.Describe(in)},
+                        {"start_ps", t.start_ps},
+                        {"end_ps", t.end_ps}}}});
   }
-  Json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"},
+  Json doc = {{"traceEvents", events},
+              {"displayTimeUnit", "ns"},
               {"otherData", {{"machine", p.machine().name}, {"end_ps", r.end_ps}}}};
   return doc.dump();
 }

@@ -30,7 +30,21 @@
 // Unless fixed by the config, the block sizes are chosen so that the plan
 // fits SBUF and reads the least HBM (all of K resident when that is no
 // worse). A tiling that does not fit is rejected with RESOURCE_EXHAUSTED
-// naming the SBUF/PSUM buffer and the sizes.
+// naming the SBUF/PSUM buffer and the sizes; so is a GEMM whose program
+// would pass the program's instruction budget (checked before appending).
+//
+// Two ways to lower:
+//
+//   // A program of its own, with A, B, C (and MX scales) in HBM:
+//   LoweredGemm g = LowerGemm(machine, {.m = 4096, .n = 4096, .k = 4096,
+//                                       .dtype = MatmulDtype::kMxfp8, .cores = 8}).value();
+//
+//   // Into an existing program, against its buffers, after another kernel:
+//   GemmPlan plan = PlanGemm(machine, config).value();
+//   GemmOperands ops{.a = x, .b = w, .c = y, .a_scales = xs, .b_scales = ws,
+//                    .start_after = {...}, .done_signals = {{next_ready, 1}}};
+//   LoweredGemmKernel k = LowerGemmInto(program, plan, ops).value();
+//   // next_ready reaches k.stores once all of C is in HBM.
 #ifndef TRNMX_EMU_GEMM_H_
 #define TRNMX_EMU_GEMM_H_
 
@@ -114,7 +128,46 @@ struct LoweredGemm {
 // Bytes of one element in HBM (MX: data only; scales are K/32 per row/column).
 double GemmElementBytes(MatmulDtype dtype);
 
-StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config);
+// Validates the config and chooses placement, core grid and blocking.
+StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config);
+
+// Where a GEMM lowered into an existing program reads and writes. HBM
+// layouts: A [M, K] and B as [N, K] (K contiguous per row), their MX scales
+// [M, K/32] and [N, K/32] E8M0, C [M, N] BF16 row-major, each from its byte
+// offset in a live HBM buffer of `chip`.
+struct GemmOperands {
+  BufferId a = -1, b = -1, c = -1;
+  BufferId a_scales = -1, b_scales = -1;  // MX only
+  int64_t a_offset = 0, b_offset = 0, c_offset = 0, a_scales_offset = 0, b_scales_offset = 0;
+  int chip = 0;
+  // The kernel runs on cores first_core .. first_core + config.cores - 1 of
+  // the chip (indices on the chip).
+  int first_core = 0;
+  // Empty, or one list per core of the kernel: semaphore waits (on that
+  // core's semaphores) before its first loads. The kernel's SBUF and PSUM
+  // buffers are freed at its end and may be reused by the next kernel on
+  // the same cores, which must therefore start after this one's stores.
+  std::vector<std::vector<SemWait>> start_after;
+  // Signalled by every store of C (semaphores of the chip, any core): each
+  // reaches its increment x LoweredGemmKernel::stores when C is complete.
+  std::vector<SemSignal> done_signals;
+};
+
+struct LoweredGemmKernel {
+  GemmPlan plan;
+  std::vector<GemmTileOp> tile_ops;  // every MultiplyMoving and evacuation, in append order
+  int64_t stores = 0;                // stores of C, each signalling done_signals
+};
+
+// Appends the GEMM of `plan` to `program`: its own DMA queues and semaphores
+// on each core, on-chip buffers allocated and freed again at the end.
+StatusOr<LoweredGemmKernel> LowerGemmInto(Program& program, const GemmPlan& plan,
+                                          const GemmOperands& operands);
+
+// PlanGemm, a program of config.cores cores with A, B, C (and the MX scales,
+// "A_scale", "B_scale") in HBM, and LowerGemmInto.
+StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config,
+                                const ProgramOptions& options = {});
 
 }  // namespace trnmx::emu
 

@@ -76,6 +76,7 @@ struct DmaSpec {
 };
 struct SyncSpec {
   Sourced semaphores, semaphore_latency_cycles;
+  Sourced cc_cores;  // collective sequencers (CC-cores) per physical core
 };
 struct HbmSpec {
   Sourced capacity_bytes, bandwidth_bytes_per_s, stacks, sustained_fraction;

@@ -1,12 +1,23 @@
-// Program IR of the emulator: what one or more NeuronCores execute.
+// Program IR of the emulator: what the NeuronCores of one or more chips
+// execute.
 //
 // A program holds, per core, one in-order instruction stream per compute
-// engine (TensorE, VectorE, ScalarE, GpSimdE) and any number of DMA queues
-// (each also in order), plus named buffers in HBM, SBUF and PSUM and
-// counting semaphores (trainium.md section 3: a consumer waits until
-// semaphore >= value; completions increment it).
+// engine (TensorE, VectorE, ScalarE, GpSimdE), any number of DMA queues and
+// up to `sync.cc_cores` collective queues (the CC-cores, which drive the same
+// DMA engines as the core's DMA queues; trainium.md section 7), each also in
+// order, plus named buffers in HBM (one address space per chip), SBUF and
+// PSUM (per core) and counting semaphores (trainium.md section 3: a consumer
+// waits until semaphore >= value; completions increment it).
 //
-//   Program p(machine, /*cores=*/1);
+// Cores are numbered across the program: core c is core c % cores_per_chip()
+// of chip c / cores_per_chip(). Every buffer, stream and semaphore belongs to
+// one chip. A stream waits only on semaphores of its own core; it may signal
+// any semaphore of its chip (a cross-core semaphore), and a DMA or collective
+// transfer whose destination is on another chip may signal semaphores of that
+// chip: the semaphore write follows the data on the same path, so it lands
+// when the data has (trainium.md section 10.2).
+//
+//   Program p = Program::Create(machine, /*cores=*/1).value();
 //   BufferId a = p.AllocSbuf(0, "a", 1024).value();      // 1 KiB per partition
 //   SemId ready = p.AddSemaphore(0, "a_ready").value();
 //   StreamId q = p.AddDmaQueue(0, "load").value();
@@ -18,7 +29,9 @@
 // allocator enforces the SBUF/PSUM rules at build time (capacity per
 // partition, alignment, PSUM bank boundaries, partition quadrants) and every
 // error names the buffer. Append() validates an instruction against its
-// engine, its buffers and the machine's tile limits.
+// engine, its buffers (with their byte offsets) and the machine's tile
+// limits, and refuses to grow a program past its instruction budget (the
+// emulator's own memory: RESOURCE_EXHAUSTED, never an allocation failure).
 #ifndef TRNMX_EMU_PROGRAM_H_
 #define TRNMX_EMU_PROGRAM_H_
 
@@ -33,7 +46,7 @@
 namespace trnmx::emu {
 
 enum class MemSpace : uint8_t { kHbm, kSbuf, kPsum };
-enum class EngineKind : uint8_t { kTensor, kVector, kScalar, kGpSimd, kDma };
+enum class EngineKind : uint8_t { kTensor, kVector, kScalar, kGpSimd, kDma, kCollective };
 inline constexpr int kComputeEngines = 4;  // Tensor, Vector, Scalar, GpSimd
 std::string_view MemSpaceName(MemSpace space);
 std::string_view EngineKindName(EngineKind engine);
@@ -50,7 +63,8 @@ using StreamId = int32_t;
 struct Buffer {
   std::string name;
   MemSpace space = MemSpace::kHbm;
-  int core = -1;            // -1 for HBM (shared by the chip)
+  int chip = 0;
+  int core = -1;            // program-wide core id; -1 for HBM (shared by the chip)
   int partition_start = 0;  // SBUF/PSUM only
   int partitions = 0;       // SBUF/PSUM only
   int64_t offset = 0;       // HBM: byte address; SBUF/PSUM: byte offset within each partition
@@ -95,13 +109,18 @@ struct Instruction {
   ElemType in_type = ElemType::kFp32;      // Vector/Scalar/GpSimd
   ElemType out_type = ElemType::kFp32;
   BufferId dst = -1, src0 = -1, src1 = -1;
-  int partitions = 0;  // partitions touched (Vector/Scalar/GpSimd/Transpose; SBUF side of DMA)
-  int64_t k = 0;       // TensorE contraction size
-  int64_t m = 0;       // TensorE stationary free size (output partitions)
-  int64_t n = 0;       // moving free size; elements per partition for Vector/Scalar/GpSimd
+  int partitions = 0;       // partitions touched (Vector/Scalar/GpSimd/Transpose; SBUF side of DMA)
+  int64_t k = 0;            // TensorE contraction size
+  int64_t m = 0;            // TensorE stationary free size (output partitions)
+  int64_t n = 0;            // moving free size; elements per partition for Vector/Scalar/GpSimd
   bool accumulate = false;  // MultiplyMoving: add to PSUM (true) or start a new group
   int64_t bytes = 0;        // DMA: bytes moved
-  int64_t src_offset = 0;   // DMA: byte offset in src (HBM) or within each partition
+  // Byte offsets into the buffers: in HBM from the buffer's start, on chip
+  // within each partition. Compute instructions read and write their
+  // operands from these offsets, so a kernel can work on a slice of a
+  // larger buffer.
+  int64_t src_offset = 0;   // src0
+  int64_t src1_offset = 0;  // src1 (second input, MX scales, QuantizeMx scale output)
   int64_t dst_offset = 0;
   std::vector<SemWait> waits;
   std::vector<SemSignal> signals;
@@ -119,26 +138,44 @@ struct Instruction {
 };
 
 struct Stream {
-  std::string name;  // "core0.tensor", "core0.dma.load_b"
-  int core = 0;
+  std::string name;  // "core0.tensor", "core0.dma.load_b"; "chip1.core0.cc.ring" on several chips
+  int chip = 0;
+  int core = 0;  // program-wide core id
   EngineKind engine = EngineKind::kTensor;
   std::vector<Instruction> instructions;
 };
 
 struct Semaphore {
   std::string name;
-  int core = 0;
+  int chip = 0;
+  int core = 0;  // program-wide core id
+};
+
+struct ProgramOptions {
+  // Instructions the program may hold (all streams). The default keeps a
+  // program within a few GiB of the emulator's memory.
+  int64_t max_instructions = int64_t{1} << 24;
 };
 
 class Program {
  public:
-  // A program for `cores` NeuronCores of `machine` (1 <= cores <= machine cores).
-  static StatusOr<Program> Create(const Machine& machine, int cores);
+  // A program for `cores` NeuronCores of one chip of `machine` (1 <= cores
+  // <= machine cores).
+  static StatusOr<Program> Create(const Machine& machine, int cores,
+                                  const ProgramOptions& options = {});
+  // `cores_per_chip` cores on each of `chips` chips of the same kind.
+  static StatusOr<Program> Create(const Machine& machine, int cores_per_chip, int chips,
+                                  const ProgramOptions& options = {});
 
   const Machine& machine() const { return machine_; }
-  int cores() const { return cores_; }
+  int chips() const { return chips_; }
+  int cores_per_chip() const { return cores_per_chip_; }
+  int cores() const { return cores_per_chip_ * chips_; }  // all chips
+  int ChipOfCore(int core) const { return core / cores_per_chip_; }
+  int LocalCore(int core) const { return core % cores_per_chip_; }  // index on its chip
+  int CoreId(int chip, int local_core) const { return chip * cores_per_chip_ + local_core; }
 
-  StatusOr<BufferId> AllocHbm(std::string name, int64_t bytes);
+  StatusOr<BufferId> AllocHbm(std::string name, int64_t bytes, int chip = 0);
   // bytes per partition over `partitions` partitions from `partition_start`.
   StatusOr<BufferId> AllocSbuf(int core, std::string name, int64_t bytes_per_partition,
                                int partitions = 128, int partition_start = 0);
@@ -148,22 +185,28 @@ class Program {
 
   StatusOr<SemId> AddSemaphore(int core, std::string name);
   StatusOr<StreamId> AddDmaQueue(int core, std::string name);
+  // A collective queue: a CC-core's stream of DMA transfers, on the same
+  // DMA engines as the core's DMA queues (at most sync.cc_cores per core).
+  StatusOr<StreamId> AddCollectiveQueue(int core, std::string name);
   StreamId EngineStream(int core, EngineKind engine) const;
 
   // Validates and appends; the error names the stream, the instruction index
-  // and the buffer at fault. Semaphore waits need a value >= 1 and signals a
-  // positive increment, on semaphores of the stream's core.
+  // and the buffer at fault. Semaphore waits need a value >= 1 on a
+  // semaphore of the stream's core; signals a positive increment on a
+  // semaphore of the stream's chip, or of the destination chip of a DMA.
+  // RESOURCE_EXHAUSTED past ProgramOptions::max_instructions.
   Status Append(StreamId stream, Instruction instruction);
 
   const std::vector<Stream>& streams() const { return streams_; }
   const std::vector<Buffer>& buffers() const { return buffers_; }
   const std::vector<Semaphore>& semaphores() const { return semaphores_; }
-  int64_t instruction_count() const;
+  int64_t instruction_count() const { return instruction_count_; }
+  int64_t max_instructions() const { return options_.max_instructions; }
 
   // Largest byte extent per partition ever allocated at once.
   int64_t sbuf_high_water(int core) const { return sbuf_[core].high_water; }
   int64_t psum_high_water(int core) const { return psum_[core].high_water; }
-  int64_t hbm_allocated() const { return hbm_.high_water; }
+  int64_t hbm_allocated(int chip = 0) const { return hbm_[chip].high_water; }
 
   // Readable text: buffers, semaphores, then each stream's instructions.
   std::string Dump() const;
@@ -181,10 +224,9 @@ class Program {
     std::vector<Range> live;  // sorted by begin
   };
 
-  Program(const Machine& machine, int cores);
+  Program(const Machine& machine, int cores_per_chip, int chips, const ProgramOptions& options);
   StatusOr<BufferId> AllocOnChip(MemSpace space, int core, std::string name,
-                                 int64_t bytes_per_partition, int partitions,
-                                 int partition_start);
+                                 int64_t bytes_per_partition, int partitions, int partition_start);
   // The instruction being appended, for error messages ("core0.tensor[12]
   // MultiplyMoving"); the text is built only when there is an error.
   struct Site {
@@ -193,12 +235,16 @@ class Program {
     std::string operator()() const;
   };
   Status CheckCore(int core, std::string_view what) const;
+  StatusOr<StreamId> AddQueue(int core, EngineKind engine, std::string name);
+  std::string CoreName(int core) const;  // "core3" or "chip1.core3"
   Status CheckBuffer(BufferId id, int core, std::initializer_list<MemSpace> spaces,
                      std::string_view role, const Site& where) const;
   Status Validate(const Stream& stream, const Instruction& in, const Site& where) const;
 
   Machine machine_;
-  int cores_ = 1;
+  int cores_per_chip_ = 1, chips_ = 1;
+  ProgramOptions options_;
+  int64_t instruction_count_ = 0;
   std::vector<Stream> streams_;
   std::vector<Buffer> buffers_;
   std::vector<Semaphore> semaphores_;
@@ -206,9 +252,9 @@ class Program {
   // a MultiplyMoving appended next will use.
   std::vector<int64_t> last_load_stationary_;
   std::vector<int> semaphores_per_core_;
-  std::vector<int> dma_queues_per_core_;
+  std::vector<int> dma_queues_per_core_, cc_queues_per_core_;
   std::vector<Arena> sbuf_, psum_;
-  Arena hbm_;
+  std::vector<Arena> hbm_;  // per chip
 };
 
 // Bytes per partition that a TensorE operand [k, free] of `dtype` occupies

@@ -17,13 +17,14 @@
 namespace trnmx::emu {
 
 struct ResourceUse {
-  std::string name;    // "TensorE", "VectorE", "ScalarE", "GpSimdE", "DMA engines", "HBM"
-  double busy = 0;     // fraction of the run time, averaged over the units in use
+  std::string name;  // "TensorE", "VectorE", "ScalarE", "GpSimdE", "DMA engines", "HBM"
+  double busy = 0;   // fraction of the run time, averaged over the units in use
 };
 
 struct Report {
   std::string machine;
-  int cores = 0;
+  int chips = 1;
+  int cores = 0;  // all chips
   int64_t time_ps = 0;
   double flops = 0;
   double achieved_flops_per_s = 0;
@@ -33,8 +34,8 @@ struct Report {
   std::string limiting;  // name of the busiest resource
   std::string bound;     // "compute (TensorE)", "memory (HBM bandwidth)", ...
   int64_t dma_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
-  double hbm_bytes_per_s = 0;        // achieved
-  double hbm_peak_bytes_per_s = 0;   // published peak of the stacks in use
+  double hbm_bytes_per_s = 0;                      // achieved
+  double hbm_peak_bytes_per_s = 0;                 // published peak of the stacks in use
   int64_t sbuf_high_water = 0, sbuf_capacity = 0;  // bytes per partition, worst core
   int64_t psum_high_water = 0, psum_capacity = 0;
   int64_t instructions = 0, events = 0;
@@ -42,12 +43,12 @@ struct Report {
 };
 
 // `flops` and `dtype` give achieved vs peak; pass flops = 0 for non-matmul programs.
-Report MakeReport(const Program& program, const SimResult& result, double flops,
-                  MatmulDtype dtype);
+Report MakeReport(const Program& program, const SimResult& result, double flops, MatmulDtype dtype);
 std::string FormatReport(const Report& report);
 
-// Chrome trace-event JSON: one process per core, one track per engine and DMA
-// queue, one complete event per instruction (needs SimOptions::record_trace).
+// Chrome trace-event JSON: one process per core, one track per engine, DMA
+// queue and collective queue, one complete event per instruction (needs
+// SimOptions::record_trace).
 std::string ChromeTraceJson(const Program& program, const SimResult& result);
 
 }  // namespace trnmx::emu

@@ -1,0 +1,66 @@
+// Cost rules of the emulator: how long each instruction holds the unit that
+// runs it, from the machine description and trainium.md (sections 3, 5, 6,
+// 7, 8; docs/emulator.md). One module serves the lowering (placement,
+// tiling), the discrete-event simulator (simulator.h) and the closed-form
+// estimates, so all three agree by construction.
+//
+//   TensorE MultiplyMoving  max(min(mm_init, M), N) cycles (x4 for FP32) at the
+//                           TensorE clock, the same for FP8 double-row (K=256)
+//                           and MX (K=512); LoadStationary ceil(M / 4) cycles;
+//                           Transpose max(P, min(64, F)) cycles.
+//   VectorE                 max(MIN_II, per-op cycles) (copy N/r, tensor_tensor
+//                           2N or N, reduce N, memset N, reciprocal 8N,
+//                           QuantizeMX N/4), r = perf mode 4x/2x for 16-bit.
+//   ScalarE                 max(MIN_II, N), BF16 copies N/2 on v4.
+//   GpSimdE                 150 + N cycles.
+//   DMA                     over the engines that serve its partitions (8
+//                           partitions per engine): fixed cost + bytes per
+//                           engine / (engine bandwidth x efficiency(bytes per
+//                           partition)); bytes read or written in HBM also
+//                           hold the HBM stack of the core at its sustained
+//                           bandwidth.
+//
+// Times are integer picoseconds, rounded up.
+//
+//   Machine m = LoadPresetMachine("trn3").value();
+//   int64_t cycles = TensorCycles(m, Instruction::MultiplyMoving(-1, -1,
+//       MatmulDtype::kMxfp8, 512, 128, 512, false));        // 512
+//   int64_t ps = CyclesToPs(cycles, m.tensor.clock_hz.value);  // 213,334
+#ifndef TRNMX_EMU_COST_H_
+#define TRNMX_EMU_COST_H_
+
+#include <cstdint>
+
+#include "trnmx/emu/machine.h"
+#include "trnmx/emu/program.h"
+
+namespace trnmx::emu {
+
+// ceil(cycles * 1e12 / clock_hz), exact for any cycles >= 0 (128-bit when needed).
+int64_t CyclesToPs(int64_t cycles, double clock_hz);
+// TensorE cycles of a LoadStationary, MultiplyMoving or Transpose (no throttle).
+int64_t TensorCycles(const Machine& m, const Instruction& in);
+// Cycles of a Vector/Scalar/GpSimd instruction in that engine's clock.
+int64_t ElementwiseCycles(const Program& p, EngineKind engine, const Instruction& in);
+// DMA efficiency at `bytes_per_partition` (1 at and above the knee).
+double DmaEfficiency(const Machine& m, double bytes_per_partition);
+
+struct DmaCost {
+  int first_engine = 0;
+  int engines = 0;        // DMA engines the transfer spreads over
+  int64_t engine_ps = 0;  // fixed cost + data time on each engine
+  int64_t hbm_bytes = 0;  // bytes read plus bytes written in HBM
+  int64_t hbm_ps = 0;     // time those bytes hold the stack
+};
+DmaCost DmaCostOf(const Program& p, const Instruction& in);
+
+// Sustained bandwidth of one HBM stack: chip bandwidth x sustained fraction / stacks.
+double HbmStackBandwidth(const Machine& m);
+// The HBM stack a core's transfers use: consecutive cores share a stack
+// (cores 2i and 2i+1 on 8 cores and 4 stacks; trainium.md section 2).
+// `core` is the core's index on its chip.
+int HbmStackOfCore(const Machine& m, int core);
+
+}  // namespace trnmx::emu
+
+#endif  // TRNMX_EMU_COST_H_

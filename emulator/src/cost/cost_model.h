@@ -1,0 +1,191 @@
+// The cost rules of trnmx/emu/cost.h with the machine's numbers converted
+// once: the simulator evaluates them for every instruction, the lowering for
+// every candidate plan, the public functions of cost.h for one.
+#ifndef TRNMX_EMU_SRC_COST_COST_MODEL_H_
+#define TRNMX_EMU_SRC_COST_COST_MODEL_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "trnmx/emu/cost.h"
+#include "trnmx/emu/machine.h"
+#include "trnmx/emu/program.h"
+
+namespace trnmx::emu::internal {
+
+__extension__ typedef unsigned __int128 Uint128;
+
+inline constexpr int64_t kPsPerNs = 1000;
+inline constexpr uint64_t kPsPerS = 1000000000000ULL;
+inline constexpr int64_t kPpm = 1000000;
+
+// Every duration saturates at kMaxDurationPs (2^60 ps, 13 days): a machine
+// description may make one instruction take that long (a DMA engine of
+// 1 B/s), and the simulator, which stops at 2^62 ps, must be able to add a
+// few durations to a time without overflowing int64.
+inline constexpr int64_t kMaxDurationPs = int64_t{1} << 60;
+
+inline int64_t CeilPs(double seconds) {
+  const double ps = std::ceil(seconds * 1e12);
+  return ps >= static_cast<double>(kMaxDurationPs) ? kMaxDurationPs : static_cast<int64_t>(ps);
+}
+inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline bool Is16Bit(ElemType t) { return t == ElemType::kBf16 || t == ElemType::kFp16; }
+inline int64_t AsInt(const Sourced& s) { return static_cast<int64_t>(s.value); }
+
+// ceil(cycles * 1e12 / hz). 64-bit arithmetic when it cannot overflow
+// (cycles < 2^24 and hz < 2^40 keep cycles * 1e12 + hz below 2^64), else 128-bit.
+inline int64_t PsOfCycles(int64_t cycles, uint64_t hz) {
+  if (cycles >= 0 && cycles < (int64_t{1} << 24) && hz < (uint64_t{1} << 40)) {
+    return static_cast<int64_t>((static_cast<uint64_t>(cycles) * kPsPerS + hz - 1) / hz);
+  }
+  const Uint128 ps = (static_cast<Uint128>(cycles) * kPsPerS + hz - 1) / hz;
+  return ps >= static_cast<Uint128>(kMaxDurationPs) ? kMaxDurationPs : static_cast<int64_t>(ps);
+}
+
+// PsOfCycles with the last conversion remembered: an engine mostly repeats
+// the same instruction shape, and the division is a large part of its cost.
+struct CycleMemo {
+  int64_t cycles = -1;
+  int64_t ps = 0;
+  int64_t Ps(int64_t c, uint64_t hz) {
+    if (c != cycles) {
+      cycles = c;
+      ps = PsOfCycles(c, hz);
+    }
+    return ps;
+  }
+};
+
+inline uint64_t ClockHz(const Sourced& clock) {
+  return static_cast<uint64_t>(std::llround(clock.value));
+}
+
+class CostModel {
+ public:
+  explicit CostModel(const Machine& m)
+      : ls_speedup_(AsInt(m.tensor.load_stationary_speedup)),
+        mm_init_(AsInt(m.tensor.mm_init_cycles)),
+        fp32_multiplier_(AsInt(m.tensor.fp32_cycle_multiplier)),
+        vector_min_ii_(AsInt(m.vector.min_ii_cycles)),
+        vector_perf_(AsInt(m.vector.perf_mode_max)),
+        quantize_rate_(AsInt(m.vector.quantize_mx_elems_per_cycle)),
+        scalar_min_ii_(AsInt(m.scalar.min_ii_cycles)),
+        scalar_copy_speedup_(AsInt(m.scalar.bf16_copy_speedup)),
+        gpsimd_start_(AsInt(m.gpsimd.start_cycles)),
+        dma_engines_(static_cast<int>(m.dma.engines.value)),
+        dma_partitions_per_engine_(static_cast<int>(m.dma.partitions_per_engine.value)),
+        dma_fixed_ps_(static_cast<int64_t>(std::llround(m.dma.fixed_cost_ns.value * kPsPerNs))),
+        dma_engine_bandwidth_(m.dma.engine_bandwidth_bytes_per_s.value),
+        dma_knee_(m.dma.efficiency_knee_bytes_per_partition.value),
+        dma_row_overhead_(m.dma.row_overhead_bytes.value),
+        hbm_stack_bandwidth_(HbmStackBandwidth(m)) {}
+
+  int64_t TensorCycles(const Instruction& in) const {
+    switch (in.op) {
+      case Opcode::kLoadStationary:
+        return std::max<int64_t>(1, CeilDiv(in.m, ls_speedup_));
+      case Opcode::kMultiplyMoving:
+        return std::max(std::min(mm_init_, in.m), in.n) *
+               (in.dtype == MatmulDtype::kFp32 ? fp32_multiplier_ : 1);
+      case Opcode::kTranspose:
+        return std::max<int64_t>(in.partitions, std::min<int64_t>(64, in.n));
+      default:
+        return 0;
+    }
+  }
+
+  int64_t ElementwiseCycles(const Program& p, EngineKind engine, const Instruction& in) const {
+    const auto space = [&](BufferId id) {
+      return id < 0 ? MemSpace::kSbuf : p.buffers()[id].space;
+    };
+    const int64_t n = in.n;
+    const bool in16 = Is16Bit(in.in_type), out16 = Is16Bit(in.out_type);
+    if (engine == EngineKind::kGpSimd) return gpsimd_start_ + n;
+    if (engine == EngineKind::kScalar) {
+      const bool copy = in.op == Opcode::kTensorCopy || in.op == Opcode::kTensorScalar;
+      return std::max(scalar_min_ii_, CeilDiv(n, copy && in16 && out16 ? scalar_copy_speedup_ : 1));
+    }
+    const bool any_psum = space(in.src0) == MemSpace::kPsum || space(in.dst) == MemSpace::kPsum ||
+                          space(in.src1) == MemSpace::kPsum;
+    int64_t cycles = n;
+    switch (in.op) {
+      case Opcode::kTensorCopy:
+      case Opcode::kTensorScalar: {
+        int64_t r = 1;
+        if (in16 && out16) r = any_psum ? std::min<int64_t>(2, vector_perf_) : vector_perf_;
+        cycles = CeilDiv(n, r);
+        break;
+      }
+      case Opcode::kTensorTensor: {
+        const bool mixed = space(in.src0) != space(in.src1);
+        cycles = (mixed || (in16 && out16 && !any_psum)) ? n : 2 * n;
+        break;
+      }
+      case Opcode::kTensorReduce:
+      case Opcode::kMemset:
+        cycles = in16 ? CeilDiv(n, 2) : n;
+        break;
+      case Opcode::kReciprocal:
+        cycles = 8 * n;
+        break;
+      case Opcode::kQuantizeMx:
+        cycles = CeilDiv(n, quantize_rate_);
+        break;
+      default:
+        break;
+    }
+    return std::max(vector_min_ii_, cycles);
+  }
+
+  double DmaEfficiency(double bytes_per_partition) const {
+    if (bytes_per_partition >= dma_knee_) return 1.0;
+    const double overhead = dma_row_overhead_ * (1.0 - bytes_per_partition / dma_knee_);
+    return bytes_per_partition / (bytes_per_partition + overhead);
+  }
+
+  DmaCost Dma(const Program& p, const Instruction& in) const {
+    const Buffer& src = p.buffers()[in.src0];
+    const Buffer& dst = p.buffers()[in.dst];
+    DmaCost c;
+    // The on-chip side decides which engines serve the transfer (engine e
+    // serves partitions [8e, 8e + 8)); HBM to HBM uses all of them.
+    const Buffer* chip = src.space != MemSpace::kHbm   ? &src
+                         : dst.space != MemSpace::kHbm ? &dst
+                                                       : nullptr;
+    double bytes_per_partition = dma_knee_;
+    if (chip != nullptr) {
+      const int first = chip->partition_start;
+      const int last = first + in.partitions;  // exclusive
+      c.first_engine = first / dma_partitions_per_engine_;
+      c.engines =
+          (last + dma_partitions_per_engine_ - 1) / dma_partitions_per_engine_ - c.first_engine;
+      bytes_per_partition = static_cast<double>(in.bytes) / in.partitions;
+    } else {
+      c.first_engine = 0;
+      c.engines = dma_engines_;
+    }
+    const double bytes_per_engine = std::ceil(static_cast<double>(in.bytes) / c.engines);
+    const double rate = dma_engine_bandwidth_ * DmaEfficiency(bytes_per_partition);
+    c.engine_ps = dma_fixed_ps_ + CeilPs(bytes_per_engine / rate);
+    c.hbm_bytes =
+        (src.space == MemSpace::kHbm ? in.bytes : 0) + (dst.space == MemSpace::kHbm ? in.bytes : 0);
+    c.hbm_ps =
+        c.hbm_bytes > 0 ? CeilPs(static_cast<double>(c.hbm_bytes) / hbm_stack_bandwidth_) : 0;
+    return c;
+  }
+
+ private:
+  int64_t ls_speedup_, mm_init_, fp32_multiplier_;
+  int64_t vector_min_ii_, vector_perf_, quantize_rate_;
+  int64_t scalar_min_ii_, scalar_copy_speedup_;
+  int64_t gpsimd_start_;
+  int dma_engines_, dma_partitions_per_engine_;
+  int64_t dma_fixed_ps_;
+  double dma_engine_bandwidth_, dma_knee_, dma_row_overhead_, hbm_stack_bandwidth_;
+};
+
+}  // namespace trnmx::emu::internal
+
+#endif  // TRNMX_EMU_SRC_COST_COST_MODEL_H_
