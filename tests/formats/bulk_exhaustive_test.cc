@@ -15,11 +15,7 @@
 // under exactly the same options on every input.
 //
 // The scalar codec is asked once per run of inputs between the breakpoints of
-// the format's table oracle (oracle.h DecisionBreakpoints), where the
-// exhaustive scalar sweep (exhaustive_sweep_test.cc) shows it to be constant
-// under every overflow policy; each run's code is taken at its first input
-// and must be the same at its last. NaN codes carry the payload (and depend
-// on the NaN policy) and are asked per input.
+// the format's table oracle (run_expectations.h).
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
@@ -32,8 +28,7 @@
 #include <vector>
 
 #include "formats/ml_dtypes_options.h"
-#include "formats/oracle.h"
-#include "formats/sweep_runs.h"
+#include "formats/run_expectations.h"
 #include "trnmx/executor.h"
 #include "trnmx/formats/bulk.h"
 #include "trnmx/formats/codec.h"
@@ -60,56 +55,23 @@ struct Mismatches {
 template <class Code, EncodeOptions kOptions>
 class Check {
  public:
-  Check(const char* name, const FormatSpec& spec)
-      : name_(name), runs_(SplitAtBreakpoints(DecisionBreakpoints(TableOracle(spec)))) {
-    for (std::size_t i = 0; i + 1 < runs_.size(); ++i) {  // The last run is NaN.
-      for (int s = 0; s < 2; ++s) {
-        const std::uint32_t sign = s == 0 ? 0u : 0x80000000u;
-        want_[s].push_back(Scalar(runs_[i].first | sign));
-        EXPECT_EQ(want_[s].back(), Scalar(runs_[i].last | sign))
-            << name << ": scalar codec not constant on 0x" << std::hex << runs_[i].first << "..0x"
-            << runs_[i].last;
-      }
-    }
-  }
+  Check(const char* name, const FormatSpec& spec) : expect_(name, spec, kOptions) {}
 
   void operator()(std::span<const float> x, Mismatches& m) const {
     std::vector<Code> out(x.size());
     SerialExecutor serial;
     ASSERT_TRUE(BulkEncode(x, out, kOptions, &serial).ok());
-    // x holds consecutive patterns of one sign: walk it run by run.
     const std::uint32_t first = std::bit_cast<std::uint32_t>(x[0]);
-    const int s = first >> 31;
     ASSERT_EQ(std::bit_cast<std::uint32_t>(x.back()), first + (x.size() - 1));
-    auto run = std::lower_bound(runs_.begin(), runs_.end(), first & 0x7FFFFFFFu,
-                                [](const BitRun& r, std::uint32_t v) { return r.last < v; });
-    for (std::size_t i = 0; i < x.size(); ++run) {
-      const std::uint32_t abs_bits = (first + static_cast<std::uint32_t>(i)) & 0x7FFFFFFFu;
-      const std::size_t end =
-          std::min<std::size_t>(x.size(), i + std::size_t{run->last - abs_bits} + 1);
-      const bool nan = run + 1 == runs_.end();
-      const std::uint32_t want = nan ? 0 : want_[s][static_cast<std::size_t>(run - runs_.begin())];
-      std::size_t bad = 0;
-      for (std::size_t k = i; k < end; ++k) bad += out[k].bits != want;
-      if (nan || bad != 0) {
-        for (std::size_t k = i; k < end; ++k) {
-          const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[k]);
-          const std::uint32_t w = nan ? Scalar(bits) : want;
-          if (out[k].bits != w) m.Add(name_, bits, out[k].bits, w);
-        }
-      }
-      i = end;
-    }
+    expect_.Check(
+        first, x.size(), [&](std::size_t k) -> std::uint32_t { return out[k].bits; },
+        [&](std::uint32_t bits, std::uint32_t got, std::uint32_t want) {
+          m.Add(expect_.name(), bits, got, want);
+        });
   }
 
  private:
-  static std::uint32_t Scalar(std::uint32_t bits) {
-    return EncodeWithFlags<typename Code::Traits>(std::bit_cast<float>(bits), kOptions).code;
-  }
-
-  const char* name_;
-  std::vector<BitRun> runs_;
-  std::vector<std::uint32_t> want_[2];  // [sign][run]
+  RunExpectations<typename Code::Traits> expect_;
 };
 
 // Runs every check on every chunk of the 2^32 inputs, on two threads.
