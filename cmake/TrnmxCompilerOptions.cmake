@@ -17,7 +17,7 @@
 # other targets are the same Highway code at other widths, and the Release
 # test build runs them all on every CPU that has them), and the consumer
 # tests that compile the library again from source (add_subdirectory, conan)
-# do the same. Release builds compile them all.
+# compile EMU128 alone. Release builds compile them all.
 set(TRNMX_HWY_DISABLED_TARGETS "" CACHE STRING
   "Highway targets not to compile (HWY_DISABLED_TARGETS expression); empty: all")
 function(trnmx_set_compile_options target)
@@ -37,6 +37,17 @@ function(trnmx_set_compile_options target)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all
                            -fno-omit-frame-pointer -Wno-maybe-uninitialized)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# trnmx_sanitizer_quick_compile(target): under TRNMX_SANITIZE, compiles the
+# target at -O0. For code that is cheap to run and costly to optimise with
+# the sanitizers' instrumentation: the GoogleTest suites and the command-line
+# front ends (CLI11). Most of the sanitizer build's time was theirs at -O1;
+# the library they test keeps the build's -O1.
+function(trnmx_sanitizer_quick_compile target)
+  if(TRNMX_SANITIZE)
+    target_compile_options(${target} PRIVATE -O0)
   endif()
 endfunction()
 
