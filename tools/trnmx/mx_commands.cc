@@ -399,7 +399,7 @@ void AddMxCommands(CLI::App& app) {
                        "Blocks with NaN/Inf: default (scale FF), sat-finite (FE, saturated), inf-pass (E5M2)")
       ->check(CLI::IsMember({"default", "sat-finite", "inf-pass"}));
   quantize->add_option("--seed", q->seed, "Seed of stochastic rounding (StochasticBits)");
-  quantize->add_option("--threads", q->threads, "Threads (0: one per hardware thread)");
+  quantize->add_option("--threads", q->threads, "Threads (0: the default pool, TRNMX_NUM_THREADS threads, else one per hardware thread)");
   quantize->add_flag("--text", q->text,
                      "Read lines of hex FP32 bit patterns (one block per line) from stdin; print "
                      "'scale=0xNN codes=0x.. ...' per line");
@@ -410,7 +410,7 @@ void AddMxCommands(CLI::App& app) {
   CLI::App* dequantize = app.add_subcommand("dequantize", "Dequantize an .mx file into a float32 .npy file");
   dequantize->add_option("IN.mx", d->in, "MX container")->required();
   dequantize->add_option("OUT.npy", d->out, "float32 output")->required();
-  dequantize->add_option("--threads", d->threads, "Threads (0: one per hardware thread)");
+  dequantize->add_option("--threads", d->threads, "Threads (0: the default pool, TRNMX_NUM_THREADS threads, else one per hardware thread)");
   dequantize->callback([d] { ExitCode() = RunDequantize(*d); });
 
   auto i = std::make_shared<InspectArgs>();
