@@ -53,8 +53,11 @@ case "$mode" in
       run "$prefix/bin/trnmx" formats >/dev/null || die "$prefix/bin/trnmx formats failed"
     fi
     if [[ "$emu" == ON ]]; then
-      for f in include/trnmx/emu/gemm.h include/trnmx/emu/machine.h bin/trnmx-emu \
-               share/trnmx/machines/trn2.json share/trnmx/machines/trn3.json; do
+      for f in include/trnmx/emu/gemm.h include/trnmx/emu/machine.h include/trnmx/emu/system.h \
+               bin/trnmx-emu share/trnmx/machines/trn2.json share/trnmx/machines/trn3.json \
+               share/trnmx/machines/trn2-server.json share/trnmx/machines/trn2-ultraserver.json \
+               share/trnmx/machines/trn3-ultraserver-gen1.json \
+               share/trnmx/machines/trn3-ultraserver-gen2.json; do
         [[ -e "$prefix/$f" ]] || die "$prefix/$f was not installed (emulator)"
       done
       grep -q "trnmx::emu" "$(dirname "$config_file")"/trnmxTargets.cmake \

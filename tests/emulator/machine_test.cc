@@ -141,8 +141,17 @@ TEST(MachineLoader, RejectsStringValue) {
 
 TEST(MachineLoader, RejectsWrongSchema) {
   Json j = PresetJson("trn3");
-  j["schema"] = "trnmx-machine/2";
-  ExpectRejected(j, "/schema", "trnmx-machine/1");
+  j["schema"] = "trnmx-machine/3";
+  ExpectRejected(j, "/schema", "\"trnmx-machine/2\" (or \"trnmx-machine/1\" for a chip");
+}
+
+TEST(MachineLoader, ReadsChipsOfSchemaVersion1) {
+  Json j = PresetJson("trn2");
+  ASSERT_EQ(j["schema"], "trnmx-machine/2");
+  j["schema"] = "trnmx-machine/1";
+  StatusOr<Machine> m = ParseMachine(j.dump(), "test");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->name, "trn2");
 }
 
 // NeuronCore-v2 overheads reused on v3/v4 are defaults of conflict #8, not

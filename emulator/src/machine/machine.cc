@@ -273,8 +273,14 @@ StatusOr<Machine> ParseMachine(std::string_view json_text, std::string_view orig
   try {
     ObjectReader root(j, "", &m.numbers);
     std::string schema = root.String("schema");
-    if (schema != "trnmx-machine/1") {
-      throw LoadError{"/schema", "must be \"trnmx-machine/1\" (got \"" + schema + "\")"};
+    if (schema != kMachineSchema && schema != kChipSchemaV1) {
+      throw LoadError{"/schema", "must be \"" + std::string(kMachineSchema) + "\" (or \"" +
+                                     std::string(kChipSchemaV1) + "\" for a chip; got \"" +
+                                     schema + "\")"};
+    }
+    if (j.contains("system")) {
+      throw LoadError{"/system", "this is a system description, not a chip: load it with "
+                                 "LoadSystem (trnmx-emu --system)"};
     }
     m.name = root.String("name");
     m.description = root.String("description");
