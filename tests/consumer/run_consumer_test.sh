@@ -66,6 +66,9 @@ case "$mode" in
       run "$prefix/bin/trnmx-emu" gemm --machine "$prefix/share/trnmx/machines/trn3.json" \
         --m 256 --n 256 --k 512 --dtype mxfp4 --check \
         || die "$prefix/bin/trnmx-emu gemm --machine .../trn3.json --check failed"
+      step "run the installed emulator on the installed Trn3 Gen2 UltraServer file"
+      run "$prefix/bin/trnmx-emu" peak --system "$prefix/share/trnmx/machines/trn3-ultraserver-gen2.json" \
+        || die "$prefix/bin/trnmx-emu peak --system .../trn3-ultraserver-gen2.json failed"
     fi
     step "installed files"
     (cd "$prefix" && find . -type f | sort)
