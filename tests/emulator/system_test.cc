@@ -209,6 +209,24 @@ TEST(SystemTorus, Trn2UltraServerZRing) {
   EXPECT_EQ(BisectionBytesPerSecond(s), 32 * 64e9);
 }
 
+// The direction convention is a parameter of each link class (#2, #3).
+TEST(SystemTorus, DirectionConventionIsAParameter) {
+  Json j = SystemJson("trn2-server");
+  j["system"]["links"]["neuronlink"]["direction"] = "per_direction";
+  const System per = ParseSystem(j.dump(), "test").value();
+  EXPECT_EQ(per.links[0].bandwidth_bytes_per_s.value, 256e9);
+  EXPECT_EQ(BisectionBytesPerSecond(per), 8 * 256e9);
+
+  j = SystemJson("trn3-ultraserver-gen2");
+  j["system"]["links"]["server_switch"]["direction"] = "bidirectional_sum";
+  const System sum = ParseSystem(j.dump(), "test").value();
+  const Sourced& bw = sum.links[sum.Route(0, 1)[0]].bandwidth_bytes_per_s;
+  EXPECT_EQ(bw.value, 128e9);
+  EXPECT_EQ(bw.tag, SourceTag::kInferred);
+  EXPECT_EQ(bw.source, "S5 #3 #2");
+  EXPECT_EQ(ScaleUpBytesPerSecond(sum, 0), 128e9 + 320e9 + 128e9);
+}
+
 // --- Trn3 switched fabrics --------------------------------------------------
 
 TEST(SystemSwitched, Gen2Links) {
