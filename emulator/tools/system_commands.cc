@@ -147,6 +147,12 @@ int RunSystemPeak(const std::string& name, int systems) {
         chips * efa.per_direction_bytes_per_s() * 8 / 1e12, total.value * 8 / 1e12,
         Tagged(total).c_str(), efa.latency_ns.value / 1e3);
   }
+  if (s.collectives) {
+    const CollectiveThresholds& c = *s.collectives;
+    std::printf("collectives    mesh up to %g MiB, RDH up to %g MiB, ring above (%s; %s)\n",
+                c.mesh_max_bytes.value / (1024 * 1024), c.rdh_max_bytes.value / (1024 * 1024),
+                Tagged(c.mesh_max_bytes).c_str(), Tagged(c.rdh_max_bytes).c_str());
+  }
   if (s.host) {
     std::printf("host           %s%s%.0f vCPU, %.0f GiB\n", s.host->cpu.c_str(),
                 s.host->cpu.empty() ? "" : ", ", s.host->vcpus.value,

@@ -144,6 +144,18 @@ TEST(SystemTotals, Trn3Gen2AgainstPublishedAndTrn2) {
   EXPECT_EQ(gen2.published.efa_bandwidth_bytes_per_s->value * 8, 28.8e12);
 }
 
+// Algorithm thresholds: S17 on the Trn2 torus, conflict #19 on Trn3 switches.
+TEST(SystemPresets, CollectiveThresholds) {
+  for (const std::string& name : PresetSystemNames()) {
+    const System s = Load(name);
+    ASSERT_TRUE(s.collectives.has_value()) << name;
+    EXPECT_EQ(s.collectives->mesh_max_bytes.value, 1 << 20) << name;
+    EXPECT_EQ(s.collectives->rdh_max_bytes.value, 56 << 20) << name;
+    EXPECT_EQ(s.collectives->mesh_max_bytes.source, s.generation == "trainium2" ? "S17" : "#19");
+  }
+  EXPECT_FALSE(Load("trn2").collectives.has_value());
+}
+
 // --- Trn2 torus ------------------------------------------------------------
 
 TEST(SystemTorus, Trn2ServerLinks) {
@@ -399,6 +411,12 @@ TEST(SystemLoader, RejectsSwitchedDomainsThatDoNotPair) {
   j["system"]["topology"].erase("twin_link");
   j["system"]["links"].erase("cross_rack");
   ExpectRejected(j, "/system/topology/twin_link", "missing: two domains");
+}
+
+TEST(SystemLoader, RejectsRdhThresholdBelowMesh) {
+  Json j = SystemJson("trn3-ultraserver-gen1");
+  j["system"]["collectives"]["rdh_max_bytes"]["value"] = 4096;
+  ExpectRejected(j, "/system/collectives/rdh_max_bytes/value", "must be >= mesh_max_bytes");
 }
 
 TEST(SystemLoader, RejectsPublishedTotalsOffTheChips) {

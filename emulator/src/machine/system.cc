@@ -148,6 +148,7 @@ class SystemParser {
     s_.scale_out_link = sys.String("scale_out_link");
     Use("/system/scale_out_link", s_.scale_out_link, LinkKind::kEfa);
     ReadHost(sys.Object("host"));
+    ReadCollectives(sys.Object("collectives"));
     ReadPublished(sys.Object("published"));
     sys.Finish();
     root.Finish();
@@ -296,6 +297,18 @@ class SystemParser {
     host.memory_bytes = Int(h, "memory_bytes", 1, internal::kBigInteger);
     h.Finish();
     s_.host = std::move(host);
+  }
+
+  void ReadCollectives(ObjectReader c) {
+    CollectiveThresholds t;
+    t.mesh_max_bytes = Int(c, "mesh_max_bytes", 0, internal::kBigInteger);
+    t.rdh_max_bytes = Int(c, "rdh_max_bytes", 0, internal::kBigInteger);
+    if (t.rdh_max_bytes.value < t.mesh_max_bytes.value) {
+      throw LoadError{c.Child("rdh_max_bytes") + "/value",
+                      "must be >= mesh_max_bytes (" + FormatNumber(t.mesh_max_bytes.value) + ")"};
+    }
+    c.Finish();
+    s_.collectives = std::move(t);
   }
 
   void ReadPublished(ObjectReader p) {

@@ -121,6 +121,15 @@ struct HostSpec {
   Sourced vcpus, memory_bytes;  // totals over the system's servers
 };
 
+// Message-size thresholds of the collective algorithm choice (trainium.md
+// 10.3): mesh up to mesh_max_bytes, recursive halving/doubling up to
+// rdh_max_bytes, a ring above (KangaRing on a Trn2 torus where it fits).
+// S17's thresholds on the Trn2 torus; conflict #19's defaults on the Trn3
+// switches. Sizes are per-rank buffers as nccom-test counts them.
+struct CollectiveThresholds {
+  Sourced mesh_max_bytes, rdh_max_bytes;
+};
+
 // AWS's totals for the whole system (a consistency check, never an input).
 struct PublishedSystemSpec {
   std::map<MatmulDtype, Sourced> dense_tflops;
@@ -137,7 +146,8 @@ struct System {
   std::map<std::string, LinkClass> link_classes;
   std::string scale_out_link;  // link class of each chip's EFA; empty for a chip
   std::optional<HostSpec> host;
-  PublishedSystemSpec published;  // for all `systems` together
+  std::optional<CollectiveThresholds> collectives;  // absent for a chip
+  PublishedSystemSpec published;                    // for all `systems` together
 
   std::vector<std::string> node_names;  // chips, then switches, then "efa"
   std::vector<SystemLink> links;
