@@ -4,12 +4,17 @@
 #define TRNMX_EMU_TOOLS_COMMANDS_H_
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace trnmx::emu::cli {
 
 void AddMachinesCommand(CLI::App& app, int& exit_code);
 void AddPeakCommand(CLI::App& app, int& exit_code);
 void AddGemmCommand(CLI::App& app, int& exit_code);
+void AddSystemsCommand(CLI::App& app, int& exit_code);
+
+// peak --system NAME [--systems N]: system totals; returns the exit status.
+int RunSystemPeak(const std::string& name, int systems);
 
 }  // namespace trnmx::emu::cli
 

@@ -1,4 +1,4 @@
-// trnmx-emu machines / peak.
+// trnmx-emu machines / peak (--system: system_commands.cc).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -33,10 +33,28 @@ void AddMachinesCommand(CLI::App& app, int& exit_code) {
 void AddPeakCommand(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "peak", "Modelled TensorE peaks per core and chip beside AWS's published chip totals");
-  auto machine = std::make_shared<std::string>("trn3");
-  cmd->add_option("--machine", *machine, "preset name or JSON file")->capture_default_str();
-  cmd->callback([machine, &exit_code]() {
-    StatusOr<Machine> m = LoadMachine(*machine);
+  struct PeakArgs {
+    std::string machine = "trn3";
+    std::string system;
+    int systems = 1;
+  };
+  auto args = std::make_shared<PeakArgs>();
+  CLI::Option* machine =
+      cmd->add_option("--machine", args->machine, "chip preset name or JSON file")
+          ->capture_default_str();
+  CLI::Option* system =
+      cmd->add_option("--system", args->system,
+                      "system totals instead: system or chip preset name, or JSON file");
+  cmd->add_option("--systems", args->systems, "with --system: N systems joined by EFA")
+      ->needs(system)
+      ->capture_default_str();
+  system->excludes(machine);
+  cmd->callback([args, &exit_code]() {
+    if (!args->system.empty()) {
+      exit_code = RunSystemPeak(args->system, args->systems);
+      return;
+    }
+    StatusOr<Machine> m = LoadMachine(args->machine);
     if (!m.ok()) {
       std::cerr << m.status().ToString() << "\n";
       exit_code = 1;

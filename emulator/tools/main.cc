@@ -1,7 +1,10 @@
 // trnmx-emu: the Trainium emulator from the command line (docs/emulator.md).
 //
 //   trnmx-emu machines                       list the machine presets
+//   trnmx-emu systems                        list the system presets
 //   trnmx-emu peak --machine trn3            modelled peaks vs AWS chip totals
+//   trnmx-emu peak --system trn3-ultraserver-gen2 [--systems N]
+//                                            system totals, links, bisection
 //   trnmx-emu gemm --machine trn3 --m 8192 --n 8192 --k 8192 --dtype mxfp8
 //                  --cores 8 [--trace out.json] [--dump-program]
 #include <cstdio>
@@ -17,6 +20,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   trnmx::emu::cli::AddMachinesCommand(app, exit_code);
+  trnmx::emu::cli::AddSystemsCommand(app, exit_code);
   trnmx::emu::cli::AddPeakCommand(app, exit_code);
   trnmx::emu::cli::AddGemmCommand(app, exit_code);
   try {

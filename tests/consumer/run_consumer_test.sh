@@ -53,8 +53,11 @@ case "$mode" in
       run "$prefix/bin/trnmx" formats >/dev/null || die "$prefix/bin/trnmx formats failed"
     fi
     if [[ "$emu" == ON ]]; then
-      for f in include/trnmx/emu/gemm.h include/trnmx/emu/machine.h bin/trnmx-emu \
-               share/trnmx/machines/trn2.json share/trnmx/machines/trn3.json; do
+      for f in include/trnmx/emu/gemm.h include/trnmx/emu/machine.h include/trnmx/emu/system.h \
+               bin/trnmx-emu share/trnmx/machines/trn2.json share/trnmx/machines/trn3.json \
+               share/trnmx/machines/trn2-server.json share/trnmx/machines/trn2-ultraserver.json \
+               share/trnmx/machines/trn3-ultraserver-gen1.json \
+               share/trnmx/machines/trn3-ultraserver-gen2.json; do
         [[ -e "$prefix/$f" ]] || die "$prefix/$f was not installed (emulator)"
       done
       grep -q "trnmx::emu" "$(dirname "$config_file")"/trnmxTargets.cmake \
@@ -63,6 +66,9 @@ case "$mode" in
       run "$prefix/bin/trnmx-emu" gemm --machine "$prefix/share/trnmx/machines/trn3.json" \
         --m 256 --n 256 --k 512 --dtype mxfp4 --check \
         || die "$prefix/bin/trnmx-emu gemm --machine .../trn3.json --check failed"
+      step "run the installed emulator on the installed Trn3 Gen2 UltraServer file"
+      run "$prefix/bin/trnmx-emu" peak --system "$prefix/share/trnmx/machines/trn3-ultraserver-gen2.json" \
+        || die "$prefix/bin/trnmx-emu peak --system .../trn3-ultraserver-gen2.json failed"
     fi
     step "installed files"
     (cd "$prefix" && find . -type f | sort)

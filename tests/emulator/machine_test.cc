@@ -141,8 +141,33 @@ TEST(MachineLoader, RejectsStringValue) {
 
 TEST(MachineLoader, RejectsWrongSchema) {
   Json j = PresetJson("trn3");
-  j["schema"] = "trnmx-machine/2";
-  ExpectRejected(j, "/schema", "trnmx-machine/1");
+  j["schema"] = "trnmx-machine/3";
+  ExpectRejected(j, "/schema", "\"trnmx-machine/2\" (or \"trnmx-machine/1\" for a chip");
+}
+
+TEST(MachineLoader, ReadsChipsOfSchemaVersion1) {
+  Json j = PresetJson("trn2");
+  ASSERT_EQ(j["schema"], "trnmx-machine/2");
+  j["schema"] = "trnmx-machine/1";
+  StatusOr<Machine> m = ParseMachine(j.dump(), "test");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->name, "trn2");
+}
+
+// NeuronCore-v2 overheads reused on v3/v4 are defaults of conflict #8, not
+// published v3/v4 figures.
+TEST(MachinePresets, ReusedNeuronCoreV2OverheadsAreInferred) {
+  for (const std::string& name : PresetMachineNames()) {
+    const Machine m = LoadPresetMachine(name).value();
+    for (const Sourced* s : {&m.tensor.mm_init_cycles, &m.tensor.load_stationary_speedup,
+                             &m.vector.min_ii_cycles, &m.scalar.min_ii_cycles,
+                             &m.gpsimd.start_cycles}) {
+      EXPECT_EQ(s->tag, SourceTag::kInferred) << name << ": " << s->note;
+      EXPECT_EQ(s->source, "#8") << name << ": " << s->note;
+    }
+    // 368/435 = 0.85 (Trn2), 528/614 = 0.86 (Trn3): trainium.md #7.
+    EXPECT_EQ(m.hbm.sustained_fraction.value, 0.85);
+  }
 }
 
 TEST(MachineLoader, RejectsPartitionMismatch) {

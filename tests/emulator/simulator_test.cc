@@ -262,12 +262,12 @@ TEST(SimExact, HbmStackIsSharedByTheCorePair) {
   }
   SimResult r = Simulate(p, NoThrottle()).value();
   // Engine time: 211,000 + 262,144 B / 38.4 GB/s = 7,037,667 ps. Stack time per
-  // transfer: 4 MiB / (4.9 TB/s x 0.9 / 4) = 3,804,358 ps.
-  EXPECT_EQ(r.trace[0].end_ps, 7037667);      // core 0: engine-bound
-  EXPECT_EQ(r.trace[1].end_ps, 2 * 3804358);  // core 1: queued behind core 0 on stack 0
-  EXPECT_EQ(r.trace[2].end_ps, 7037667);      // core 2: its own stack
-  EXPECT_EQ(r.hbm_stack_busy_ps[0], 2 * 3804358);
-  EXPECT_EQ(r.hbm_stack_busy_ps[1], 3804358);
+  // transfer: 4 MiB / (4.9 TB/s x 0.85 / 4) = 4,028,144 ps.
+  EXPECT_EQ(r.trace[0].end_ps, 7037667);          // core 0: engine-bound
+  EXPECT_EQ(r.trace[1].end_ps, 2 * 4028144);      // core 1: queued behind core 0 on stack 0
+  EXPECT_EQ(r.trace[2].end_ps, 7037667);          // core 2: its own stack
+  EXPECT_EQ(r.hbm_stack_busy_ps[0], 2 * 4028144);
+  EXPECT_EQ(r.hbm_stack_busy_ps[1], 4028144);
 }
 
 TEST(SimExact, QueuesSharingEnginesInterleave) {

@@ -3,161 +3,28 @@
 
 #include <cmath>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <string>
-#include <utility>
 
-#include <nlohmann/json.hpp>
-
+#include "machine/json_reader.h"
 #include "machine/presets.h"
 
 namespace trnmx::emu {
 namespace {
 
-using Json = nlohmann::json;
-
-// Thrown inside the loader only; ParseMachine turns it into a Status.
-struct LoadError {
-  std::string path;
-  std::string message;
-};
-
-std::string FormatNumber(double v) {
-  std::ostringstream os;
-  os.precision(12);
-  os << v;
-  return os.str();
-}
-
-// Walks one JSON object, remembering which keys were read, so that unknown
-// keys (typos) are rejected with their path.
-class ObjectReader {
- public:
-  ObjectReader(const Json& j, std::string path, Machine* machine)
-      : j_(j), path_(std::move(path)), machine_(machine) {
-    if (!j_.is_object()) throw LoadError{PathOr("/"), "must be an object"};
-  }
-
-  std::string String(const char* key) {
-    const Json& v = Required(key);
-    if (!v.is_string() || v.get<std::string>().empty()) {
-      throw LoadError{Child(key), "must be a non-empty string"};
-    }
-    return v.get<std::string>();
-  }
-
-  const Json* Optional(const char* key) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-
-  ObjectReader Object(const char* key) { return ObjectReader(Required(key), Child(key), machine_); }
-
-  // A sourced number: {"value", "tag", "source"[, "unit", "note"]}.
-  Sourced Number(const char* key) { return ParseSourced(Required(key), Child(key)); }
-
-  Sourced ParseSourced(const Json& v, const std::string& path) {
-    ObjectReader r(v, path, machine_);
-    Sourced s;
-    const Json& value = r.Required("value");
-    if (!value.is_number()) throw LoadError{path + "/value", "must be a number"};
-    s.value = value.get<double>();
-    if (!std::isfinite(s.value)) throw LoadError{path + "/value", "must be finite"};
-    std::string tag = r.String("tag");
-    if (tag == "P") {
-      s.tag = SourceTag::kPublished;
-    } else if (tag == "P3") {
-      s.tag = SourceTag::kThirdParty;
-    } else if (tag == "I") {
-      s.tag = SourceTag::kInferred;
-    } else {
-      throw LoadError{path + "/tag", "must be \"P\", \"P3\" or \"I\" (got \"" + tag + "\")"};
-    }
-    s.source = r.String("source");
-    if (const Json* u = r.Optional("unit")) {
-      if (!u->is_string()) throw LoadError{path + "/unit", "must be a string"};
-      s.unit = u->get<std::string>();
-    }
-    if (const Json* n = r.Optional("note")) {
-      if (!n->is_string()) throw LoadError{path + "/note", "must be a string"};
-      s.note = n->get<std::string>();
-    }
-    r.Finish();
-    machine_->numbers.emplace_back(path, s);
-    return s;
-  }
-
-  // Rejects keys that were never read.
-  void Finish() const {
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (!seen_.count(it.key())) throw LoadError{Child(it.key()), "unknown key"};
-    }
-  }
-
-  const Json& json() const { return j_; }
-  std::string Child(const std::string& key) const { return path_ + "/" + key; }
-
- private:
-  const Json& Required(const char* key) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    if (it == j_.end()) throw LoadError{Child(key), "missing"};
-    return *it;
-  }
-  std::string PathOr(const char* fallback) const { return path_.empty() ? fallback : path_; }
-
-  const Json& j_;
-  std::string path_;
-  Machine* machine_;
-  std::set<std::string> seen_;
-};
-
-void RequirePositive(const std::string& path, const Sourced& s) {
-  if (!(s.value > 0)) {
-    throw LoadError{path + "/value", "must be > 0 (got " + FormatNumber(s.value) + ")"};
-  }
-}
-void RequireNonNegative(const std::string& path, const Sourced& s) {
-  if (s.value < 0) {
-    throw LoadError{path + "/value", "must be >= 0 (got " + FormatNumber(s.value) + ")"};
-  }
-}
-void RequireInteger(const std::string& path, const Sourced& s, double lo, double hi) {
-  if (s.value != std::floor(s.value) || s.value < lo || s.value > hi) {
-    throw LoadError{path + "/value", "must be an integer in [" + FormatNumber(lo) + ", " +
-                                         FormatNumber(hi) + "] (got " + FormatNumber(s.value) +
-                                         ")"};
-  }
-}
-
-Sourced Pos(ObjectReader& r, const char* key) {
-  Sourced s = r.Number(key);
-  RequirePositive(r.Child(key), s);
-  return s;
-}
-Sourced NonNeg(ObjectReader& r, const char* key) {
-  Sourced s = r.Number(key);
-  RequireNonNegative(r.Child(key), s);
-  return s;
-}
-Sourced Int(ObjectReader& r, const char* key, double lo, double hi) {
-  Sourced s = r.Number(key);
-  RequireInteger(r.Child(key), s, lo, hi);
-  return s;
-}
-Sourced Fraction(ObjectReader& r, const char* key) {
-  Sourced s = r.Number(key);
-  if (!(s.value > 0 && s.value <= 1)) {
-    throw LoadError{r.Child(key) + "/value",
-                    "must be in (0, 1] (got " + FormatNumber(s.value) + ")"};
-  }
-  return s;
-}
+using internal::FormatNumber;
+using internal::Fraction;
+using internal::Int;
+using internal::Json;
+using internal::LoadError;
+using internal::NonNeg;
+using internal::ObjectReader;
+using internal::Pos;
+using internal::RequireInteger;
+using internal::RequirePositive;
 
 constexpr double kMaxClockHz = 1e11;  // 100 GHz: anything above is a unit error.
-constexpr double kBig = 9.0e15;       // integers must stay exact in a double
+constexpr double kBig = internal::kBigInteger;
 
 Sourced Clock(ObjectReader& r, const char* key) {
   Sourced s = r.Number(key);
@@ -405,10 +272,16 @@ StatusOr<Machine> ParseMachine(std::string_view json_text, std::string_view orig
   }
   Machine m;
   try {
-    ObjectReader root(j, "", &m);
+    ObjectReader root(j, "", &m.numbers);
     std::string schema = root.String("schema");
-    if (schema != "trnmx-machine/1") {
-      throw LoadError{"/schema", "must be \"trnmx-machine/1\" (got \"" + schema + "\")"};
+    if (schema != kMachineSchema && schema != kChipSchemaV1) {
+      throw LoadError{"/schema", "must be \"" + std::string(kMachineSchema) + "\" (or \"" +
+                                     std::string(kChipSchemaV1) + "\" for a chip; got \"" +
+                                     schema + "\")"};
+    }
+    if (j.contains("system")) {
+      throw LoadError{"/system", "this is a system description, not a chip: load it with "
+                                 "LoadSystem (trnmx-emu --system)"};
     }
     m.name = root.String("name");
     m.description = root.String("description");

@@ -1,5 +1,6 @@
 // Machine presets compiled into the library (generated presets.cc embeds
-// emulator/machines/*.json so that trnmx-emu needs no data directory).
+// emulator/machines/*.json so that trnmx-emu needs no data directory): chips
+// and systems, in the order emulator/CMakeLists.txt lists them.
 #ifndef TRNMX_EMU_SRC_MACHINE_PRESETS_H_
 #define TRNMX_EMU_SRC_MACHINE_PRESETS_H_
 
@@ -13,7 +14,8 @@ struct PresetJson {
   std::string_view json;
 };
 
-std::span<const PresetJson> Presets();
+std::span<const PresetJson> Presets();        // chips
+std::span<const PresetJson> SystemPresets();  // systems
 
 }  // namespace trnmx::emu::internal
 

@@ -1,7 +1,10 @@
 // Machine descriptions of Trainium chips for the trnmx emulator.
 //
-// A description is a JSON document (schema "trnmx-machine/1", see
-// docs/emulator.md and emulator/machines/*.json). Every number in it is an
+// A description is a JSON document (schema "trnmx-machine/2", see
+// docs/emulator.md and emulator/machines/*.json); a chip document has the
+// sections "chip" and "core", a system document (trnmx/emu/system.h) a
+// "system" section that names its chip. Chip documents written for
+// "trnmx-machine/1" (before systems existed) are read unchanged. Every number in it is an
 // object {"value", "unit", "tag", "source", "note"}: the tag says whether AWS
 // published it (P), a third party did (P3), or trnmx inferred it (I), and the
 // source names the key of ../shared/reference/trainium.md (S1-S39, T1-T10) or
@@ -26,6 +29,10 @@
 #include "trnmx/status.h"
 
 namespace trnmx::emu {
+
+// Schema of the documents written today, and the chip-only schema still read.
+inline constexpr std::string_view kMachineSchema = "trnmx-machine/2";
+inline constexpr std::string_view kChipSchemaV1 = "trnmx-machine/1";
 
 // Provenance of a number (trainium.md, "Every number has a tag").
 enum class SourceTag { kPublished, kThirdParty, kInferred };  // P, P3, I
