@@ -4,11 +4,12 @@
 // docs/emulator.md and emulator/machines/*.json); a chip document has the
 // sections "chip" and "core", a system document (trnmx/emu/system.h) a
 // "system" section that names its chip. Chip documents written for
-// "trnmx-machine/1" (before systems existed) are read unchanged. Every number in it is an
-// object {"value", "unit", "tag", "source", "note"}: the tag says whether AWS
-// published it (P), a third party did (P3), or trnmx inferred it (I), and the
-// source names the key of ../shared/reference/trainium.md (S1-S39, T1-T10) or
-// the conflict number (#1-#20) it comes from.
+// "trnmx-machine/1" (before systems existed) are read unchanged. Every number
+// in a description is an object {"value", "unit", "tag", "source", "note"}:
+// the tag says whether AWS published it (P), a third party did (P3), or trnmx
+// inferred it (I), and the source names the key of
+// ../shared/reference/trainium.md (S1-S39, T1-T10) or the conflict number
+// (#1-#20) it comes from.
 //
 //   trnmx::StatusOr<trnmx::emu::Machine> m = trnmx::emu::LoadPresetMachine("trn3");
 //   double peak = trnmx::emu::CorePeakFlops(*m, trnmx::emu::MatmulDtype::kMxfp8);
