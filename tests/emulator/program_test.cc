@@ -274,8 +274,36 @@ TEST(ProgramChips, TransfersStayOnTheirChipWithoutLinks) {
   BufferId remote = p.AllocHbm("remote", 4096, 1).value();
   BufferId t = p.AllocSbuf(0, "t", 32).value();
   const StreamId q = p.AddDmaQueue(0, "load").value();
+  ExpectError(p.Append(q, Instruction::DmaCopy(t, remote, 4096, 128)), StatusCode::kInvalidArgument,
+              "'remote' is in the HBM of chip 1; transfers between chips need a program created "
+              "for a System");
+}
+
+TEST(ProgramChips, OnASystemTransfersWriteIntoOtherChips) {
+  const System sys = LoadSystem("trn2-server").value();
+  Program p = Program::Create(sys, 1).value();
+  EXPECT_EQ(p.chips(), 16);
+  ASSERT_NE(p.system(), nullptr);
+  BufferId remote = p.AllocHbm("remote", 4096, 5).value();
+  BufferId local = p.AllocHbm("local", 4096, 0).value();
+  BufferId t = p.AllocSbuf(0, "t", 32).value();
+  BufferId far_sbuf = p.AllocSbuf(5, "far", 32).value();
+  const StreamId q = p.AddCollectiveQueue(0, "ring").value();
+  const SemId far_ready = p.AddSemaphore(5, "far_ready").value();
+  Instruction write = Instruction::DmaCopy(t, remote, 4096, 128);
+  write.signals = {{far_ready, 1}};  // the destination chip's semaphore
+  EXPECT_TRUE(p.Append(q, write).ok());
+  EXPECT_TRUE(p.Append(q, Instruction::DmaCopy(local, remote, 4096, 128)).ok());
   ExpectError(p.Append(q, Instruction::DmaCopy(remote, t, 4096, 128)), StatusCode::kInvalidArgument,
-              "'remote' is in the HBM of chip 1; transfers between chips need the system's links");
+              "only a transfer's destination may be on another chip");
+  ExpectError(p.Append(q, Instruction::DmaCopy(t, far_sbuf, 4096, 128)),
+              StatusCode::kInvalidArgument, "'far' belongs to chip5.core0");
+  Instruction local_write = Instruction::DmaCopy(t, local, 4096, 128);
+  local_write.signals = {{far_ready, 1}};  // not the chip it writes to
+  ExpectError(p.Append(q, local_write), StatusCode::kInvalidArgument,
+              "needs a semaphore of chip 0");
+  ExpectError(Program::Create(sys, 1, 17).status(), StatusCode::kInvalidArgument,
+              "system trn2-server has 16");
 }
 
 TEST(ProgramQueues, CollectiveQueuesAreTheCcCores) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "trnmx/emu/report.h"
+
 namespace trnmx::emu {
 namespace {
 
@@ -263,9 +265,9 @@ TEST(SimExact, HbmStackIsSharedByTheCorePair) {
   SimResult r = Simulate(p, NoThrottle()).value();
   // Engine time: 211,000 + 262,144 B / 38.4 GB/s = 7,037,667 ps. Stack time per
   // transfer: 4 MiB / (4.9 TB/s x 0.85 / 4) = 4,028,144 ps.
-  EXPECT_EQ(r.trace[0].end_ps, 7037667);          // core 0: engine-bound
-  EXPECT_EQ(r.trace[1].end_ps, 2 * 4028144);      // core 1: queued behind core 0 on stack 0
-  EXPECT_EQ(r.trace[2].end_ps, 7037667);          // core 2: its own stack
+  EXPECT_EQ(r.trace[0].end_ps, 7037667);      // core 0: engine-bound
+  EXPECT_EQ(r.trace[1].end_ps, 2 * 4028144);  // core 1: queued behind core 0 on stack 0
+  EXPECT_EQ(r.trace[2].end_ps, 7037667);      // core 2: its own stack
   EXPECT_EQ(r.hbm_stack_busy_ps[0], 2 * 4028144);
   EXPECT_EQ(r.hbm_stack_busy_ps[1], 4028144);
 }
@@ -439,6 +441,97 @@ TEST(Sim, TimeBeyondTheClockIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(r.status().message().find("passed 2^62 ps"), std::string::npos) << r.status().message();
+}
+
+// Transfers between chips of trn2-server (4x4 torus, 128 GB/s per link and
+// direction, 1.5 us per hop): a remote write holds every link of its route
+// for bytes / 128 GB/s and completes the route's latency later.
+TEST(SimLinks, OneTransferToANeighbourIsLinkBound) {
+  const System sys = LoadSystem("trn2-server").value();
+  Program p = Program::Create(sys, 1, 2).value();
+  BufferId src = p.AllocSbuf(0, "src", 8192).value();
+  BufferId dst = p.AllocHbm("dst", 1 << 20, 1).value();
+  BufferId x = p.AllocSbuf(1, "x", 2048).value();
+  const SemId arrived = p.AddSemaphore(1, "arrived").value();
+  const StreamId q = p.AddCollectiveQueue(0, "send").value();
+  Instruction send = Instruction::DmaCopy(src, dst, 1 << 20, 128);
+  send.signals = {{arrived, 1}};
+  ASSERT_TRUE(p.Append(q, send).ok());
+  Instruction use =
+      Instruction::Elementwise(Opcode::kMemset, x, -1, 128, 512, ElemType::kFp32, ElemType::kFp32);
+  use.waits = {{arrived, 1}};
+  ASSERT_TRUE(p.Append(p.EngineStream(1, EngineKind::kVector), use).ok());
+  SimResult r = Simulate(p, NoThrottle()).value();
+  // Engines: 211,000 + 64 KiB / 27.2 GB/s = 2,620,412 ps; remote stack: 1 MiB
+  // / (2.9 TB/s x 0.85 / 4) = 1,701,544 ps; link 0->1: 1 MiB / 128 GB/s =
+  // 8,192,001 ps (the ceiling of a double): link-bound, + 1,500,000 ps latency.
+  ASSERT_EQ(r.trace.size(), 2u);
+  EXPECT_EQ(r.trace[0].end_ps, 8192001 + 1500000);
+  const int link = sys.LinkBetween(0, 1);
+  ASSERT_GE(link, 0);
+  EXPECT_EQ(r.link_busy_ps[link], 8192001);
+  EXPECT_EQ(r.link_bytes[link], 1 << 20);
+  EXPECT_EQ(r.link_transfer_bytes, 1 << 20);
+  EXPECT_EQ(r.hbm_write_bytes, 1 << 20);
+  EXPECT_EQ(r.hbm_stack_busy_ps[4 * 1 + 0], 1701544);  // chip 1, stack 0 holds address 0
+  // The waiter on chip 1 starts one semaphore latency after the data landed.
+  EXPECT_EQ(r.trace[1].start_ps,
+            8192001 + 1500000 + CyclesToPs(64, sys.chip.vector.clock_hz.value));
+}
+
+TEST(SimLinks, RoutesShareTheirLinks) {
+  // Chip 0 -> chip 2 goes 0 -> 1 -> 2 (two hops); chip 1 -> chip 2 also
+  // needs link 1 -> 2 and waits for it.
+  const System sys = LoadSystem("trn2-server").value();
+  Program p = Program::Create(sys, 1, 3).value();
+  BufferId dst = p.AllocHbm("dst", 2 << 20, 2).value();
+  std::vector<StreamId> q;
+  for (int chip = 0; chip < 2; ++chip) {
+    BufferId src = p.AllocSbuf(chip, "src", 8192).value();
+    q.push_back(p.AddCollectiveQueue(chip, "send").value());
+    ASSERT_TRUE(
+        p.Append(q.back(), Instruction::DmaCopy(src, dst, 1 << 20, 128, 0, chip << 20)).ok());
+  }
+  ASSERT_EQ(sys.Route(0, 2).size(), 2u);
+  SimResult r = Simulate(p, NoThrottle()).value();
+  ASSERT_EQ(r.trace.size(), 2u);
+  EXPECT_EQ(r.trace[0].end_ps, 8192001 + 2 * 1500000);  // two hops of latency
+  EXPECT_EQ(r.trace[1].end_ps, 2 * 8192001 + 1500000);  // after the first on link 1 -> 2
+  EXPECT_EQ(r.link_busy_ps[sys.LinkBetween(1, 2)], 2 * 8192001);
+  EXPECT_EQ(r.link_bytes[sys.LinkBetween(0, 1)], 1 << 20);
+  EXPECT_EQ(r.link_bytes[sys.LinkBetween(1, 2)], 2 << 20);
+}
+
+TEST(SimLinks, QueuesOfOneChipShareTheLink) {
+  // Two CC-cores of core 0 on disjoint partitions (disjoint DMA engines)
+  // send 512 KiB each to chip 1: the link carries one after the other.
+  const System sys = LoadSystem("trn2-server").value();
+  Program p = Program::Create(sys, 1, 2).value();
+  BufferId lo = p.AllocSbuf(0, "lo", 8192, 64, 0).value();
+  BufferId hi = p.AllocSbuf(0, "hi", 8192, 64, 64).value();
+  BufferId dst = p.AllocHbm("dst", 1 << 20, 1).value();
+  const StreamId a = p.AddCollectiveQueue(0, "a").value();
+  const StreamId b = p.AddCollectiveQueue(0, "b").value();
+  ASSERT_TRUE(p.Append(a, Instruction::DmaCopy(lo, dst, 1 << 19, 64)).ok());
+  ASSERT_TRUE(p.Append(b, Instruction::DmaCopy(hi, dst, 1 << 19, 64, 0, 1 << 19)).ok());
+  SimOptions o = NoThrottle();
+  SimResult r = Simulate(p, o).value();
+  const int64_t half = 4096001;  // 512 KiB / 128 GB/s, rounded up
+  EXPECT_EQ(r.trace[0].end_ps, half + 1500000);
+  EXPECT_EQ(r.trace[1].start_ps, 0);  // its engines were free
+  EXPECT_EQ(r.trace[1].end_ps, 2 * half + 1500000);
+  ASSERT_EQ(r.link_trace.size(), 2u);
+  EXPECT_EQ(r.link_trace[1].start_ps, half);
+  EXPECT_EQ(r.link_trace[1].stream, b);
+  // The report names the link; the trace has its track.
+  const Report rep = MakeReport(p, r, 0, MatmulDtype::kBf16);
+  EXPECT_EQ(rep.busiest_link, sys.links[sys.LinkBetween(0, 1)].name);
+  EXPECT_EQ(rep.limiting, "links");
+  EXPECT_EQ(rep.link_transfer_bytes, 1 << 20);
+  const std::string trace = ChromeTraceJson(p, r);
+  EXPECT_NE(trace.find("links of trn2-server"), std::string::npos);
+  EXPECT_NE(trace.find("\"name\":\"" + sys.links[sys.LinkBetween(0, 1)].name + "\""),
+            std::string::npos);
 }
 
 }  // namespace

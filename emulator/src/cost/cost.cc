@@ -1,6 +1,7 @@
 // The public cost functions of trnmx/emu/cost.h, one evaluation each.
 #include "trnmx/emu/cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "cost/cost_model.h"
@@ -29,12 +30,26 @@ int HbmStackOfCore(const Machine& m, int core) {
   return core / (m.core_count() / static_cast<int>(m.hbm.stacks.value));
 }
 
+int HbmStackOfAddress(const Machine& m, int64_t address) {
+  const int stacks = static_cast<int>(m.hbm.stacks.value);
+  const int64_t per_stack = static_cast<int64_t>(m.hbm.capacity_bytes.value) / stacks;
+  return static_cast<int>(std::min<int64_t>(stacks - 1, address / per_stack));
+}
+
 double HbmStackBandwidth(const Machine& m) {
   return m.hbm.bandwidth_bytes_per_s.value * m.hbm.sustained_fraction.value / m.hbm.stacks.value;
 }
 
 DmaCost DmaCostOf(const Program& p, const Instruction& in) {
   return CostModel(p.machine()).Dma(p, in);
+}
+
+int64_t LinkTransferPs(const SystemLink& link, int64_t bytes) {
+  return internal::LinkPs(link, bytes);
+}
+
+int64_t RouteLatencyPs(const System& system, const std::vector<int>& route) {
+  return internal::RouteLatencyPs(system, route);
 }
 
 }  // namespace trnmx::emu

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "trnmx/emu/cost.h"
 #include "trnmx/emu/machine.h"
 #include "trnmx/emu/program.h"
+#include "trnmx/emu/system.h"
 
 namespace trnmx::emu::internal {
 
@@ -169,11 +171,19 @@ class CostModel {
     const double bytes_per_engine = std::ceil(static_cast<double>(in.bytes) / c.engines);
     const double rate = dma_engine_bandwidth_ * DmaEfficiency(bytes_per_partition);
     c.engine_ps = dma_fixed_ps_ + CeilPs(bytes_per_engine / rate);
-    c.hbm_bytes =
-        (src.space == MemSpace::kHbm ? in.bytes : 0) + (dst.space == MemSpace::kHbm ? in.bytes : 0);
-    c.hbm_ps =
-        c.hbm_bytes > 0 ? CeilPs(static_cast<double>(c.hbm_bytes) / hbm_stack_bandwidth_) : 0;
+    // A write into another chip's HBM holds a stack of that chip instead.
+    const bool remote = dst.space == MemSpace::kHbm && dst.chip != src.chip;
+    c.hbm_bytes = (src.space == MemSpace::kHbm ? in.bytes : 0) +
+                  (dst.space == MemSpace::kHbm && !remote ? in.bytes : 0);
+    c.hbm_ps = HbmPs(c.hbm_bytes);
+    c.remote_hbm_bytes = remote ? in.bytes : 0;
+    c.remote_hbm_ps = HbmPs(c.remote_hbm_bytes);
     return c;
+  }
+
+  // Time `bytes` hold one HBM stack at its sustained bandwidth.
+  int64_t HbmPs(int64_t bytes) const {
+    return bytes > 0 ? CeilPs(static_cast<double>(bytes) / hbm_stack_bandwidth_) : 0;
   }
 
  private:
@@ -185,6 +195,18 @@ class CostModel {
   int64_t dma_fixed_ps_;
   double dma_engine_bandwidth_, dma_knee_, dma_row_overhead_, hbm_stack_bandwidth_;
 };
+
+// Time `bytes` hold a link at its per-direction bandwidth.
+inline int64_t LinkPs(const SystemLink& link, int64_t bytes) {
+  return CeilPs(static_cast<double>(bytes) / link.bandwidth_bytes_per_s.value);
+}
+
+// The latency of a route: the sum of its links' shares of a step.
+inline int64_t RouteLatencyPs(const System& s, const std::vector<int>& route) {
+  int64_t ps = 0;
+  for (int id : route) ps += std::llround(s.links[id].latency_ns.value * kPsPerNs);
+  return ps;
+}
 
 }  // namespace trnmx::emu::internal
 

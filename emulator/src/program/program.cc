@@ -285,6 +285,20 @@ StatusOr<Program> Program::Create(const Machine& machine, int cores_per_chip, in
   return Program(machine, cores_per_chip, chips, options);
 }
 
+StatusOr<Program> Program::Create(const System& system, int cores_per_chip, int chips,
+                                  const ProgramOptions& options) {
+  if (chips == 0) chips = system.chip_count();
+  if (chips < 1 || chips > system.chip_count()) {
+    return InvalidArgumentError("program chips = " + std::to_string(chips) + ", system " +
+                                system.name + " has " + std::to_string(system.chip_count()));
+  }
+  StatusOr<Program> created = Create(system.chip, cores_per_chip, chips, options);
+  if (!created.ok()) return created.status();
+  Program p = std::move(*created);
+  p.system_ = std::make_shared<const System>(system);
+  return p;
+}
+
 std::string Program::CoreName(int core) const {
   const std::string local = "core" + std::to_string(LocalCore(core));
   return chips_ == 1 ? local : "chip" + std::to_string(ChipOfCore(core)) + "." + local;
@@ -466,7 +480,7 @@ StatusOr<StreamId> Program::AddQueue(int core, EngineKind engine, std::string na
 }
 
 Status Program::CheckBuffer(BufferId id, int core, std::initializer_list<MemSpace> spaces,
-                            std::string_view role, const Site& where) const {
+                            std::string_view role, const Site& where, bool remote_hbm) const {
   if (id < 0 || id >= static_cast<BufferId>(buffers_.size())) {
     return InvalidArgumentError(where() + ": " + std::string(role) + " is not a buffer");
   }
@@ -483,11 +497,12 @@ Status Program::CheckBuffer(BufferId id, int core, std::initializer_list<MemSpac
     return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name +
                                 "' belongs to " + CoreName(b.core));
   }
-  if (b.space == MemSpace::kHbm && b.chip != ChipOfCore(core)) {
-    return InvalidArgumentError(
-        where() + ": " + std::string(role) + " '" + b.name + "' is in the HBM of chip " +
-        std::to_string(b.chip) +
-        (chips_ > 1 ? "; transfers between chips need the system's links" : ""));
+  if (b.space == MemSpace::kHbm && b.chip != ChipOfCore(core) && !(remote_hbm && system_)) {
+    const char* why = !remote_hbm ? "; only a transfer's destination may be on another chip"
+                                  : "; transfers between chips need a program created for a "
+                                    "System (its links)";
+    return InvalidArgumentError(where() + ": " + std::string(role) + " '" + b.name +
+                                "' is in the HBM of chip " + std::to_string(b.chip) + why);
   }
   return OkStatus();
 }
@@ -613,7 +628,12 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
       const std::initializer_list<MemSpace> any = {MemSpace::kHbm, MemSpace::kSbuf,
                                                    MemSpace::kPsum};
       if (Status s = CheckBuffer(in.src0, c, any, "source", where); !s.ok()) return s;
-      if (Status s = CheckBuffer(in.dst, c, any, "destination", where); !s.ok()) return s;
+      // Written into another chip's HBM over the system's links (a remote
+      // write; reads stay on the chip).
+      if (Status s = CheckBuffer(in.dst, c, any, "destination", where, /*remote_hbm=*/true);
+          !s.ok()) {
+        return s;
+      }
       for (auto [id, off, role] : {std::tuple{in.src0, in.src_offset, "source"},
                                    std::tuple{in.dst, in.dst_offset, "destination"}}) {
         const Buffer& b = buffers_[id];

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -147,6 +148,10 @@ class Sim {
     dma_engines_.resize(static_cast<size_t>(p.cores()) * engines_);
     stacks_per_chip_ = static_cast<int>(m_.hbm.stacks.value);
     hbm_stacks_.resize(static_cast<size_t>(p.chips()) * stacks_per_chip_);
+    if (p.system() != nullptr) {
+      links_.resize(p.system()->links.size());
+      link_bytes_.assign(links_.size(), 0);
+    }
     window_ps_ = static_cast<int64_t>(m_.tensor.throttle_window_ns.value) * kPsPerNs;
     ramp_ps_ = static_cast<int64_t>(m_.tensor.throttle_ramp_ns.value) * kPsPerNs;
     // At least 1 ppm: the cap divides the instruction time (the fraction is in (0, 1]).
@@ -300,7 +305,7 @@ class Sim {
         return;
       case EngineKind::kDma:
       case EngineKind::kCollective:
-        ExecuteDma(stream.core, in, now, start, end);
+        ExecuteDma(s, stream.core, in, now, start, end);
         return;
       default:
         break;
@@ -374,26 +379,71 @@ class Sim {
   // The DMA engines that serve the transfer are taken together once all are
   // free; bytes read or written in HBM hold the core's stack from then on.
   // The engines stay held until the last byte has moved.
-  void ExecuteDma(int core, const Instruction& in, int64_t now, int64_t& start, int64_t& end) {
+  // The DMA engines that serve the transfer are taken together once all are
+  // free; bytes read or written in HBM hold the core's stack from then on,
+  // and a write into another chip's HBM holds every link of the route and
+  // the destination stack too (cut through). The engines stay held until the
+  // last byte has left; the transfer completes the route's latency later.
+  void ExecuteDma(StreamId s, int core, const Instruction& in, int64_t now, int64_t& start,
+                  int64_t& end) {
     const DmaCost c = cost_.Dma(p_, in);
     BandwidthResource* engines = &dma_engines_[static_cast<size_t>(core) * engines_];
     start = now;
     for (int e = c.first_engine; e < c.first_engine + c.engines; ++e)
       start = std::max(start, engines[e].free_ps);
-    end = start + c.engine_ps;
+    int64_t data_end = start + c.engine_ps;
+    const Buffer& src = p_.buffers()[in.src0];
+    const Buffer& dst = p_.buffers()[in.dst];
     if (c.hbm_bytes > 0) {
       const int stack =
           p_.ChipOfCore(core) * stacks_per_chip_ + HbmStackOfCore(m_, p_.LocalCore(core));
-      end = std::max(end, hbm_stacks_[stack].Hold(start, c.hbm_ps));
-      if (p_.buffers()[in.src0].space == MemSpace::kHbm) res_.hbm_read_bytes += in.bytes;
-      if (p_.buffers()[in.dst].space == MemSpace::kHbm) res_.hbm_write_bytes += in.bytes;
+      data_end = std::max(data_end, hbm_stacks_[stack].Hold(start, c.hbm_ps));
     }
+    int64_t latency = 0;
+    if (c.remote_hbm_bytes > 0) {
+      const Route& route = RouteOf(src.chip, dst.chip);
+      for (int id : route.links) {
+        const int64_t hold = internal::LinkPs(p_.system()->links[id], in.bytes);
+        const int64_t link_end = links_[id].Hold(start, hold);
+        link_bytes_[id] += in.bytes;
+        if (opt_.record_trace) {
+          res_.link_trace.push_back(
+              LinkTraceRecord{id, s, static_cast<int32_t>(st_[s].pc), link_end - hold, link_end});
+        }
+        data_end = std::max(data_end, link_end);
+      }
+      const int stack =
+          dst.chip * stacks_per_chip_ + HbmStackOfAddress(m_, dst.offset + in.dst_offset);
+      data_end = std::max(data_end, hbm_stacks_[stack].Hold(start, c.remote_hbm_ps));
+      latency = route.latency_ps;
+      res_.link_transfer_bytes += in.bytes;
+    }
+    if (src.space == MemSpace::kHbm) res_.hbm_read_bytes += in.bytes;
+    if (dst.space == MemSpace::kHbm) res_.hbm_write_bytes += in.bytes;
     for (int e = c.first_engine; e < c.first_engine + c.engines; ++e) {
-      // Engine time proper; waiting on a backlogged HBM stack counts as HBM time.
+      // Engine time proper; waiting on a backlogged stack or link counts as theirs.
       engines[e].busy_ps += c.engine_ps;
-      engines[e].free_ps = end;
+      engines[e].free_ps = data_end;
     }
+    end = data_end + latency;
     res_.dma_bytes += in.bytes;
+  }
+
+  // The links and latency from chip `from` to chip `to`, found once per pair.
+  struct Route {
+    std::vector<int> links;
+    int64_t latency_ps = 0;
+  };
+  const Route& RouteOf(int from, int to) {
+    const int64_t key = static_cast<int64_t>(from) * p_.chips() + to;
+    auto it = routes_.find(key);
+    if (it == routes_.end()) {
+      Route r;
+      r.links = p_.system()->Route(from, to);
+      r.latency_ps = internal::RouteLatencyPs(*p_.system(), r.links);
+      it = routes_.emplace(key, std::move(r)).first;
+    }
+    return it->second;
   }
 
   SimResult Finish() {
@@ -401,6 +451,9 @@ class Sim {
     for (const BandwidthResource& r : dma_engines_) res_.dma_engine_busy_ps.push_back(r.busy_ps);
     res_.hbm_stack_busy_ps.reserve(hbm_stacks_.size());
     for (const BandwidthResource& r : hbm_stacks_) res_.hbm_stack_busy_ps.push_back(r.busy_ps);
+    res_.link_busy_ps.reserve(links_.size());
+    for (const BandwidthResource& r : links_) res_.link_busy_ps.push_back(r.busy_ps);
+    res_.link_bytes = std::move(link_bytes_);
     return std::move(res_);
   }
 
@@ -414,6 +467,9 @@ class Sim {
   std::vector<TensorState> tensor_;
   std::vector<BandwidthResource> dma_engines_;  // [core * engines + engine]
   std::vector<BandwidthResource> hbm_stacks_;   // [chip * stacks + stack]
+  std::vector<BandwidthResource> links_;        // the system's links, by id
+  std::vector<int64_t> link_bytes_;
+  std::unordered_map<int64_t, Route> routes_;
   std::vector<StreamId> wake_;
   int engines_ = 16, stacks_per_chip_ = 4;
   int64_t window_ps_ = 0, ramp_ps_ = 0, start_ppm_ = kPpm;

@@ -52,6 +52,14 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
   for (int s : used) hbm_busy += static_cast<double>(r.hbm_stack_busy_ps[s]);
   const double hbm_use = hbm_busy / (t * static_cast<double>(used.size()));
   rep.resources.push_back({"HBM", hbm_use});
+  // Links of the system: the busiest one stands for them all.
+  if (const System* sys = p.system(); sys != nullptr && r.link_transfer_bytes > 0) {
+    const auto busiest = std::max_element(r.link_busy_ps.begin(), r.link_busy_ps.end());
+    const size_t id = static_cast<size_t>(busiest - r.link_busy_ps.begin());
+    rep.busiest_link = sys->links[id].name;
+    rep.resources.push_back({"links", static_cast<double>(*busiest) / t});
+  }
+  rep.link_transfer_bytes = r.link_transfer_bytes;
   rep.hbm_peak_bytes_per_s = m.hbm.bandwidth_bytes_per_s.value * used.size() / stacks;
   rep.dma_bytes = r.dma_bytes;
   rep.hbm_read_bytes = r.hbm_read_bytes;
@@ -65,6 +73,8 @@ Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtyp
     rep.bound = "latency (no resource above 50 % busy; busiest " + best->name + ")";
   } else if (rep.limiting == "TensorE") {
     rep.bound = "compute (TensorE)";
+  } else if (rep.limiting == "links") {
+    rep.bound = "network (link " + rep.busiest_link + ")";
   } else if (rep.limiting == "HBM" || rep.limiting == "DMA engines") {
     char text[160];
     std::snprintf(text, sizeof text,
@@ -123,6 +133,11 @@ std::string FormatReport(const Report& r) {
                 "DMA               %.3f MB moved; HBM read %.3f MB, written %.3f MB\n",
                 r.dma_bytes / 1e6, r.hbm_read_bytes / 1e6, r.hbm_write_bytes / 1e6);
   os << line;
+  if (!r.busiest_link.empty()) {
+    std::snprintf(line, sizeof line, "links             %.3f MB between chips; busiest %s\n",
+                  r.link_transfer_bytes / 1e6, r.busiest_link.c_str());
+    os << line;
+  }
   std::snprintf(line, sizeof line, "HBM bandwidth     %.1f GB/s of %.1f GB/s peak (%.1f %%)\n",
                 r.hbm_bytes_per_s / 1e9, r.hbm_peak_bytes_per_s / 1e9,
                 100 * r.hbm_bytes_per_s / r.hbm_peak_bytes_per_s);
@@ -185,6 +200,34 @@ std::string ChromeTraceJson(const Program& p, const SimResult& r) {
                         {"what", p.Describe(in)},
                         {"start_ps", t.start_ps},
                         {"end_ps", t.end_ps}}}});
+  }
+  // Links of the system in use: one more process, one track per link.
+  if (const System* sys = p.system(); sys != nullptr && !r.link_trace.empty()) {
+    const int pid = p.cores();
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"args", {{"name", "links of " + sys->name}}}});
+    std::set<int> used;
+    for (const LinkTraceRecord& l : r.link_trace) used.insert(l.link);
+    for (int id : used) {
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid},
+                        {"tid", id},
+                        {"args", {{"name", sys->links[id].name}}}});
+    }
+    for (const LinkTraceRecord& l : r.link_trace) {
+      const Instruction& in = p.streams()[l.stream].instructions[l.index];
+      events.push_back({{"name", p.streams()[l.stream].name},
+                        {"cat", "link"},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", l.link},
+                        {"ts", static_cast<double>(l.start_ps) / 1e6},
+                        {"dur", static_cast<double>(l.end_ps - l.start_ps) / 1e6},
+                        {"args", {{"what", p.Describe(in)}, {"bytes", in.bytes}}}});
+    }
   }
   Json doc = {{"traceEvents", events},
               {"displayTimeUnit", "ns"},

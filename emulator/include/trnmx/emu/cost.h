@@ -19,6 +19,11 @@
 //                           partition)); bytes read or written in HBM also
 //                           hold the HBM stack of the core at its sustained
 //                           bandwidth.
+//   Between chips           a transfer into another chip's HBM also holds
+//                           every link of the route for bytes / link
+//                           bandwidth (per direction) and the stack of the
+//                           destination address, all from its start (cut
+//                           through), and ends the route's latency later.
 //
 // Times are integer picoseconds, rounded up.
 //
@@ -30,9 +35,11 @@
 #define TRNMX_EMU_COST_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "trnmx/emu/machine.h"
 #include "trnmx/emu/program.h"
+#include "trnmx/emu/system.h"
 
 namespace trnmx::emu {
 
@@ -49,10 +56,18 @@ struct DmaCost {
   int first_engine = 0;
   int engines = 0;        // DMA engines the transfer spreads over
   int64_t engine_ps = 0;  // fixed cost + data time on each engine
-  int64_t hbm_bytes = 0;  // bytes read plus bytes written in HBM
-  int64_t hbm_ps = 0;     // time those bytes hold the stack
+  int64_t hbm_bytes = 0;  // bytes read plus bytes written in the HBM of the core's chip
+  int64_t hbm_ps = 0;     // time those bytes hold the core's stack
+  // Bytes written into another chip's HBM (a transfer over the system's
+  // links) and the time they hold the stack there that holds the address.
+  int64_t remote_hbm_bytes = 0, remote_hbm_ps = 0;
 };
 DmaCost DmaCostOf(const Program& p, const Instruction& in);
+
+// Time `bytes` hold a link of a system: bytes / its per-direction bandwidth.
+int64_t LinkTransferPs(const SystemLink& link, int64_t bytes);
+// Latency of a route (System::Route): the sum of its links' latency_ns.
+int64_t RouteLatencyPs(const System& system, const std::vector<int>& route);
 
 // Sustained bandwidth of one HBM stack: chip bandwidth x sustained fraction / stacks.
 double HbmStackBandwidth(const Machine& m);
@@ -60,6 +75,9 @@ double HbmStackBandwidth(const Machine& m);
 // (cores 2i and 2i+1 on 8 cores and 4 stacks; trainium.md section 2).
 // `core` is the core's index on its chip.
 int HbmStackOfCore(const Machine& m, int core);
+// The stack that holds byte `address` of a chip's HBM: the address space is
+// cut into one equal range per stack (a write from another chip lands there).
+int HbmStackOfAddress(const Machine& m, int64_t address);
 
 }  // namespace trnmx::emu
 

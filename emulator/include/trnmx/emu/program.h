@@ -36,11 +36,13 @@
 #define TRNMX_EMU_PROGRAM_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "trnmx/emu/machine.h"
+#include "trnmx/emu/system.h"
 #include "trnmx/status.h"
 
 namespace trnmx::emu {
@@ -163,9 +165,20 @@ class Program {
   // <= machine cores).
   static StatusOr<Program> Create(const Machine& machine, int cores,
                                   const ProgramOptions& options = {});
-  // `cores_per_chip` cores on each of `chips` chips of the same kind.
+  // `cores_per_chip` cores on each of `chips` chips of the same kind, with
+  // no links between them (each chip's transfers stay on the chip).
   static StatusOr<Program> Create(const Machine& machine, int cores_per_chip, int chips,
                                   const ProgramOptions& options = {});
+  // `cores_per_chip` cores on each of the first `chips` chips of `system`
+  // (0: all of them). A DMA or collective transfer may write into the HBM of
+  // another chip: it travels the system's route between the two chips
+  // (System::Route), holding each link of it (simulator.h).
+  static StatusOr<Program> Create(const System& system, int cores_per_chip, int chips = 0,
+                                  const ProgramOptions& options = {});
+
+  // The system whose links carry transfers between chips; nullptr when the
+  // program was created for a machine.
+  const System* system() const { return system_.get(); }
 
   const Machine& machine() const { return machine_; }
   int chips() const { return chips_; }
@@ -237,11 +250,13 @@ class Program {
   Status CheckCore(int core, std::string_view what) const;
   StatusOr<StreamId> AddQueue(int core, EngineKind engine, std::string name);
   std::string CoreName(int core) const;  // "core3" or "chip1.core3"
+  // `remote_hbm`: the buffer may be in the HBM of another chip of the system.
   Status CheckBuffer(BufferId id, int core, std::initializer_list<MemSpace> spaces,
-                     std::string_view role, const Site& where) const;
+                     std::string_view role, const Site& where, bool remote_hbm = false) const;
   Status Validate(const Stream& stream, const Instruction& in, const Site& where) const;
 
   Machine machine_;
+  std::shared_ptr<const System> system_;
   int cores_per_chip_ = 1, chips_ = 1;
   ProgramOptions options_;
   int64_t instruction_count_ = 0;

@@ -17,7 +17,7 @@
 namespace trnmx::emu {
 
 struct ResourceUse {
-  std::string name;  // "TensorE", "VectorE", "ScalarE", "GpSimdE", "DMA engines", "HBM"
+  std::string name;  // "TensorE", "VectorE", "ScalarE", "GpSimdE", "DMA engines", "HBM", "links"
   double busy = 0;   // fraction of the run time, averaged over the units in use
 };
 
@@ -34,8 +34,10 @@ struct Report {
   std::string limiting;  // name of the busiest resource
   std::string bound;     // "compute (TensorE)", "memory (HBM bandwidth)", ...
   int64_t dma_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
-  double hbm_bytes_per_s = 0;                      // achieved
-  double hbm_peak_bytes_per_s = 0;                 // published peak of the stacks in use
+  int64_t link_transfer_bytes = 0;  // written into other chips' HBM over links
+  std::string busiest_link;         // name of the busiest link; empty without transfers
+  double hbm_bytes_per_s = 0;       // achieved
+  double hbm_peak_bytes_per_s = 0;  // published peak of the stacks in use
   int64_t sbuf_high_water = 0, sbuf_capacity = 0;  // bytes per partition, worst core
   int64_t psum_high_water = 0, psum_capacity = 0;
   int64_t instructions = 0, events = 0;
@@ -47,8 +49,9 @@ Report MakeReport(const Program& program, const SimResult& result, double flops,
 std::string FormatReport(const Report& report);
 
 // Chrome trace-event JSON: one process per core, one track per engine, DMA
-// queue and collective queue, one complete event per instruction (needs
-// SimOptions::record_trace).
+// queue and collective queue, one complete event per instruction; on a
+// system, one more process with a track per link in use and an event per
+// transfer on it (needs SimOptions::record_trace).
 std::string ChromeTraceJson(const Program& program, const SimResult& result);
 
 }  // namespace trnmx::emu

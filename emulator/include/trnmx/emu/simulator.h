@@ -10,10 +10,11 @@
 //                weight slots); throttle: a burst that follows a window
 //                below 50 % busy starts at 50 % and ramps linearly to 100 %.
 //   Units        Vector/Scalar/GpSimd run one instruction at a time.
-//   Bandwidth    DMA engines and HBM stacks are bandwidth resources held
-//                in (time, seq) order: DMA and collective queues that share
-//                a core's engines interleave transfer by transfer, every
-//                core of a stack shares its bandwidth.
+//   Bandwidth    DMA engines, HBM stacks and the links of a system are
+//                bandwidth resources held in (time, seq) order: DMA and
+//                collective queues that share a core's engines interleave
+//                transfer by transfer, every core of a stack shares its
+//                bandwidth, transfers whose routes share a link share it.
 //   Semaphore    + semaphore latency (compute engines, in their own clock)
 //   waits        or the DMA start latency (DMA and collective queues).
 //
@@ -52,17 +53,30 @@ struct StreamStats {
   int64_t bytes = 0;  // DMA queues
 };
 
+// The time one transfer held one link of the system (SimOptions::record_trace).
+struct LinkTraceRecord {
+  int32_t link;     // System::links index
+  StreamId stream;  // the transfer: program.streams()[stream].instructions[index]
+  int32_t index;
+  int64_t start_ps;
+  int64_t end_ps;
+};
+
 struct SimResult {
   int64_t end_ps = 0;  // when the last instruction completes
   std::vector<StreamStats> streams;
   std::vector<int64_t> dma_engine_busy_ps;  // [core * engines + engine]
-  std::vector<int64_t> hbm_stack_busy_ps;   // per stack
+  std::vector<int64_t> hbm_stack_busy_ps;   // [chip * stacks + stack]
+  std::vector<int64_t> link_busy_ps;        // per link of the program's system (empty without one)
+  std::vector<int64_t> link_bytes;          // bytes each link carried
+  int64_t link_transfer_bytes = 0;          // bytes written into other chips' HBM
   int64_t hbm_read_bytes = 0;
   int64_t hbm_write_bytes = 0;
   int64_t dma_bytes = 0;
-  int64_t tensor_throttle_extra_ps = 0;  // time the throttle added to TensorE instructions
-  int64_t events = 0;                    // events taken from the queue
-  std::vector<TraceRecord> trace;        // when SimOptions::record_trace
+  int64_t tensor_throttle_extra_ps = 0;     // time the throttle added to TensorE instructions
+  int64_t events = 0;                       // events taken from the queue
+  std::vector<TraceRecord> trace;           // when SimOptions::record_trace
+  std::vector<LinkTraceRecord> link_trace;  // when SimOptions::record_trace
 };
 
 // Runs `program` to completion. Fails (FAILED_PRECONDITION) on a deadlock,
