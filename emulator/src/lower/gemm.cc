@@ -830,13 +830,17 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
         max_cols = std::max(max_cols, t.cols);
       }
       const int64_t n_tile = std::min(c.n_tile, max_cols);
-      // Output tiles per store: 1, and enough for the DMA knee (4 KiB per partition).
+      // Output tiles per store: 1, and strips of 1, 2 and 4 times the DMA
+      // efficiency knee (4 KiB per partition): fewer fixed costs, more SBUF.
       std::vector<int> store_options = {c.store_tiles};
       if (c.store_tiles == 0) {
         store_options = {1};
-        const int knee_tiles =
-            static_cast<int>(std::min<int64_t>(banks, CeilDiv(knee, 2 * n_tile)));
-        if (knee_tiles > 1) store_options.push_back(knee_tiles);
+        const int64_t knee_tiles = CeilDiv(knee, 2 * n_tile);
+        for (int64_t f : {1, 2, 4}) {
+          if (knee_tiles * f > store_options.back()) {
+            store_options.push_back(static_cast<int>(knee_tiles * f));
+          }
+        }
       }
       std::vector<int> buffer_options = {c.moving_buffers};
       if (c.moving_buffers == 0) buffer_options = {4, 3, 2};
