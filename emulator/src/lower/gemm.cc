@@ -283,8 +283,19 @@ class CoreLowering {
             }
             for (int64_t i = 0; i < tiles_here; ++i) {
               const int64_t buf = set * block_tiles + i;
+              // Tile 0's matmuls need all of the first panel, the next tiles
+              // come later: with all of K resident and the panel the larger
+              // (K blocks prefetch a whole block ahead), they wait until it
+              // has landed so that it does not share the engines with them
+              // (the first panel after this load signals mov_ready
+              // panel_signals times). 1024 x 8192 x 8192 MXFP8 on 8 cores:
+              // 77.9 -> 72.6 us.
+              std::vector<SemWait> tile_waits = waits;
+              if (i == 1 && resident && n_tile > kTileRows) {
+                tile_waits.push_back({s.mov_ready, mov_signals + panel_signals});
+              }
               TRY(LoadPieces(q_stat_, stat_, stat[buf], -1, row_of(i), rows_of(i), k0, kc,
-                             stat_piece, stat_tile_bytes, k_parts, waits, s.stat_ready));
+                             stat_piece, stat_tile_bytes, k_parts, tile_waits, s.stat_ready));
             }
             ++stat_sets_loaded;
             stat_signals += (mx ? 1 : 0) + tiles_here * stat_tile_signals;
