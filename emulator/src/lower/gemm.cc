@@ -567,9 +567,10 @@ Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
   return o;
 }
 
-// The grid of `b_stationary` the old rule chose: as many cores along the
-// stationary rows as there are 128-row tiles, the rest along the columns.
-// Used to report TensorE cycles per placement.
+// The default grid of a placement: as many cores along the stationary rows
+// as there are 128-row tiles, the rest along the columns. The report's
+// TensorE cycles per placement are on it, and it is the one grid the planner
+// tries that may leave cores without work (a small GEMM on many cores).
 int DefaultGridRows(const GemmConfig& c, bool b_stationary) {
   const int64_t row_tiles = CeilDiv(b_stationary ? c.n : c.m, kTileRows);
   for (int g = c.cores; g >= 1; --g) {
@@ -586,7 +587,6 @@ struct Blocking {
   int64_t k_block_tiles = 1, k_blocks = 1;
   int moving_buffers = 3, store_tiles = 1;
   bool fits = false;
-  double traffic = 0;  // operand bytes one core reads from HBM
 };
 
 // The blockings worth estimating for a core tile of rows x cols (stationary
@@ -622,7 +622,6 @@ std::vector<Blocking> Blockings(const Machine& machine, const GemmConfig& c, int
     }
     b.block_tiles = std::max<int64_t>(1, tiles);
     b.fits = tiles > 0 && layout.Total(1, std::min(tiles, core_m_tiles), nk) <= sbuf;
-    b.traffic = OperandTraffic(rows, cols, c.k, eb, 1, CeilDiv(core_m_tiles, b.block_tiles));
     out.push_back(b);
   }
   // (b) K blocks.
@@ -648,8 +647,6 @@ std::vector<Blocking> Blockings(const Machine& machine, const GemmConfig& c, int
         }
       }
     }
-    b.traffic = OperandTraffic(rows, cols, c.k, eb, CeilDiv(core_n_tiles, b.group_n),
-                               CeilDiv(core_m_tiles, b.block_tiles));
     int64_t fit = 0;
     if (b.block_tiles * b.group_n <= banks) {
       int64_t lo = 0, hi = nk;  // largest K tiles per block that fit
