@@ -62,15 +62,17 @@ int CheckFunctional(const LoweredGemm& gemm, const SimResult& sim, uint64_t seed
   const unsigned long long seed_ull = seed;
   if (mismatches != 0) {
     const size_t n = static_cast<size_t>(config.n);
-    std::printf("check             FAILED: %zu of %zu C elements differ from trnmx::Gemm (seed %llu); "
-                "first C[%zu][%zu] = 0x%04x, expected 0x%04x\n",
-                mismatches, got->size(), seed_ull, first / n, first % n, (*got)[first].bits,
-                (*want)[first].bits);
+    std::printf(
+        "check             FAILED: %zu of %zu C elements differ from trnmx::Gemm (seed %llu); "
+        "first C[%zu][%zu] = 0x%04x, expected 0x%04x\n",
+        mismatches, got->size(), seed_ull, first / n, first % n, (*got)[first].bits,
+        (*want)[first].bits);
     return 1;
   }
-  std::printf("check             C equals trnmx::Gemm bit for bit (%zu BF16 elements, %zu tile ops "
-              "replayed, seed %llu, %.3f s)\n",
-              got->size(), gemm.tile_ops.size(), seed_ull, s);
+  std::printf(
+      "check             C equals trnmx::Gemm bit for bit (%zu BF16 elements, %zu tile ops "
+      "replayed, seed %llu, %.3f s)\n",
+      got->size(), gemm.tile_ops.size(), seed_ull, s);
   return 0;
 }
 
@@ -118,17 +120,23 @@ int RunGemm(const GemmArgs& args) {
       "%lld, B stationary %lld)\n",
       plan.b_stationary ? "B" : "A", static_cast<long long>(plan.tensor_cycles_a_stationary),
       static_cast<long long>(plan.tensor_cycles_b_stationary));
+  std::printf(
+      "estimate          %.3f us (TensorE %.3f, DMA engines %.3f, HBM stack %.3f, first loads "
+      "%.3f us; the planner's pick among placements, grids and blockings)\n",
+      plan.estimate.total_ps * 1e-6, plan.estimate.tensor_ps * 1e-6, plan.estimate.dma_ps * 1e-6,
+      plan.estimate.hbm_ps * 1e-6, plan.estimate.prologue_ps * 1e-6);
   const std::string groups =
       plan.k_blocks > 1 ? ", " + std::to_string(plan.group_n) + " panel(s) per PSUM group" : "";
   std::printf(
       "tiling            %d x %d core grid (M x N), %zu with work; stationary block %lld "
-      "rows, n_tile %lld, k_tile %lld, K in %lld block(s) of %lld%s, %d moving buffers; "
-      "%lld matmuls\n",
+      "rows, n_tile %lld, k_tile %lld, K in %lld block(s) of %lld%s, %d moving buffers, "
+      "%d output tile(s) per store; %lld matmuls\n",
       plan.grid_m, plan.grid_n, plan.cores.size(),
       static_cast<long long>(plan.config.stationary_block),
       static_cast<long long>(plan.config.n_tile), static_cast<long long>(plan.k_tile),
       static_cast<long long>(plan.k_blocks), static_cast<long long>(plan.config.k_block),
-      groups.c_str(), plan.config.moving_buffers, static_cast<long long>(plan.matmuls));
+      groups.c_str(), plan.config.moving_buffers, plan.config.store_tiles,
+      static_cast<long long>(plan.matmuls));
   Report report = MakeReport(gemm->program, *result, plan.flops, config.dtype);
   std::cout << FormatReport(report);
   const double lower_s = std::chrono::duration<double>(t1 - t0).count();
@@ -177,10 +185,13 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
                   "it fits and reads no more HBM)");
   cmd->add_option("--n-tile", args->config.n_tile, "moving free size per matmul (0 = 512)");
   cmd->add_option("--moving-buffers", args->config.moving_buffers,
-                  "moving panel buffers (2 = double buffering)")
+                  "moving panel buffers (2 = double buffering; 0 = chosen)")
+      ->capture_default_str();
+  cmd->add_option("--store-tiles", args->config.store_tiles,
+                  "output tiles per store DMA (0 = chosen: 1 or 4 KiB per partition)")
       ->capture_default_str();
   cmd->add_option("--stationary", args->placement,
-                  "operand TensorE holds stationary: a, b, or auto (least TensorE time)")
+                  "operand TensorE holds stationary: a, b, or auto (least estimated time)")
       ->check(CLI::IsMember({"auto", "a", "b"}))
       ->capture_default_str();
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");

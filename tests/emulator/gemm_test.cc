@@ -65,15 +65,14 @@ TEST(Gemm, MatrixVectorIsMemoryBound) {
     EXPECT_GE(rep.hbm_read_bytes, static_cast<int64_t>(8192 * 8192 * GemmElementBytes(d)));
   }
   // BF16 on all cores with A stationary (one 1 x K stationary row, B
-  // streaming in 8 MiB panels): the HBM stacks are the busiest resource. The
-  // default places B stationary (half the TensorE time, see
-  // OperandPlacement below): the same bytes in 128-row tiles, so the DMA
-  // engines' fixed costs put them just ahead of the stacks.
+  // streaming in panels): memory-bound too, the HBM stacks and the DMA
+  // engines within a few per cent of each other.
   GemmConfig a_stat = Config(1, 8192, 8192, MatmulDtype::kBf16, 8);
   a_stat.placement = OperandPlacement::kAStationary;
   LoweredGemm g = LowerGemm(Trn("trn3"), a_stat).value();
   SimResult r = Simulate(g.program).value();
-  EXPECT_EQ(MakeReport(g.program, r, g.plan.flops, MatmulDtype::kBf16).limiting, "HBM");
+  const Report ra = MakeReport(g.program, r, g.plan.flops, MatmulDtype::kBf16);
+  EXPECT_TRUE(ra.limiting == "HBM" || ra.limiting == "DMA engines") << FormatReport(ra);
 }
 
 TEST(Gemm, ExactTrafficAndTileCountsForOddShapes) {
@@ -100,7 +99,7 @@ TEST(Gemm, ExactTrafficAndTileCountsForOddShapes) {
       LowerGemm(Trn("trn2"), Config(128, 512, 1024, MatmulDtype::kFp8, 1)).value().plan.matmuls, 4);
   LoweredGemm mx4 =
       LowerGemm(Trn("trn3"), Config(1000, 3000, 2016, MatmulDtype::kMxfp4, 8)).value();
-  EXPECT_EQ(mx4.plan.grid_m, 8);
+  EXPECT_EQ(mx4.plan.grid_m * mx4.plan.grid_n, 8);  // the grid is chosen by the estimate
   EXPECT_TRUE(Simulate(mx4.program).ok());
 }
 
@@ -203,16 +202,19 @@ TEST(GemmKBlocking, AnyKLowersOnEveryDtypeAndCoreCount) {
     int64_t m, n, k;
     MatmulDtype d;
     int cores;
+    bool k_blocks;  // all of K cannot be resident
   };
-  for (const Case& t :
-       {Case{300, 777, 40000, MatmulDtype::kBf16, 1}, Case{1, 4096, 100000, MatmulDtype::kBf16, 8},
-        Case{512, 2048, 65536, MatmulDtype::kMxfp8, 8},
-        Case{256, 640, 131072, MatmulDtype::kMxfp4, 2},
-        Case{200, 300, 30000, MatmulDtype::kFp32, 1}}) {
+  for (const Case& t : {Case{300, 777, 40000, MatmulDtype::kBf16, 1, true},
+                        // B stationary: one 128-column tile of B with all of K (196 KiB
+                        // per partition) beside a moving panel of one row of A fits.
+                        Case{1, 4096, 100000, MatmulDtype::kBf16, 8, false},
+                        Case{512, 2048, 65536, MatmulDtype::kMxfp8, 8, true},
+                        Case{256, 640, 131072, MatmulDtype::kMxfp4, 2, true},
+                        Case{200, 300, 30000, MatmulDtype::kFp32, 1, true}}) {
     SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k));
     StatusOr<LoweredGemm> g = LowerGemm(Trn("trn3"), Config(t.m, t.n, t.k, t.d, t.cores));
     ASSERT_TRUE(g.ok()) << g.status().ToString();
-    EXPECT_GT(g->plan.k_blocks, 1);
+    EXPECT_EQ(g->plan.k_blocks > 1, t.k_blocks);
     const int64_t stationary = g->plan.b_stationary ? t.n : t.m;
     const int64_t moving = g->plan.b_stationary ? t.m : t.n;
     EXPECT_EQ(g->plan.matmuls,
@@ -271,7 +273,11 @@ TEST(GemmPlacement, MatrixVectorPutsTheVectorInTheMovingSlot) {
   EXPECT_LE(r.hbm_read_bytes, ra.hbm_read_bytes + 8 * 8192 * 2);
 }
 
-TEST(GemmPlacement, AutoPicksTheLeastTensorTime) {
+TEST(GemmPlacement, AutoIsAsFastAsTheBestForcedPlacement) {
+  // The planner estimates every placement, grid and blocking (cost.h
+  // EstimateKernel) and keeps the fastest: its simulated time is within 5 %
+  // of the better forced placement, and the estimate's TensorE part is the
+  // simulated TensorE time of the plan it describes.
   const Machine m = Trn("trn3");
   SimOptions o;
   o.throttle = false;
@@ -279,31 +285,89 @@ TEST(GemmPlacement, AutoPicksTheLeastTensorTime) {
     int64_t m, n, k;
     MatmulDtype d;
     int cores;
-    bool b_stationary;
   };
-  for (const Case& t : {Case{64, 8192, 2048, MatmulDtype::kBf16, 1, true},     // 64 vs 512 cycles
-                        Case{8192, 64, 2048, MatmulDtype::kBf16, 1, false},    // the reverse
-                        Case{96, 4096, 1024, MatmulDtype::kMxfp8, 2, true},    // 4 x 96 vs 512
-                        Case{1024, 1024, 1024, MatmulDtype::kBf16, 1, false},  // a tie keeps A
-                        Case{300, 777, 1000, MatmulDtype::kFp32, 1, true}}) {
+  for (const Case& t :
+       {Case{64, 8192, 2048, MatmulDtype::kBf16, 1}, Case{8192, 64, 2048, MatmulDtype::kBf16, 1},
+        Case{96, 4096, 1024, MatmulDtype::kMxfp8, 2}, Case{1024, 1024, 1024, MatmulDtype::kBf16, 1},
+        Case{300, 777, 1000, MatmulDtype::kFp32, 1}}) {
     SCOPED_TRACE(std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k));
     GemmConfig c = Config(t.m, t.n, t.k, t.d, t.cores);
     LoweredGemm g = LowerGemm(m, c).value();
-    EXPECT_EQ(g.plan.b_stationary, t.b_stationary);
-    // The estimate agrees with the simulated TensorE time of both placements.
-    int64_t busy[2];
+    const int64_t auto_ps = Simulate(g.program, o).value().end_ps;
+    int64_t best = INT64_MAX;
     for (bool b : {false, true}) {
       c.placement = b ? OperandPlacement::kBStationary : OperandPlacement::kAStationary;
       LoweredGemm forced = LowerGemm(m, c).value();
-      busy[b] = BusiestTensorPs(forced.program, Simulate(forced.program, o).value());
-      const int64_t cycles =
-          b ? g.plan.tensor_cycles_b_stationary : g.plan.tensor_cycles_a_stationary;
-      EXPECT_NEAR(static_cast<double>(busy[b]), cycles / 2.4e9 * 1e12,
+      EXPECT_EQ(forced.plan.b_stationary, b);
+      const SimResult r = Simulate(forced.program, o).value();
+      best = std::min(best, r.end_ps);
+      EXPECT_NEAR(static_cast<double>(BusiestTensorPs(forced.program, r)),
+                  static_cast<double>(forced.plan.estimate.tensor_ps),
                   static_cast<double>(forced.plan.matmuls));  // < 1 ps rounding per matmul
-      EXPECT_EQ(Simulate(forced.program, o).value().hbm_write_bytes, t.m * t.n * 2);
+      EXPECT_EQ(r.hbm_write_bytes, t.m * t.n * 2);
     }
-    EXPECT_LE(busy[g.plan.b_stationary], busy[!g.plan.b_stationary]);
+    EXPECT_LE(static_cast<double>(auto_ps), 1.05 * static_cast<double>(best));
   }
+}
+
+// The placement cases (1024 x 8192 x 8192 MXFP8 on 8 cores took
+// 154.6 us with A stationary chosen by TensorE cycles alone, 76.4 us with B
+// stationary): the automatic choice is within 5 % of the best forced placement.
+void ExpectAutoWithinFivePercent(int64_t m, int64_t n, int64_t k) {
+  const Machine trn3 = Trn("trn3");
+  GemmConfig c = Config(m, n, k, MatmulDtype::kMxfp8, 8);
+  const int64_t auto_ps = Simulate(LowerGemm(trn3, c).value().program).value().end_ps;
+  int64_t best = INT64_MAX;
+  for (OperandPlacement p : {OperandPlacement::kAStationary, OperandPlacement::kBStationary}) {
+    c.placement = p;
+    best = std::min(best, Simulate(LowerGemm(trn3, c).value().program).value().end_ps);
+  }
+  EXPECT_LE(static_cast<double>(auto_ps), 1.05 * static_cast<double>(best));
+  // Both operands are read about once (8 MiB each per core, 2 cores a stack):
+  // the TensorE time (2048 matmuls x 512 cycles over 8 cores) dominates.
+  EXPECT_LT(auto_ps, 100 * 1000 * 1000);
+}
+
+TEST(GemmPlacement, ShortAWithinFivePercentOfBestPlacement) {
+  ExpectAutoWithinFivePercent(1024, 8192, 8192);
+}
+
+TEST(GemmPlacement, ShortBWithinFivePercentOfBestPlacement) {
+  ExpectAutoWithinFivePercent(8192, 1024, 8192);
+}
+
+// Large MXFP8 GEMMs on the chip stay near the modelled TensorE peak: the
+// planner's estimate counts the HBM bytes each blocking reads, and K blocks
+// keep all 8 PSUM banks' accumulation groups live (16384^3 was 69 %).
+double ChipFractionOfPeak(int64_t size) {
+  LoweredGemm g = LowerGemm(Trn("trn3"), Config(size, size, size, MatmulDtype::kMxfp8, 8)).value();
+  SimResult r = Simulate(g.program).value();
+  return MakeReport(g.program, r, g.plan.flops, MatmulDtype::kMxfp8).fraction_of_peak;
+}
+
+TEST(GemmLargeChip, Mxfp8Cubed16384ReachesNinetyPercent) {
+  EXPECT_GE(ChipFractionOfPeak(16384), 0.90);
+}
+
+TEST(GemmLargeChip, Mxfp8Cubed32768ReachesNinetyPercent) {
+  EXPECT_GE(ChipFractionOfPeak(32768), 0.90);
+}
+
+TEST(GemmSmallK, StoresAreCoalescedToWithinOneAndAHalfOfTheMemoryFloor) {
+  // 8192 x 8192 x 128 BF16 on one core writes 128 MiB of C for 4 MiB of
+  // operands. Floor: the bytes moved over the slower of the core's 16 DMA
+  // engines (16 x 38.4 GB/s) and its HBM stack (4.9 TB/s x 0.9 / 4).
+  const Machine m = Trn("trn3");
+  LoweredGemm g = LowerGemm(m, Config(8192, 8192, 128, MatmulDtype::kBf16, 1)).value();
+  SimResult r = Simulate(g.program).value();
+  const double bytes = static_cast<double>(r.hbm_read_bytes + r.hbm_write_bytes);
+  EXPECT_EQ(r.hbm_write_bytes, int64_t{8192} * 8192 * 2);
+  const double dma_bw = m.dma.engines.value * m.dma.engine_bandwidth_bytes_per_s.value;
+  const double floor_ps = bytes / std::min(dma_bw, HbmStackBandwidth(m)) * 1e12;
+  EXPECT_LE(static_cast<double>(r.end_ps), 1.5 * floor_ps)
+      << FormatReport(MakeReport(g.program, r, g.plan.flops, MatmulDtype::kBf16));
+  // Several 128 x 512 output tiles per store: at least 4 KiB per partition.
+  EXPECT_GE(g.plan.config.store_tiles * 2 * g.plan.config.n_tile, 4096);
 }
 
 TEST(GemmPlacement, ComputeBoundSkinnyGemmRunsFaster) {
@@ -427,7 +491,9 @@ TEST(GemmCompose, TwoKernelsChainInOneProgram) {
   second.c = z;
   second.start_after = {{{y_ready[0], k1.stores}}, {{y_ready[1], k1.stores}}};
   const LoweredGemmKernel k2 = LowerGemmInto(p, plan2, second).value();
-  EXPECT_EQ(k1.stores, (512 / 128) * (1024 / 512));  // C tiles of 128 x 512, both cores
+  // C tiles of 128 x 512, both cores, stored 4 to a DMA (4 KiB per partition).
+  EXPECT_EQ(plan1.config.store_tiles, 4);
+  EXPECT_EQ(k1.stores, (512 / 128) * (1024 / 512) / 4);
   EXPECT_GT(p.instruction_count(), after_first);
 
   SimOptions o;

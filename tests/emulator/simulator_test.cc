@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -270,6 +271,37 @@ TEST(SimExact, HbmStackIsSharedByTheCorePair) {
   EXPECT_EQ(r.trace[2].end_ps, 7037667);      // core 2: its own stack
   EXPECT_EQ(r.hbm_stack_busy_ps[0], 2 * 4028144);
   EXPECT_EQ(r.hbm_stack_busy_ps[1], 4028144);
+}
+
+TEST(SimCost, KernelEstimateUsesTheSimulatorsRules) {
+  // The planner's estimate (cost.h EstimateKernel) of the transfer above: its
+  // DMA engine time is the simulator's, its HBM time that of both cores of
+  // the stack (8 MiB over 4.9 TB/s x 0.85 / 4, one rounding instead of two).
+  const Machine m = LoadPresetMachine("trn3").value();
+  KernelLoad load;
+  load.transfers = {{1, 4 << 20, 128, true}};
+  load.cores_per_stack = 2;
+  KernelEstimate e = EstimateKernel(m, load);
+  EXPECT_EQ(e.tensor_ps, 0);
+  EXPECT_EQ(e.dma_ps, 7037667);
+  EXPECT_NEAR(static_cast<double>(e.hbm_ps), 2 * 4028144, 1);
+  EXPECT_EQ(e.prologue_ps, 0);
+  // Two resources within 13 % of each other: the 8-norm adds 3.7 % to the larger.
+  const double ratio = 7037667.0 / static_cast<double>(e.hbm_ps);
+  EXPECT_NEAR(static_cast<double>(e.total_ps),
+              static_cast<double>(e.hbm_ps) * std::pow(1 + std::pow(ratio, 8), 1.0 / 8), 1);
+  EXPECT_GT(e.total_ps, e.hbm_ps * 103 / 100);
+  // TensorE alone: 2048 matmuls x 512 cycles at 2.4 GHz, nothing added.
+  KernelLoad tensor;
+  tensor.tensor_cycles = 2048 * 512;
+  e = EstimateKernel(m, tensor);
+  EXPECT_EQ(e.tensor_ps, CyclesToPs(2048 * 512, 2.4e9));
+  EXPECT_EQ(e.total_ps, e.tensor_ps);
+  // A prologue: the 1,300 ns DMA start latency plus its transfers' engine time.
+  tensor.prologue = {{1, 4 << 20, 128, true}};
+  e = EstimateKernel(m, tensor);
+  EXPECT_EQ(e.prologue_ps, 1300000 + 7037667);
+  EXPECT_EQ(e.total_ps, e.tensor_ps + e.prologue_ps);
 }
 
 TEST(SimExact, QueuesSharingEnginesInterleave) {

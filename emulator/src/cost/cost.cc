@@ -52,4 +52,31 @@ int64_t RouteLatencyPs(const System& system, const std::vector<int>& route) {
   return internal::RouteLatencyPs(system, route);
 }
 
+KernelEstimate EstimateKernel(const Machine& m, const KernelLoad& load) {
+  const CostModel cost(m);
+  KernelEstimate e;
+  e.tensor_ps = CyclesToPs(load.tensor_cycles, m.tensor.clock_hz.value);
+  const auto engine_ps = [&](const DmaTransfers& t) {
+    const int parts = std::max(1, t.partitions);
+    return cost.DmaEnginePs(t.bytes, cost.DmaEngines(parts), static_cast<double>(t.bytes) / parts);
+  };
+  double hbm_bytes = 0;
+  for (const DmaTransfers& t : load.transfers) {
+    e.dma_ps += t.count * engine_ps(t);
+    if (t.hbm) hbm_bytes += static_cast<double>(t.count) * static_cast<double>(t.bytes);
+  }
+  e.hbm_ps = cost.HbmPs(hbm_bytes * std::max(1, load.cores_per_stack));
+  e.prologue_ps = load.prologue.empty()
+                      ? 0
+                      : static_cast<int64_t>(std::llround(m.dma.dependency_start_ns.value * 1000));
+  for (const DmaTransfers& t : load.prologue) e.prologue_ps += t.count * engine_ps(t);
+  // The 8-norm of the three resource times (relative to the largest, so it cannot overflow).
+  const double top = static_cast<double>(std::max({e.tensor_ps, e.dma_ps, e.hbm_ps, int64_t{1}}));
+  double sum = 0;
+  for (int64_t t : {e.tensor_ps, e.dma_ps, e.hbm_ps})
+    sum += std::pow(static_cast<double>(t) / top, 8);
+  e.total_ps = e.prologue_ps + static_cast<int64_t>(std::llround(top * std::pow(sum, 1.0 / 8)));
+  return e;
+}
+
 }  // namespace trnmx::emu

@@ -168,23 +168,32 @@ class CostModel {
       c.first_engine = 0;
       c.engines = dma_engines_;
     }
-    const double bytes_per_engine = std::ceil(static_cast<double>(in.bytes) / c.engines);
-    const double rate = dma_engine_bandwidth_ * DmaEfficiency(bytes_per_partition);
-    c.engine_ps = dma_fixed_ps_ + CeilPs(bytes_per_engine / rate);
+    c.engine_ps = DmaEnginePs(in.bytes, c.engines, bytes_per_partition);
     // A write into another chip's HBM holds a stack of that chip instead.
     const bool remote = dst.space == MemSpace::kHbm && dst.chip != src.chip;
     c.hbm_bytes = (src.space == MemSpace::kHbm ? in.bytes : 0) +
                   (dst.space == MemSpace::kHbm && !remote ? in.bytes : 0);
-    c.hbm_ps = HbmPs(c.hbm_bytes);
+    c.hbm_ps = HbmPs(static_cast<double>(c.hbm_bytes));
     c.remote_hbm_bytes = remote ? in.bytes : 0;
-    c.remote_hbm_ps = HbmPs(c.remote_hbm_bytes);
+    c.remote_hbm_ps = HbmPs(static_cast<double>(c.remote_hbm_bytes));
     return c;
   }
 
-  // Time `bytes` hold one HBM stack at its sustained bandwidth.
-  int64_t HbmPs(int64_t bytes) const {
-    return bytes > 0 ? CeilPs(static_cast<double>(bytes) / hbm_stack_bandwidth_) : 0;
+  // Time each of `engines` DMA engines is held by a transfer of `bytes`:
+  // the fixed cost plus its share of the bytes at the efficiency of
+  // `bytes_per_partition`.
+  int64_t DmaEnginePs(int64_t bytes, int engines, double bytes_per_partition) const {
+    const double bytes_per_engine = std::ceil(static_cast<double>(bytes) / engines);
+    const double rate = dma_engine_bandwidth_ * DmaEfficiency(bytes_per_partition);
+    return dma_fixed_ps_ + CeilPs(bytes_per_engine / rate);
   }
+  // Engines serving `partitions` partitions from partition 0.
+  int DmaEngines(int partitions) const {
+    return std::clamp((partitions + dma_partitions_per_engine_ - 1) / dma_partitions_per_engine_, 1,
+                      dma_engines_);
+  }
+  // Time `bytes` read or written in HBM hold one stack.
+  int64_t HbmPs(double bytes) const { return bytes > 0 ? CeilPs(bytes / hbm_stack_bandwidth_) : 0; }
 
  private:
   int64_t ls_speedup_, mm_init_, fp32_multiplier_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,7 +98,7 @@ struct SbufLayout {
   const Machine& m;
   MatmulDtype dtype;
   int64_t n_tile;
-  int moving_buffers, out_buffers;
+  int moving_buffers, out_buffers, store_tiles;
 
   int64_t Aligned(int64_t b) const {
     const int64_t align = static_cast<int64_t>(m.sbuf.alignment_bytes.value);
@@ -120,7 +121,7 @@ struct SbufLayout {
     return moving_buffers *
                (Aligned(k_tiles * TensorOperandBytesPerPartition(m, dtype, n_tile)) +
                 (IsMx(dtype) ? Aligned(k_tiles * MxScaleBytesPerPartition(n_tile)) : 0)) +
-           out_buffers * Aligned(2 * n_tile);
+           out_buffers * Aligned(2 * n_tile * store_tiles);
   }
   int64_t Total(int64_t sets, int64_t tiles, int64_t k_tiles) const {
     return StationarySets(sets, tiles, k_tiles) + MovingAndOutput(k_tiles);
@@ -200,7 +201,7 @@ class CoreLowering {
     }
     std::vector<BufferId> out(cfg_.out_buffers), acc(banks);
     for (int i = 0; i < cfg_.out_buffers; ++i) {
-      TRY_ASSIGN(out[i], p_.AllocSbuf(core_, Indexed("c_out", i), 2 * n_tile));
+      TRY_ASSIGN(out[i], p_.AllocSbuf(core_, Indexed("c_out", i), 2 * n_tile * cfg_.store_tiles));
     }
     for (int i = 0; i < banks; ++i) {
       TRY_ASSIGN(acc[i], p_.AllocPsum(core_, Indexed("acc", i), 4 * n_tile));
@@ -282,8 +283,19 @@ class CoreLowering {
             }
             for (int64_t i = 0; i < tiles_here; ++i) {
               const int64_t buf = set * block_tiles + i;
+              // Tile 0's matmuls need all of the first panel, the next tiles
+              // come later: with all of K resident and the panel the larger
+              // (K blocks prefetch a whole block ahead), they wait until it
+              // has landed so that it does not share the engines with them
+              // (the first panel after this load signals mov_ready
+              // panel_signals times). 1024 x 8192 x 8192 MXFP8 on 8 cores:
+              // 77.9 -> 72.6 us.
+              std::vector<SemWait> tile_waits = waits;
+              if (i == 1 && resident && n_tile > kTileRows) {
+                tile_waits.push_back({s.mov_ready, mov_signals + panel_signals});
+              }
               TRY(LoadPieces(q_stat_, stat_, stat[buf], -1, row_of(i), rows_of(i), k0, kc,
-                             stat_piece, stat_tile_bytes, k_parts, waits, s.stat_ready));
+                             stat_piece, stat_tile_bytes, k_parts, tile_waits, s.stat_ready));
             }
             ++stat_sets_loaded;
             stat_signals += (mx ? 1 : 0) + tiles_here * stat_tile_signals;
@@ -411,36 +423,51 @@ class CoreLowering {
   }
 
   // Evacuates the `tiles` output tiles of one moving panel (PSUM -> SBUF,
-  // FP32 -> BF16, alternating VectorE / ScalarE) and stores them to C.
+  // FP32 -> BF16, alternating VectorE / ScalarE) into staging strips of
+  // store_tiles tiles and stores each strip to C in one DMA (rows of 128
+  // partitions x several tiles: fewer, larger transfers, trainium.md section 7).
   template <typename RowOf, typename RowsOf>
   Status Evacuate(const Sems& s, int64_t& t, int64_t tiles, const RowOf& row_of,
                   const RowsOf& rows_of, int64_t col, int64_t cols,
                   const std::vector<BufferId>& acc, const std::vector<BufferId>& out,
                   int64_t (&evac_count)[2]) {
-    for (int64_t i = 0; i < tiles; ++i, ++t) {
-      const int e = static_cast<int>(t % 2);
-      const int o = static_cast<int>(t % cfg_.out_buffers);
-      const int bank = static_cast<int>(t % static_cast<int64_t>(acc.size()));
-      const int64_t rows = rows_of(i);
-      Instruction ev =
-          Instruction::Elementwise(Opcode::kTensorCopy, out[o], acc[bank], static_cast<int>(rows),
-                                   cols, ElemType::kFp32, ElemType::kBf16);
-      ev.waits = {{s.mm_done, t + 1}};
-      if (t >= cfg_.out_buffers) ev.waits.push_back({s.stored, t - cfg_.out_buffers + 1});
-      ev.signals = {{s.evac[e], 1}};
-      RecordTileOp(GemmTileOp::Kind::kEvacuate, evac_stream_[e], acc[bank], row_of(i), rows, col,
-                   cols, 0, 0, false);
-      TRY(p_.Append(evac_stream_[e], std::move(ev)));
-      ++evac_count[e];
-      // The tile is C[row.., col..], or C^T when B is stationary.
+    const int64_t per_strip = cfg_.store_tiles;
+    const int64_t tile_bytes = 2 * std::min(cfg_.n_tile, tile_.cols);  // per partition, in a strip
+    for (int64_t i0 = 0; i0 < tiles; i0 += per_strip) {
+      const int64_t n = std::min(per_strip, tiles - i0);
+      const int o = static_cast<int>(strips_ % cfg_.out_buffers);
+      int64_t strip_bytes = 0;
+      for (int64_t i = i0; i < i0 + n; ++i, ++t) {
+        const int e = static_cast<int>(t % 2);
+        const int bank = static_cast<int>(t % static_cast<int64_t>(acc.size()));
+        const int64_t rows = rows_of(i);
+        Instruction ev =
+            Instruction::Elementwise(Opcode::kTensorCopy, out[o], acc[bank], static_cast<int>(rows),
+                                     cols, ElemType::kFp32, ElemType::kBf16);
+        ev.dst_offset = (i - i0) * tile_bytes;
+        ev.waits = {{s.mm_done, t + 1}};
+        if (i == i0 && strips_ >= cfg_.out_buffers) {  // the strip's buffer was stored
+          ev.waits.push_back({s.stored, strips_ - cfg_.out_buffers + 1});
+        }
+        ev.signals = {{s.evac[e], 1}};
+        RecordTileOp(GemmTileOp::Kind::kEvacuate, evac_stream_[e], acc[bank], row_of(i), rows, col,
+                     cols, 0, 0, false);
+        TRY(p_.Append(evac_stream_[e], std::move(ev)));
+        ++evac_count[e];
+        strip_bytes += rows * cols * 2;
+      }
+      // The strip is C[rows.., col..], or C^T when B is stationary.
       const int64_t c_element =
-          plan_.b_stationary ? col * cfg_.n + row_of(i) : row_of(i) * cfg_.n + col;
-      Instruction st = Instruction::DmaCopy(out[o], c_hbm_, rows * cols * 2, static_cast<int>(rows),
-                                            0, c_offset_ + c_element * 2);
-      st.waits = {{s.evac[e], evac_count[e]}};
+          plan_.b_stationary ? col * cfg_.n + row_of(i0) : row_of(i0) * cfg_.n + col;
+      Instruction st = Instruction::DmaCopy(
+          out[o], c_hbm_, strip_bytes, static_cast<int>(rows_of(i0)), 0, c_offset_ + c_element * 2);
+      for (int e = 0; e < 2; ++e) {
+        if (evac_count[e] > 0) st.waits.push_back({s.evac[e], evac_count[e]});
+      }
       st.signals = {{s.stored, 1}};
       st.signals.insert(st.signals.end(), done_signals_.begin(), done_signals_.end());
       ++stores_;
+      ++strips_;
       TRY(p_.Append(q_out_, std::move(st)));
     }
     return OkStatus();
@@ -479,6 +506,7 @@ class CoreLowering {
   std::vector<BufferId> on_chip_;
   bool queue_started_[2] = {false, false};  // stationary, moving load queue
   int64_t stores_ = 0;
+  int64_t strips_ = 0;  // staging strips filled so far (stores of C)
   StreamId q_stat_ = -1, q_mov_ = -1, q_out_ = -1, pe_ = -1;
   StreamId evac_stream_[2] = {-1, -1};
   int64_t panels_since_stat_ = 0;  // moving panels loaded since the last stationary load
@@ -503,20 +531,15 @@ struct Orientation {
   int64_t tensor_cycles = 0;  // MultiplyMoving cycles of the busiest core
 };
 
-Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
-                   bool b_stationary) {
+// The core grid (grid_rows x grid_cols cores) and per-core tiles of one
+// operand placement, in its own coordinates.
+Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles, bool b_stationary,
+                   int grid_rows) {
   const int64_t rows = b_stationary ? c.n : c.m;
   const int64_t cols = b_stationary ? c.m : c.n;
   Orientation o;
-  // As many cores along the stationary rows as there are 128-row tiles, the rest along the columns.
-  const int64_t row_tiles = CeilDiv(rows, kTileRows);
-  for (int g = c.cores; g >= 1; --g) {
-    if (c.cores % g == 0 && g <= row_tiles) {
-      o.grid_rows = g;
-      break;
-    }
-  }
-  o.grid_cols = c.cores / o.grid_rows;
+  o.grid_rows = grid_rows;
+  o.grid_cols = c.cores / grid_rows;
   for (const auto& [r0, r] : Split(rows, o.grid_rows, kTileRows)) {
     for (const auto& [c0, n] : Split(cols, o.grid_cols, std::min<int64_t>(c.n_tile, kTileRows))) {
       o.tiles.push_back({r0, r, c0, n});
@@ -529,10 +552,10 @@ Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
     return TensorCycles(machine, Instruction::MultiplyMoving(-1, -1, c.dtype, 1, m, n, false));
   };
   for (const CoreGemmTile& t : o.tiles) {
+    const int64_t n_tile = std::min(c.n_tile, t.cols);
     const std::pair<int64_t, int64_t> stationary_tiles[] = {{kTileRows, t.rows / kTileRows},
                                                             {t.rows % kTileRows, 1}};
-    const std::pair<int64_t, int64_t> panels[] = {{c.n_tile, t.cols / c.n_tile},
-                                                  {t.cols % c.n_tile, 1}};
+    const std::pair<int64_t, int64_t> panels[] = {{n_tile, t.cols / n_tile}, {t.cols % n_tile, 1}};
     int64_t cycles = 0;
     for (const auto& [m, m_count] : stationary_tiles) {
       for (const auto& [n, n_count] : panels) {
@@ -542,6 +565,165 @@ Orientation Orient(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
     o.tensor_cycles = std::max(o.tensor_cycles, cycles);
   }
   return o;
+}
+
+// The default grid of a placement: as many cores along the stationary rows
+// as there are 128-row tiles, the rest along the columns. The report's
+// TensorE cycles per placement are on it, and it is the one grid the planner
+// tries that may leave cores without work (a small GEMM on many cores).
+int DefaultGridRows(const GemmConfig& c, bool b_stationary) {
+  const int64_t row_tiles = CeilDiv(b_stationary ? c.n : c.m, kTileRows);
+  for (int g = c.cores; g >= 1; --g) {
+    if (c.cores % g == 0 && g <= row_tiles) return g;
+  }
+  return 1;
+}
+
+// How one core runs its tile: all of K resident (k_blocks = 1) or K blocks
+// with a PSUM-resident group of output tiles.
+struct Blocking {
+  int64_t block_tiles = 1;  // stationary tiles per block (K blocks: rows of the group)
+  int64_t group_n = 1;      // panels per group (K blocks)
+  int64_t k_block_tiles = 1, k_blocks = 1;
+  int moving_buffers = 3, store_tiles = 1;
+  bool fits = false;
+};
+
+// The blockings worth estimating for a core tile of rows x cols (stationary
+// x moving) with `moving_buffers` panel buffers and `store_tiles` output
+// tiles per store: all of K resident (the most stationary tiles that fit,
+// balanced over the blocks) and K blocks (the group of at most all PSUM
+// banks that reads the least HBM, the largest K block that fits with two
+// stationary sets). The config's explicit choices are kept.
+std::vector<Blocking> Blockings(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
+                                int64_t rows, int64_t cols, int moving_buffers, int store_tiles) {
+  const double eb = GemmElementBytes(c.dtype);
+  const int banks = static_cast<int>(machine.psum.banks.value);
+  const int64_t core_m_tiles = CeilDiv(rows, kTileRows);
+  const int64_t n_tile = std::min(c.n_tile, cols);
+  const int64_t core_n_tiles = CeilDiv(cols, n_tile);
+  const int64_t nk = k_tiles;
+  const int64_t sbuf = machine.sbuf_usable_bytes_per_partition();
+  const SbufLayout layout{machine, c.dtype, n_tile, moving_buffers, c.out_buffers, store_tiles};
+  const int64_t user_tiles = c.stationary_block / kTileRows;  // 0 = choose
+  std::vector<Blocking> out;
+
+  // (a) All of K resident.
+  if (c.k_block == 0 || c.k_block / MatmulMaxK(machine, c.dtype) >= nk) {
+    Blocking b;
+    b.moving_buffers = moving_buffers;
+    b.store_tiles = store_tiles;
+    int64_t tiles = user_tiles;
+    if (tiles == 0) {
+      const int64_t budget = sbuf - layout.MovingAndOutput(nk);
+      const int64_t fit = budget > 0 ? budget / layout.StationaryTile(nk) : 0;
+      tiles = std::min(fit, core_m_tiles);
+      if (tiles > 0) tiles = CeilDiv(core_m_tiles, CeilDiv(core_m_tiles, tiles));
+    }
+    b.block_tiles = std::max<int64_t>(1, tiles);
+    b.fits = tiles > 0 && layout.Total(1, std::min(tiles, core_m_tiles), nk) <= sbuf;
+    out.push_back(b);
+  }
+  // (b) K blocks.
+  const bool k_block_forced = c.k_block > 0 && c.k_block / MatmulMaxK(machine, c.dtype) < nk;
+  if (nk > 1 && (c.k_block == 0 || k_block_forced)) {
+    Blocking b;
+    b.moving_buffers = moving_buffers;
+    b.store_tiles = store_tiles;
+    if (user_tiles > 0) {
+      b.block_tiles = std::min(user_tiles, core_m_tiles);
+      b.group_n = std::clamp<int64_t>(banks / b.block_tiles, 1, core_n_tiles);
+    } else {
+      double best = -1;
+      for (int64_t gm = 1; gm <= banks; gm *= 2) {
+        const int64_t gm_eff = std::min(gm, core_m_tiles);
+        const int64_t gn_eff = std::clamp<int64_t>(banks / gm, 1, core_n_tiles);
+        const double traffic = OperandTraffic(rows, cols, c.k, eb, CeilDiv(core_n_tiles, gn_eff),
+                                              CeilDiv(core_m_tiles, gm_eff));
+        if (best < 0 || traffic < best) {
+          best = traffic;
+          b.block_tiles = gm_eff;
+          b.group_n = gn_eff;
+        }
+      }
+    }
+    int64_t fit = 0;
+    if (b.block_tiles * b.group_n <= banks) {
+      int64_t lo = 0, hi = nk;  // largest K tiles per block that fit
+      while (lo < hi) {
+        const int64_t mid = (lo + hi + 1) / 2;
+        if (layout.Total(2, b.block_tiles, mid) <= sbuf) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      fit = lo;
+    }
+    const int64_t kb = c.k_block > 0 ? c.k_block / MatmulMaxK(machine, c.dtype) : fit;
+    b.fits = fit > 0 && kb <= fit;
+    b.k_blocks = CeilDiv(nk, std::max<int64_t>(1, kb));
+    b.k_block_tiles = CeilDiv(nk, b.k_blocks);  // balanced
+    out.push_back(b);
+  }
+  for (Blocking& b : out) {
+    if (b.k_blocks == 1) b.k_block_tiles = nk;
+  }
+  return out;
+}
+
+// The estimate (cost.h) of running `blocking` on the cores of `o`: the
+// transfers of its busiest core counted from the schedule of CoreLowering.
+KernelEstimate EstimateBlocking(const Machine& machine, const GemmConfig& c, int64_t k_tile,
+                                const Orientation& o, const Blocking& b) {
+  int64_t rows = 0, cols = 0;
+  for (const CoreGemmTile& t : o.tiles) {
+    rows = std::max(rows, t.rows);
+    cols = std::max(cols, t.cols);
+  }
+  const double eb = GemmElementBytes(c.dtype);
+  const bool mx = IsMx(c.dtype);
+  const int64_t n_tile = std::min(c.n_tile, cols);
+  const int64_t m_tiles = CeilDiv(rows, kTileRows), n_tiles = CeilDiv(cols, n_tile);
+  const int64_t kb = b.k_block_tiles, kc = kb * k_tile;
+  const int k_parts = TensorOperandPartitions(machine, c.dtype, std::min(c.k, k_tile));
+  const bool resident = b.k_blocks == 1;
+  const int64_t block_tiles = std::min(b.block_tiles, m_tiles);
+  const int64_t blocks = CeilDiv(m_tiles, block_tiles);
+  const int64_t group_n = resident ? 1 : std::min(b.group_n, n_tiles);
+  const int64_t groups = resident ? 1 : CeilDiv(n_tiles, group_n);
+  // Loads: stationary tiles and moving panels, each in pieces along K.
+  const int64_t stat_loads = m_tiles * groups * b.k_blocks;
+  const int64_t panel_loads = blocks * n_tiles * b.k_blocks;
+  const int64_t stat_piece =
+      PieceTiles(kb, TensorOperandBytesPerPartition(machine, c.dtype, kTileRows));
+  const int64_t mov_piece =
+      PieceTiles(kb, TensorOperandBytesPerPartition(machine, c.dtype, n_tile));
+  const auto bytes = [&](int64_t r, int64_t k) {
+    return static_cast<int64_t>(std::ceil(static_cast<double>(r) * static_cast<double>(k) * eb));
+  };
+  const DmaTransfers stat{stat_loads * CeilDiv(kb, stat_piece),
+                          bytes(kTileRows, std::min(kc, stat_piece * k_tile)), k_parts};
+  const DmaTransfers mov{panel_loads * CeilDiv(kb, mov_piece),
+                         bytes(n_tile, std::min(kc, mov_piece * k_tile)), k_parts};
+  KernelLoad load;
+  load.tensor_cycles = o.tensor_cycles;
+  load.transfers = {stat, mov};
+  load.prologue = {{1, stat.bytes, k_parts}, {1, mov.bytes, k_parts}};
+  if (mx) {
+    load.transfers.push_back(
+        {stat_loads / block_tiles, block_tiles * kTileRows * (kc / 32), k_parts});
+    load.transfers.push_back({panel_loads, n_tile * (kc / 32), k_parts});
+  }
+  // Stores: strips of store_tiles output tiles of 128 x n_tile BF16.
+  const int64_t out_tiles = m_tiles * n_tiles;
+  load.transfers.push_back({CeilDiv(out_tiles, b.store_tiles),
+                            b.store_tiles * kTileRows * n_tile * 2, static_cast<int>(kTileRows)});
+  // Cores with work on the busiest HBM stack (cores 2i, 2i + 1 share stack i).
+  const int per_stack =
+      std::max(1, machine.core_count() / static_cast<int>(machine.hbm.stacks.value));
+  load.cores_per_stack = std::min(per_stack, static_cast<int>(o.tiles.size()));
+  return EstimateKernel(machine, load);
 }
 
 }  // namespace
@@ -591,8 +773,11 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
   if (mx && c.k % 32 != 0) {
     return InvalidArgumentError(what + ": MX K must be a multiple of the 32-element block");
   }
-  if (c.moving_buffers < 2) return InvalidArgumentError(what + ": moving_buffers must be >= 2");
+  if (c.moving_buffers != 0 && c.moving_buffers < 2) {
+    return InvalidArgumentError(what + ": moving_buffers must be >= 2 (0 = chosen)");
+  }
   if (c.out_buffers < 1) return InvalidArgumentError(what + ": out_buffers must be >= 1");
+  if (c.store_tiles < 0) return InvalidArgumentError(what + ": store_tiles must be >= 0");
   const int64_t bank_fp32 = static_cast<int64_t>(machine.psum.bank_bytes_per_partition.value) / 4;
   const int banks = static_cast<int>(machine.psum.banks.value);
   if (c.n_tile == 0) c.n_tile = bank_fp32;
@@ -614,137 +799,118 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
   }
   plan.flops = 2.0 * static_cast<double>(c.m) * static_cast<double>(c.n) * static_cast<double>(c.k);
 
-  // Operand placement: A^T stationary (psum = C tiles) or B stationary (psum =
-  // C^T tiles), whichever gives the least TensorE time on the busiest core
-  // by the max(min(64, M'), N') cycle rule; ties keep A stationary.
-  const Orientation by_a = Orient(machine, c, plan.k_tiles, false);
-  const Orientation by_b = Orient(machine, c, plan.k_tiles, true);
-  plan.tensor_cycles_a_stationary = by_a.tensor_cycles;
-  plan.tensor_cycles_b_stationary = by_b.tensor_cycles;
-  switch (c.placement) {
-    case OperandPlacement::kAuto:
-      plan.b_stationary = by_b.tensor_cycles < by_a.tensor_cycles;
-      break;
-    case OperandPlacement::kAStationary:
-      plan.b_stationary = false;
-      break;
-    case OperandPlacement::kBStationary:
-      plan.b_stationary = true;
-      break;
+  // Placement, core grid and blocking: every placement the config allows,
+  // every grid of the cores (rows x columns of the placement's output),
+  // every blocking (all of K resident or K blocks, 2-4 moving buffers, 1 or
+  // enough output tiles per store for 4 KiB per partition) that fits SBUF;
+  // the one with the least estimated time (cost.h EstimateKernel) wins, ties
+  // keep the earlier (A before B, more cores along the stationary rows).
+  for (bool b : {false, true}) {
+    const Orientation o = Orient(machine, c, plan.k_tiles, b, DefaultGridRows(c, b));
+    (b ? plan.tensor_cycles_b_stationary : plan.tensor_cycles_a_stationary) = o.tensor_cycles;
   }
-  const Orientation& orient = plan.b_stationary ? by_b : by_a;
+  const int64_t knee = static_cast<int64_t>(machine.dma.efficiency_knee_bytes_per_partition.value);
+  struct Choice {
+    bool b_stationary = false;
+    Orientation orient;
+    Blocking blocking;
+    KernelEstimate estimate;
+  };
+  std::optional<Choice> best, fallback[2];  // fallback: [0] all of K resident, [1] K blocks
+  for (bool b : {false, true}) {
+    if (c.placement == (b ? OperandPlacement::kAStationary : OperandPlacement::kBStationary)) {
+      continue;
+    }
+    const int64_t rows = b ? c.n : c.m, cols = b ? c.m : c.n;
+    for (int g = c.cores; g >= 1; --g) {
+      // Grids that leave cores without work only as the old default (a
+      // small GEMM on many cores).
+      if (c.cores % g != 0 ||
+          (g != DefaultGridRows(c, b) &&
+           (g > CeilDiv(rows, kTileRows) ||
+            c.cores / g > CeilDiv(cols, std::min<int64_t>(c.n_tile, kTileRows))))) {
+        continue;
+      }
+      const Orientation o = Orient(machine, c, plan.k_tiles, b, g);
+      int64_t max_rows = 0, max_cols = 0;
+      for (const CoreGemmTile& t : o.tiles) {
+        max_rows = std::max(max_rows, t.rows);
+        max_cols = std::max(max_cols, t.cols);
+      }
+      const int64_t n_tile = std::min(c.n_tile, max_cols);
+      // Output tiles per store: 1, and strips of 1, 2 and 4 times the DMA
+      // efficiency knee (4 KiB per partition): fewer fixed costs, more SBUF.
+      std::vector<int> store_options = {c.store_tiles};
+      if (c.store_tiles == 0) {
+        store_options = {1};
+        const int64_t knee_tiles = CeilDiv(knee, 2 * n_tile);
+        for (int64_t f : {1, 2, 4}) {
+          if (knee_tiles * f > store_options.back()) {
+            store_options.push_back(static_cast<int>(knee_tiles * f));
+          }
+        }
+      }
+      std::vector<int> buffer_options = {c.moving_buffers};
+      if (c.moving_buffers == 0) buffer_options = {4, 3, 2};
+      for (int mb : buffer_options) {
+        for (int st : store_options) {
+          for (const Blocking& blk :
+               Blockings(machine, c, plan.k_tiles, max_rows, max_cols, mb, st)) {
+            Choice ch{b, o, blk, {}};
+            if (!blk.fits) {
+              // Nothing may fit: keep the first such plan of each kind so the
+              // allocator names the buffer that is too large (3 moving
+              // buffers unless fixed, one tile per store unless fixed).
+              std::optional<Choice>& f = fallback[blk.k_blocks > 1 ? 1 : 0];
+              if (!f && (c.moving_buffers != 0 || mb == 3) && st == store_options[0]) f = ch;
+              continue;
+            }
+            ch.estimate = EstimateBlocking(machine, c, plan.k_tile, o, blk);
+            if (!best || ch.estimate.total_ps < best->estimate.total_ps) best = ch;
+          }
+        }
+      }
+    }
+  }
+  // With nothing that fits, K blocks of one K tile (unless the config fixes
+  // the stationary block or all of K) make the allocator name the moving
+  // panel or the staging tiles.
+  const std::optional<Choice>& fb =
+      fallback[1] && (c.stationary_block == 0 || !fallback[0]) ? fallback[1] : fallback[0];
+  if (!best && !fb) {
+    return InvalidArgumentError(what + ": no core grid of " + std::to_string(c.cores) +
+                                " core(s) fits the shape");
+  }
+  const Choice& chosen = best ? *best : *fb;
+  if (!best && chosen.blocking.k_blocks > 1 && c.stationary_block > 0 &&
+      chosen.blocking.block_tiles * chosen.blocking.group_n > banks) {
+    return ResourceExhaustedError(
+        what + ": stationary_block " + std::to_string(c.stationary_block) +
+        " with K blocks keeps " + std::to_string(chosen.blocking.block_tiles) +
+        " accumulation groups live in PSUM, which has " + std::to_string(banks) + " banks");
+  }
+  plan.b_stationary = chosen.b_stationary;
+  plan.estimate = chosen.estimate;
+  const Orientation& orient = chosen.orient;
   plan.grid_m = plan.b_stationary ? orient.grid_cols : orient.grid_rows;
   plan.grid_n = plan.b_stationary ? orient.grid_rows : orient.grid_cols;
   for (const CoreGemmTile& t : orient.tiles) {
     plan.cores.push_back(plan.b_stationary ? CoreGemmTile{t.col0, t.cols, t.row0, t.rows} : t);
   }
-
-  // Blocking, from the largest core tile (all cores use the same plan).
-  int64_t max_rows = 0, max_cols = 0;
-  for (const CoreGemmTile& t : orient.tiles) {  // stationary rows x moving columns
-    max_rows = std::max(max_rows, t.rows);
-    max_cols = std::max(max_cols, t.cols);
-  }
-  const int64_t core_m_tiles = CeilDiv(max_rows, kTileRows);
-  const int64_t n_tile = std::min(c.n_tile, max_cols);  // narrower when the core has fewer columns
-  const int64_t core_n_tiles = CeilDiv(max_cols, n_tile);
-  const int64_t nk = plan.k_tiles;
-  const int64_t sbuf = machine.sbuf_usable_bytes_per_partition();
-  const SbufLayout layout{machine, c.dtype, n_tile, c.moving_buffers, c.out_buffers};
-  const int64_t user_tiles = c.stationary_block / kTileRows;  // 0 = choose
-
-  // (a) All of K resident: the most stationary tiles that fit, balanced over the blocks.
-  int64_t resident_tiles = user_tiles;
-  if (resident_tiles == 0) {
-    const int64_t budget = sbuf - layout.MovingAndOutput(nk);
-    const int64_t fit = budget > 0 ? budget / layout.StationaryTile(nk) : 0;
-    resident_tiles = std::min(fit, core_m_tiles);
-    if (resident_tiles > 0) {
-      resident_tiles = CeilDiv(core_m_tiles, CeilDiv(core_m_tiles, resident_tiles));
-    }
-  }
-  const bool resident_fits =
-      resident_tiles > 0 && layout.Total(1, std::min(resident_tiles, core_m_tiles), nk) <= sbuf;
-  const double resident_traffic = OperandTraffic(
-      max_rows, max_cols, c.k, eb, 1, CeilDiv(core_m_tiles, std::max<int64_t>(1, resident_tiles)));
-
-  // (b) K blocks: a group of output tiles (at most half the PSUM banks, so that
-  // evacuating one group overlaps the next) stays in PSUM while the K blocks
-  // stream. The group shape reads the least HBM; the K block is the largest
-  // that fits with two stationary sets.
-  int64_t kb_tiles_fit = 0, kb_group_m = 1, kb_group_n = 1;
-  double kb_traffic = 0;
-  {
-    const int64_t live = std::max(1, banks / 2);
-    if (user_tiles > 0) {
-      kb_group_m = std::min(user_tiles, core_m_tiles);
-      kb_group_n = std::clamp<int64_t>(live / kb_group_m, 1, core_n_tiles);
-    } else {
-      double best = -1;
-      for (int64_t gm = 1; gm <= live; gm *= 2) {
-        const int64_t gm_eff = std::min(gm, core_m_tiles);
-        const int64_t gn_eff = std::clamp<int64_t>(live / gm, 1, core_n_tiles);
-        const double traffic =
-            OperandTraffic(max_rows, max_cols, c.k, eb, CeilDiv(core_n_tiles, gn_eff),
-                           CeilDiv(core_m_tiles, gm_eff));
-        if (best < 0 || traffic < best) {
-          best = traffic;
-          kb_group_m = gm_eff;
-          kb_group_n = gn_eff;
-        }
-      }
-    }
-    kb_traffic = OperandTraffic(max_rows, max_cols, c.k, eb, CeilDiv(core_n_tiles, kb_group_n),
-                                CeilDiv(core_m_tiles, kb_group_m));
-    if (kb_group_m * kb_group_n <= banks) {
-      int64_t lo = 0, hi = nk;  // largest K tiles per block that fit
-      while (lo < hi) {
-        const int64_t mid = (lo + hi + 1) / 2;
-        if (layout.Total(2, kb_group_m, mid) <= sbuf) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
-      kb_tiles_fit = lo;
-    }
-  }
-
-  bool k_blocked = false;
-  if (c.k_block > 0) {
-    k_blocked = c.k_block < c.k;
-  } else if (nk > 1 && kb_tiles_fit > 0) {
-    k_blocked = !resident_fits || kb_traffic < resident_traffic;
-  } else if (nk > 1 && !resident_fits && user_tiles == 0) {
-    // Nothing fits: the smallest K blocks make the allocator name the buffer
-    // that is too large (the moving panels or the staging tiles).
-    k_blocked = true;
-  }
-  if (k_blocked && user_tiles > 0 && kb_group_m > banks) {
-    return ResourceExhaustedError(
-        what + ": stationary_block " + std::to_string(c.stationary_block) +
-        " with K blocks keeps " + std::to_string(kb_group_m) +
-        " accumulation groups live in PSUM, which has " + std::to_string(banks) + " banks");
-  }
-  if (k_blocked) {
-    int64_t kb = c.k_block > 0 ? c.k_block / plan.k_tile : std::max<int64_t>(1, kb_tiles_fit);
-    plan.k_blocks = CeilDiv(nk, kb);
-    plan.k_block_tiles = CeilDiv(nk, plan.k_blocks);  // balanced
-    plan.group_n = static_cast<int>(kb_group_n);
-    c.stationary_block = kb_group_m * kTileRows;
-  } else {
-    plan.k_blocks = 1;
-    plan.k_block_tiles = nk;
-    plan.group_n = 1;
-    // If not even one stationary tile fits, use one: the allocator then names the buffer.
-    c.stationary_block = std::max<int64_t>(1, resident_tiles) * kTileRows;
-  }
+  const Blocking& blk = chosen.blocking;
+  plan.k_blocks = blk.k_blocks;
+  plan.k_block_tiles = blk.k_block_tiles;
+  plan.group_n = static_cast<int>(blk.k_blocks > 1 ? blk.group_n : 1);
+  c.stationary_block = blk.block_tiles * kTileRows;
+  c.moving_buffers = blk.moving_buffers;
+  c.store_tiles = blk.store_tiles;
   c.k_block = plan.k_block_tiles * plan.k_tile;
 
   // MultiplyMoving instructions: every (128-row tile, moving panel) pair of
   // every core runs one per K tile.
   for (const CoreGemmTile& t : orient.tiles) {
-    plan.matmuls += CeilDiv(t.rows, kTileRows) * CeilDiv(t.cols, std::min(c.n_tile, t.cols)) * nk;
+    plan.matmuls +=
+        CeilDiv(t.rows, kTileRows) * CeilDiv(t.cols, std::min(c.n_tile, t.cols)) * plan.k_tiles;
   }
   return plan;
 }

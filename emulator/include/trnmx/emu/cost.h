@@ -1,8 +1,8 @@
 // Cost rules of the emulator: how long each instruction holds the unit that
 // runs it, from the machine description and trainium.md (sections 3, 5, 6,
 // 7, 8; docs/emulator.md). One module serves the lowering (placement,
-// tiling), the discrete-event simulator (simulator.h) and the closed-form
-// estimates, so all three agree by construction.
+// tiling: EstimateKernel below), the discrete-event simulator (simulator.h)
+// and the closed-form estimates, so all three agree by construction.
 //
 //   TensorE MultiplyMoving  max(min(mm_init, M), N) cycles (x4 for FP32) at the
 //                           TensorE clock, the same for FP8 double-row (K=256)
@@ -78,6 +78,44 @@ int HbmStackOfCore(const Machine& m, int core);
 // The stack that holds byte `address` of a chip's HBM: the address space is
 // cut into one equal range per stack (a write from another chip lands there).
 int HbmStackOfAddress(const Machine& m, int64_t address);
+
+// Closed-form estimate of a kernel whose cores work in parallel, for
+// comparing tilings before lowering one (the GEMM planner, gemm.h). Inferred
+// (I) rules on top of the per-instruction ones above:
+//   tensor    MultiplyMoving cycles of the busiest core at the TensorE clock;
+//   dma       the busiest core's transfers, each holding the engines that
+//             serve its partitions for fixed cost + bytes / (engines x
+//             engine bandwidth x efficiency(bytes per partition)), summed;
+//   hbm       the bytes read and written in HBM by the cores of the busiest
+//             stack over the stack's sustained bandwidth;
+//   prologue  what TensorE waits for before its first matmul: the DMA start
+//             latency plus the first transfers on the engines;
+//   total     prologue + (tensor^8 + dma^8 + hbm^8)^(1/8): the largest of the
+//             three, plus an allowance for the stalls of a pipeline whose
+//             resources are all nearly busy (+4 % when two of them need 90 %
+//             of the third's time, +0.3 % at 60 %).
+//
+//   KernelLoad load{.tensor_cycles = 2048 * 512,
+//                   .transfers = {{.count = 64, .bytes = 1 << 20}},  // 64 MiB in 1 MiB loads
+//                   .cores_per_stack = 2};
+//   KernelEstimate e = EstimateKernel(m, load);  // e.hbm_ps = 2 x 64 MiB / 1.1025 TB/s on trn3
+struct DmaTransfers {
+  int64_t count = 0;     // transfers of this shape
+  int64_t bytes = 0;     // bytes each
+  int partitions = 128;  // SBUF/PSUM partitions each spans, from partition 0
+  bool hbm = true;       // one side in HBM (the other on chip)
+};
+struct KernelLoad {
+  int64_t tensor_cycles = 0;
+  std::vector<DmaTransfers> transfers;  // every transfer of the busiest core
+  std::vector<DmaTransfers> prologue;   // the first transfers its TensorE waits for
+  int cores_per_stack = 1;              // cores of the kernel on its busiest HBM stack
+};
+struct KernelEstimate {
+  int64_t tensor_ps = 0, dma_ps = 0, hbm_ps = 0, prologue_ps = 0;
+  int64_t total_ps = 0;
+};
+KernelEstimate EstimateKernel(const Machine& m, const KernelLoad& load);
 
 }  // namespace trnmx::emu
 

@@ -3,9 +3,11 @@
 // TensorE computes psum[M', N'] = stationary[K, M']^T x moving[K, N'] with
 // M' <= 128 and N' <= one PSUM bank (trainium.md section 5). Either A^T is
 // stationary and B moving (PSUM tiles of C), or B stationary and A^T moving
-// (PSUM tiles of C^T): `placement`, by default the one with the least TensorE
-// time by the max(min(64, M'), N') cycle rule. Cores split C into a grid and
-// share nothing but HBM. Per core:
+// (PSUM tiles of C^T): `placement`. Cores split C into a grid and share
+// nothing but HBM. By default the placement, the grid and the blocking are
+// the ones with the least estimated time (cost.h EstimateKernel: TensorE
+// cycles, DMA engine time with fixed costs and the per-partition efficiency,
+// HBM bytes over the stack bandwidth). Per core:
 //   * stationary tiles of 128 rows are kept in SBUF for a block of
 //     `stationary_block` rows; moving panels of `n_tile` columns stream
 //     through `moving_buffers` SBUF buffers (2 = double buffering); both arrive in
@@ -14,7 +16,7 @@
 //     (one block), the stationary block stays resident while every moving
 //     panel streams past it, and each 128 x n_tile output tile accumulates
 //     over K in one PSUM bank. When it does not, the output tiles of a group
-//     (`stationary_block` rows x `group_n` panels, at most half the PSUM
+//     (`stationary_block` rows x `group_n` panels, at most all the PSUM
 //     banks) stay in their PSUM accumulation groups while the K blocks of
 //     both operands stream through SBUF (the stationary block double
 //     buffered), so any K fits; the group is evacuated after the last block;
@@ -22,16 +24,17 @@
 //     double-row, 512 MX); PSUM banks rotate over the output tiles so
 //     evacuation overlaps compute;
 //   * VectorE and ScalarE take turns evacuating PSUM (FP32 -> BF16) into
-//     `out_buffers` staging tiles, and a DMA queue writes them to C.
+//     `out_buffers` staging strips of `store_tiles` tiles, and a DMA queue
+//     writes each strip to C in one transfer.
 // DMA queues: load_a, load_b, store. Semaphores: stationary_ready,
 // stationary_free, moving_ready, moving_free, mm_done, evac_vector,
 // evac_scalar, stored.
 //
-// Unless fixed by the config, the block sizes are chosen so that the plan
-// fits SBUF and reads the least HBM (all of K resident when that is no
-// worse). A tiling that does not fit is rejected with RESOURCE_EXHAUSTED
-// naming the SBUF/PSUM buffer and the sizes; so is a GEMM whose program
-// would pass the program's instruction budget (checked before appending).
+// Unless fixed by the config, the block sizes, moving buffers and output
+// tiles per store are chosen with the placement and grid: among the plans
+// that fit SBUF, the least estimated time. A tiling that does not fit is rejected with
+// RESOURCE_EXHAUSTED naming the SBUF/PSUM buffer and the sizes; so is a GEMM whose program would
+// pass the program's instruction budget (checked before appending).
 //
 // Two ways to lower:
 //
@@ -52,14 +55,15 @@
 #include <string>
 #include <vector>
 
+#include "trnmx/emu/cost.h"
 #include "trnmx/emu/machine.h"
 #include "trnmx/emu/program.h"
 #include "trnmx/status.h"
 
 namespace trnmx::emu {
 
-// Which operand TensorE holds stationary. kAuto picks the one with the
-// least TensorE time by the max(min(64, M'), N') cycle rule.
+// Which operand TensorE holds stationary. kAuto picks the one whose best
+// grid and blocking has the least estimated time (cost.h EstimateKernel).
 enum class OperandPlacement { kAuto, kAStationary, kBStationary };
 
 struct GemmConfig {
@@ -73,8 +77,11 @@ struct GemmConfig {
   // 0 = chosen (all of K when it fits and reads no more HBM).
   int64_t k_block = 0;
   int64_t n_tile = 0;      // moving free size per matmul; 0 = one PSUM bank (512 FP32)
-  int moving_buffers = 3;  // moving panel buffers (>= 2)
-  int out_buffers = 4;     // output staging tiles (>= 1)
+  int moving_buffers = 0;  // moving panel buffers (>= 2); 0 = chosen (2 to 4)
+  // Output tiles per store DMA (a strip of one moving panel's tiles); 0 =
+  // chosen (1, or enough for 4 KiB per partition, the DMA efficiency knee).
+  int store_tiles = 0;
+  int out_buffers = 4;  // output staging strips of store_tiles tiles each (>= 1)
   OperandPlacement placement = OperandPlacement::kAuto;
 };
 
@@ -88,7 +95,9 @@ struct GemmPlan {
   // B stationary: TensorE computes C^T tiles (stationary B[K, 128 columns],
   // moving A^T[K, n_tile rows]); the stationary/moving roles below swap.
   bool b_stationary = false;
-  // MultiplyMoving cycles of the busiest core for each placement (no throttle).
+  // MultiplyMoving cycles of the busiest core for each placement on the
+  // default grid (as many cores along the stationary rows as there are
+  // 128-row tiles; no throttle).
   int64_t tensor_cycles_a_stationary = 0, tensor_cycles_b_stationary = 0;
   int64_t k_tile = 0;          // contraction per matmul
   int64_t k_tiles = 0;         // ceil(K / k_tile)
@@ -97,8 +106,9 @@ struct GemmPlan {
   int group_n = 1;             // moving panels per PSUM-resident group (K blocking)
   int grid_m = 1, grid_n = 1;  // cores along M and N
   std::vector<CoreGemmTile> cores;
-  int64_t matmuls = 0;  // MultiplyMoving instructions, all cores
-  double flops = 0;     // 2 M N K
+  int64_t matmuls = 0;      // MultiplyMoving instructions, all cores
+  double flops = 0;         // 2 M N K
+  KernelEstimate estimate;  // of the chosen placement, grid and blocking (cost.h)
 };
 
 // What one TensorE MultiplyMoving or one PSUM evacuation of a lowered GEMM
