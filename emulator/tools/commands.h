@@ -12,6 +12,7 @@ void AddMachinesCommand(CLI::App& app, int& exit_code);
 void AddPeakCommand(CLI::App& app, int& exit_code);
 void AddGemmCommand(CLI::App& app, int& exit_code);
 void AddSystemsCommand(CLI::App& app, int& exit_code);
+void AddCollectiveCommand(CLI::App& app, int& exit_code);
 
 // peak --system NAME [--systems N]: system totals; returns the exit status.
 int RunSystemPeak(const std::string& name, int systems);

@@ -171,8 +171,10 @@ class CostModel {
     c.engine_ps = DmaEnginePs(in.bytes, c.engines, bytes_per_partition);
     // A write into another chip's HBM holds a stack of that chip instead.
     const bool remote = dst.space == MemSpace::kHbm && dst.chip != src.chip;
+    // DMA compute (accumulate: dst += src) also reads the destination.
+    const int64_t dst_touches = in.accumulate ? 2 : 1;
     c.hbm_bytes = (src.space == MemSpace::kHbm ? in.bytes : 0) +
-                  (dst.space == MemSpace::kHbm && !remote ? in.bytes : 0);
+                  (dst.space == MemSpace::kHbm && !remote ? dst_touches * in.bytes : 0);
     c.hbm_ps = HbmPs(static_cast<double>(c.hbm_bytes));
     c.remote_hbm_bytes = remote ? in.bytes : 0;
     c.remote_hbm_ps = HbmPs(static_cast<double>(c.remote_hbm_bytes));

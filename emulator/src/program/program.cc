@@ -805,8 +805,9 @@ std::string Program::Describe(const Instruction& in) const {
          << at(in.dst, in.dst_offset);
       break;
     case Opcode::kDmaCopy:
-      os << " " << in.bytes << " B " << at(in.src0, in.src_offset) << " -> "
-         << at(in.dst, in.dst_offset) << " over " << in.partitions << " partitions";
+      os << " " << in.bytes << " B " << at(in.src0, in.src_offset)
+         << (in.accumulate ? " += " : " -> ") << at(in.dst, in.dst_offset) << " over "
+         << in.partitions << " partitions";
       break;
     default:
       os << " [" << in.partitions << "x" << in.n << "] " << ElemTypeName(in.in_type) << "->"

@@ -419,7 +419,10 @@ class Sim {
       res_.link_transfer_bytes += in.bytes;
     }
     if (src.space == MemSpace::kHbm) res_.hbm_read_bytes += in.bytes;
-    if (dst.space == MemSpace::kHbm) res_.hbm_write_bytes += in.bytes;
+    if (dst.space == MemSpace::kHbm) {
+      res_.hbm_write_bytes += in.bytes;
+      if (in.accumulate) res_.hbm_read_bytes += in.bytes;  // DMA compute reads dst too
+    }
     for (int e = c.first_engine; e < c.first_engine + c.engines; ++e) {
       // Engine time proper; waiting on a backlogged stack or link counts as theirs.
       engines[e].busy_ps += c.engine_ps;

@@ -111,12 +111,14 @@ struct Instruction {
   ElemType in_type = ElemType::kFp32;      // Vector/Scalar/GpSimd
   ElemType out_type = ElemType::kFp32;
   BufferId dst = -1, src0 = -1, src1 = -1;
-  int partitions = 0;       // partitions touched (Vector/Scalar/GpSimd/Transpose; SBUF side of DMA)
-  int64_t k = 0;            // TensorE contraction size
-  int64_t m = 0;            // TensorE stationary free size (output partitions)
-  int64_t n = 0;            // moving free size; elements per partition for Vector/Scalar/GpSimd
-  bool accumulate = false;  // MultiplyMoving: add to PSUM (true) or start a new group
-  int64_t bytes = 0;        // DMA: bytes moved
+  int partitions = 0;  // partitions touched (Vector/Scalar/GpSimd/Transpose; SBUF side of DMA)
+  int64_t k = 0;       // TensorE contraction size
+  int64_t m = 0;       // TensorE stationary free size (output partitions)
+  int64_t n = 0;       // moving free size; elements per partition for Vector/Scalar/GpSimd
+  // MultiplyMoving: add to PSUM (true) or start a new group. DmaCopy: DMA
+  // compute, dst += src in FP32 (trainium.md section 7), which also reads dst.
+  bool accumulate = false;
+  int64_t bytes = 0;  // DMA: bytes moved
   // Byte offsets into the buffers: in HBM from the buffer's start, on chip
   // within each partition. Compute instructions read and write their
   // operands from these offsets, so a kernel can work on a slice of a

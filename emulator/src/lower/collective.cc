@@ -1,0 +1,407 @@
+// Collective lowering: ring and mesh schedules as CC-core transfers between
+// the ranks' HBM buffers (see the header for the algorithms).
+#include "trnmx/emu/collective.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trnmx::emu {
+namespace {
+
+// [floor(i n / parts), floor((i + 1) n / parts)): part i of n bytes.
+std::pair<int64_t, int64_t> Part(int64_t n, int64_t parts, int64_t i) {
+  const int64_t begin = n * i / parts, end = n * (i + 1) / parts;
+  return {begin, end - begin};
+}
+
+std::string Mib(int64_t bytes) {
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes % (1 << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+bool IsReduction(CollectiveOp op) {
+  return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter;
+}
+
+// One rank: its chip, one CC-core queue and one arrival semaphore on each of
+// its physical cores, its buffers.
+struct Rank {
+  int chip = 0;
+  std::vector<StreamId> queues;  // [half]
+  std::vector<SemId> arrived;    // [half]: +1 when a transfer into this rank lands
+  BufferId data = -1;            // the collective's buffer
+  BufferId staging = -1;         // received chunks (reductions, all-to-all, permute, send-recv)
+};
+
+class Lowering {
+ public:
+  Lowering(Program& p, const CollectivePlan& plan) : p_(p), plan_(plan), c_(plan.config) {}
+
+  Status Run() {
+    const int ranks = c_.ranks, lnc = c_.lnc;
+    const int64_t bytes = c_.bytes;
+    const int64_t chunk_max = (bytes + ranks - 1) / ranks;
+    int64_t staging = 0;
+    switch (c_.op) {
+      case CollectiveOp::kAllReduce:
+      case CollectiveOp::kReduceScatter:
+        staging = (ranks - 1) * chunk_max;  // one slot per step (ring) or per sender (mesh)
+        break;
+      case CollectiveOp::kAllToAll:
+        staging = ranks * chunk_max;  // one slot per sender
+        break;
+      case CollectiveOp::kPermute:
+      case CollectiveOp::kSendRecv:
+        staging = bytes;
+        break;
+      case CollectiveOp::kAllGather:
+        break;
+    }
+    for (int r = 0; r < ranks; ++r) {
+      Rank rank;
+      rank.chip = r / c_.ranks_per_chip;
+      const std::string name = "rank" + std::to_string(r);
+      for (int h = 0; h < lnc; ++h) {
+        const int core = p_.CoreId(rank.chip, (r % c_.ranks_per_chip) * lnc + h);
+        StatusOr<StreamId> q = p_.AddCollectiveQueue(core, name);
+        if (!q.ok()) return q.status();
+        rank.queues.push_back(*q);
+        StatusOr<SemId> s = p_.AddSemaphore(core, name + ".arrived");
+        if (!s.ok()) return s.status();
+        rank.arrived.push_back(*s);
+      }
+      StatusOr<BufferId> d = p_.AllocHbm(name + ".data", bytes, rank.chip);
+      if (!d.ok()) return d.status();
+      rank.data = *d;
+      if (staging > 0) {
+        StatusOr<BufferId> s = p_.AllocHbm(name + ".staging", staging, rank.chip);
+        if (!s.ok()) return s.status();
+        rank.staging = *s;
+      }
+      ranks_.push_back(std::move(rank));
+    }
+    for (int h = 0; h < lnc; ++h) {
+      for (int r = 0; r < ranks; ++r) {
+        if (Status s = LowerRank(r, h); !s.ok()) return s;
+      }
+    }
+    return OkStatus();
+  }
+
+ private:
+  int64_t ChunkOffset(int64_t c) const { return c_.bytes * c / c_.ranks; }
+  int64_t ChunkBytes(int64_t c) const { return ChunkOffset(c + 1) - ChunkOffset(c); }
+  int64_t SlotBytes() const { return (c_.bytes + c_.ranks - 1) / c_.ranks; }
+  int Next(int r, int k = 1) const { return (r + k) % c_.ranks; }
+  int Prev(int r, int k = 1) const { return ((r - k) % c_.ranks + c_.ranks) % c_.ranks; }
+
+  // Half h of a transfer of `n` bytes from rank `from` (at src_off in src) to
+  // rank `to` (at dst_off in dst), after `waits`; signals `to`'s arrival.
+  Status Send(int from, int h, BufferId src, int64_t src_off, int to, BufferId dst, int64_t dst_off,
+              int64_t n, std::vector<SemWait> waits) {
+    const auto [off, len] = Part(n, c_.lnc, h);
+    Instruction in = Instruction::DmaCopy(src, dst, len, 128, src_off + off, dst_off + off);
+    in.waits = std::move(waits);
+    in.signals = {{ranks_[to].arrived[h], 1}};
+    return p_.Append(ranks_[from].queues[h], std::move(in));
+  }
+
+  // Half h of adding `n` received bytes at `staging_off` into the rank's
+  // buffer at `data_off` (DMA compute: dst += src), after `waits`.
+  Status Reduce(int r, int h, int64_t staging_off, int64_t data_off, int64_t n,
+                std::vector<SemWait> waits) {
+    const auto [off, len] = Part(n, c_.lnc, h);
+    Instruction in = Instruction::DmaCopy(ranks_[r].staging, ranks_[r].data, len, 128,
+                                          staging_off + off, data_off + off);
+    in.accumulate = true;
+    in.waits = std::move(waits);
+    return p_.Append(ranks_[r].queues[h], std::move(in));
+  }
+
+  SemWait Arrived(int r, int h, int64_t count) const { return {ranks_[r].arrived[h], count}; }
+
+  // Rank r's instructions on its half-h queue. Arrival counts of a rank are
+  // known in advance from the schedule, so waits name absolute values.
+  Status LowerRank(int r, int h) {
+    const int R = c_.ranks;
+    const Rank& me = ranks_[r];
+    const bool ring = plan_.algorithm == CollectiveAlgorithm::kRing;
+    switch (c_.op) {
+      case CollectiveOp::kPermute:
+        return Send(r, h, me.data, 0, Next(r), ranks_[Next(r)].staging, 0, c_.bytes, {});
+      case CollectiveOp::kSendRecv: {
+        const int peer = r % 2 == 0 ? r + 1 : r - 1;
+        return Send(r, h, me.data, 0, peer, ranks_[peer].staging, 0, c_.bytes, {});
+      }
+      case CollectiveOp::kAllToAll:
+        for (int k = 1; k < R; ++k) {  // peer r + k: spreads the writes over the receivers
+          const int to = Next(r, k);
+          if (Status s = Send(r, h, me.data, ChunkOffset(to), to, ranks_[to].staging,
+                              r * SlotBytes(), ChunkBytes(to), {});
+              !s.ok()) {
+            return s;
+          }
+        }
+        return OkStatus();
+      default:
+        break;
+    }
+    // Reduce-scatter part (all-reduce, reduce-scatter). Rank r ends up with
+    // the sum of chunk Next(r) (ring) or chunk r (mesh).
+    if (IsReduction(c_.op)) {
+      if (ring) {
+        for (int k = 0; k + 1 < R; ++k) {
+          const int send = Prev(r, k), recv = Prev(r, k + 1);
+          if (Status s = Send(r, h, me.data, ChunkOffset(send), Next(r), ranks_[Next(r)].staging,
+                              k * SlotBytes(), ChunkBytes(send), {});
+              !s.ok()) {
+            return s;
+          }
+          if (Status s = Reduce(r, h, k * SlotBytes(), ChunkOffset(recv), ChunkBytes(recv),
+                                {Arrived(r, h, k + 1)});
+              !s.ok()) {
+            return s;
+          }
+        }
+      } else {
+        for (int k = 1; k < R; ++k) {
+          const int to = Next(r, k);  // r is k ranks behind `to`: slot R - 1 - k there
+          if (Status s = Send(r, h, me.data, ChunkOffset(to), to, ranks_[to].staging,
+                              (R - 1 - k) * SlotBytes(), ChunkBytes(to), {});
+              !s.ok()) {
+            return s;
+          }
+        }
+        // The slots fill in any order: add them once all have landed.
+        for (int k = 0; k + 1 < R; ++k) {
+          std::vector<SemWait> waits;
+          if (k == 0) waits.push_back(Arrived(r, h, R - 1));
+          if (Status s = Reduce(r, h, k * SlotBytes(), ChunkOffset(r), ChunkBytes(r), waits);
+              !s.ok()) {
+            return s;
+          }
+        }
+      }
+    }
+    if (c_.op == CollectiveOp::kReduceScatter) return OkStatus();
+    // All-gather part (all-gather, all-reduce): rank r starts with chunk r
+    // (all-gather), or with the reduced chunk of the reduce-scatter above.
+    const int64_t base = IsReduction(c_.op) ? (ring ? R - 1 : 0) : 0;
+    const int own = c_.op == CollectiveOp::kAllGather ? r : (ring ? Next(r) : r);
+    if (ring) {
+      for (int k = 0; k + 1 < R; ++k) {
+        const int chunk = Prev(own, k);  // received in step k - 1 (own at k = 0)
+        std::vector<SemWait> waits;
+        if (k > 0) waits.push_back(Arrived(r, h, base + k));
+        if (Status s = Send(r, h, me.data, ChunkOffset(chunk), Next(r), ranks_[Next(r)].data,
+                            ChunkOffset(chunk), ChunkBytes(chunk), std::move(waits));
+            !s.ok()) {
+          return s;
+        }
+      }
+    } else {
+      for (int k = 1; k < R; ++k) {
+        const int to = Next(r, k);
+        if (Status s = Send(r, h, me.data, ChunkOffset(own), to, ranks_[to].data, ChunkOffset(own),
+                            ChunkBytes(own), {});
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+    return OkStatus();
+  }
+
+  Program& p_;
+  const CollectivePlan& plan_;
+  const CollectiveConfig& c_;
+  std::vector<Rank> ranks_;
+};
+
+// Instructions per rank and half: sends, and reductions for the reduce ops.
+int64_t InstructionsPerQueue(const CollectivePlan& plan) {
+  const int64_t R = plan.config.ranks;
+  switch (plan.config.op) {
+    case CollectiveOp::kPermute:
+    case CollectiveOp::kSendRecv:
+      return 1;
+    case CollectiveOp::kAllToAll:
+    case CollectiveOp::kAllGather:
+      return R - 1;
+    case CollectiveOp::kReduceScatter:
+      return 2 * (R - 1);
+    case CollectiveOp::kAllReduce:
+      return 3 * (R - 1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string_view CollectiveOpName(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return "all-reduce";
+    case CollectiveOp::kAllGather:
+      return "all-gather";
+    case CollectiveOp::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveOp::kAllToAll:
+      return "all-to-all";
+    case CollectiveOp::kPermute:
+      return "permute";
+    case CollectiveOp::kSendRecv:
+      return "send-recv";
+  }
+  return "?";
+}
+
+StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name) {
+  for (CollectiveOp op :
+       {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+        CollectiveOp::kAllToAll, CollectiveOp::kPermute, CollectiveOp::kSendRecv}) {
+    if (name == CollectiveOpName(op)) return op;
+  }
+  return InvalidArgumentError("unknown collective '" + std::string(name) +
+                              "' (all-reduce, all-gather, reduce-scatter, all-to-all, permute, "
+                              "send-recv)");
+}
+
+std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::kAuto:
+      return "auto";
+    case CollectiveAlgorithm::kRing:
+      return "ring";
+    case CollectiveAlgorithm::kMesh:
+      return "mesh";
+  }
+  return "?";
+}
+
+StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name) {
+  for (CollectiveAlgorithm a :
+       {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kMesh}) {
+    if (name == CollectiveAlgorithmName(a)) return a;
+  }
+  return InvalidArgumentError("unknown collective algorithm '" + std::string(name) +
+                              "' (auto, ring, mesh; recursive halving/doubling, KangaRing and "
+                              "hierarchical schedules are not lowered yet)");
+}
+
+StatusOr<LoweredCollective> LowerCollective(const System& system, const CollectiveConfig& config,
+                                            const ProgramOptions& options) {
+  CollectivePlan plan;
+  plan.config = config;
+  CollectiveConfig& c = plan.config;
+  const std::string what =
+      std::string(CollectiveOpName(c.op)) + " of " + Mib(c.bytes) + " on " + system.name;
+  const int cores = system.chip.core_count();
+  if (c.lnc != 1 && c.lnc != 2) {
+    return InvalidArgumentError(what + ": LNC = " + std::to_string(c.lnc) + " (1 or 2)");
+  }
+  if (cores % c.lnc != 0) {
+    return InvalidArgumentError(what + ": LNC = " + std::to_string(c.lnc) +
+                                " does not divide the " + std::to_string(cores) +
+                                " cores of a chip");
+  }
+  const int logical = cores / c.lnc;
+  if (c.ranks_per_chip == 0) c.ranks_per_chip = logical;
+  if (c.ranks_per_chip < 1 || c.ranks_per_chip > logical) {
+    return InvalidArgumentError(what + ": ranks_per_chip = " + std::to_string(c.ranks_per_chip) +
+                                " outside [1, " + std::to_string(logical) +
+                                "] at LNC = " + std::to_string(c.lnc));
+  }
+  const int64_t available = static_cast<int64_t>(system.chip_count()) * c.ranks_per_chip;
+  if (c.ranks == 0) c.ranks = static_cast<int>(available);
+  if (c.ranks < 2 || c.ranks > available) {
+    return InvalidArgumentError(what + ": ranks = " + std::to_string(c.ranks) + " outside [2, " +
+                                std::to_string(available) + "] (" +
+                                std::to_string(system.chip_count()) + " chips x " +
+                                std::to_string(c.ranks_per_chip) + " ranks)");
+  }
+  if (c.op == CollectiveOp::kSendRecv && c.ranks % 2 != 0) {
+    return InvalidArgumentError(what + ": send-recv pairs ranks 2i and 2i + 1; ranks = " +
+                                std::to_string(c.ranks) + " is odd");
+  }
+  const int64_t per_rank_parts = static_cast<int64_t>(c.ranks) * c.lnc;
+  if (c.bytes < per_rank_parts) {
+    return InvalidArgumentError(what + ": bytes = " + std::to_string(c.bytes) + " < ranks " +
+                                std::to_string(c.ranks) + " x LNC " + std::to_string(c.lnc) +
+                                ": each rank's chunk needs a byte per physical core");
+  }
+  // The algorithm: what the op allows, what was asked, else the thresholds.
+  const bool mesh_only = c.op == CollectiveOp::kAllToAll || c.op == CollectiveOp::kSendRecv;
+  const bool ring_only = c.op == CollectiveOp::kPermute;
+  if ((mesh_only && c.algorithm == CollectiveAlgorithm::kRing) ||
+      (ring_only && c.algorithm == CollectiveAlgorithm::kMesh)) {
+    return InvalidArgumentError(what + ": " + std::string(CollectiveOpName(c.op)) +
+                                " is lowered as " + (mesh_only ? "mesh" : "ring") + " only");
+  }
+  if (mesh_only || ring_only) {
+    plan.algorithm = mesh_only ? CollectiveAlgorithm::kMesh : CollectiveAlgorithm::kRing;
+    plan.why = std::string(CollectiveOpName(c.op)) + " has one schedule";
+  } else if (c.algorithm != CollectiveAlgorithm::kAuto) {
+    plan.algorithm = c.algorithm;
+    plan.why = "asked for";
+  } else {
+    const int64_t mesh_max =
+        system.collectives ? static_cast<int64_t>(system.collectives->mesh_max_bytes.value) : 0;
+    plan.algorithm = c.bytes <= mesh_max ? CollectiveAlgorithm::kMesh : CollectiveAlgorithm::kRing;
+    plan.why = Mib(c.bytes) + (c.bytes <= mesh_max ? " <= " : " > ") + "mesh_max_bytes " +
+               Mib(mesh_max) + " of " + system.name;
+  }
+  const bool ring = plan.algorithm == CollectiveAlgorithm::kRing;
+  const int R = c.ranks;
+  switch (c.op) {
+    case CollectiveOp::kAllReduce:
+      plan.steps = ring ? 2 * (R - 1) : 2;
+      plan.bus_factor = 2.0 * (R - 1) / R;
+      break;
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+      plan.steps = ring ? R - 1 : 1;
+      plan.bus_factor = static_cast<double>(R - 1) / R;
+      break;
+    case CollectiveOp::kAllToAll:
+      plan.steps = 1;
+      plan.bus_factor = static_cast<double>(R - 1) / R;
+      break;
+    case CollectiveOp::kPermute:
+    case CollectiveOp::kSendRecv:
+      plan.steps = 1;
+      plan.bus_factor = 1;
+      break;
+  }
+  const bool whole = c.op == CollectiveOp::kPermute || c.op == CollectiveOp::kSendRecv;
+  plan.chunk_bytes = whole ? c.bytes : (c.bytes + R - 1) / R;
+  plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
+
+  const int64_t instructions = InstructionsPerQueue(plan) * R * c.lnc;
+  if (instructions > options.max_instructions) {
+    return ResourceExhaustedError(
+        what + ": " + std::to_string(R) + " ranks need " + std::to_string(instructions) +
+        " instructions; the program budget is " + std::to_string(options.max_instructions) +
+        " (ProgramOptions::max_instructions)");
+  }
+  StatusOr<Program> prog = Program::Create(system, cores, plan.chips, options);
+  if (!prog.ok()) return prog.status();
+  Lowering lowering(*prog, plan);
+  if (Status s = lowering.Run(); !s.ok()) return Status(s.code(), what + ": " + s.message());
+  return LoweredCollective{std::move(*prog), std::move(plan)};
+}
+
+CollectiveFigures Figures(const CollectivePlan& plan, const SimResult& result) {
+  CollectiveFigures f;
+  f.seconds = static_cast<double>(result.end_ps) * 1e-12;
+  if (f.seconds > 0) {
+    f.algbw_bytes_per_s = static_cast<double>(plan.config.bytes) / f.seconds;
+    f.busbw_bytes_per_s = f.algbw_bytes_per_s * plan.bus_factor;
+  }
+  return f;
+}
+
+}  // namespace trnmx::emu

@@ -1,0 +1,214 @@
+// Collectives on systems: closed forms of the ring on a torus ring (exact
+// integer picoseconds from the cost rules), the latency floor and bandwidth
+// plateau of nccom-test's curves, the automatic algorithm choice, contention
+// on links, nccom-test's bus bandwidth factors, and bad requests.
+#include "trnmx/emu/collective.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "trnmx/emu/cost.h"
+#include "trnmx/emu/report.h"
+
+namespace trnmx::emu {
+namespace {
+
+const System& Trn2Server() {
+  static const System s = LoadSystem("trn2-server").value();
+  return s;
+}
+
+CollectiveConfig Config(CollectiveOp op, int64_t bytes, int ranks, int lnc, int per_chip,
+                        CollectiveAlgorithm a = CollectiveAlgorithm::kAuto) {
+  CollectiveConfig c;
+  c.op = op;
+  c.bytes = bytes;
+  c.ranks = ranks;
+  c.lnc = lnc;
+  c.ranks_per_chip = per_chip;
+  c.algorithm = a;
+  return c;
+}
+
+struct Timed {
+  CollectivePlan plan;
+  SimResult result;
+};
+Timed Simulated(const System& s, const CollectiveConfig& c) {
+  LoweredCollective l = LowerCollective(s, c).value();
+  SimResult r = Simulate(l.program).value();
+  return {l.plan, r};
+}
+
+// Chips 0..3 of trn2-server are the x ring of row 0 of its 4x4 torus
+// (chip = x + 4y): one rank per chip, LNC 1, every ring hop one link.
+TEST(CollectiveRing, AllGatherOnATorusRingIsTheClosedForm) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 16 << 20, chunk = 4 << 20;
+  const Timed t =
+      Simulated(sys, Config(CollectiveOp::kAllGather, bytes, 4, 1, 1, CollectiveAlgorithm::kRing));
+  ASSERT_EQ(t.plan.steps, 3);
+  ASSERT_EQ(t.plan.chunk_bytes, chunk);
+  for (int r = 0; r < 4; ++r) ASSERT_EQ(sys.Route(r, (r + 1) % 4).size(), 1u) << r;
+  // Each step moves a 4 MiB chunk over one 128 GB/s link (the DMA engines,
+  // 16 x 27.2 GB/s, and the HBM stacks are faster), lands 1.5 us later, and
+  // the next step's transfer starts 1.3 us after that (the DMA queue's
+  // semaphore-to-start latency): (R - 1) x (S/R / B + 1.5 us) + (R - 2) x 1.3 us.
+  const SystemLink& link = sys.links[sys.LinkBetween(0, 1)];
+  const int64_t on_link = LinkTransferPs(link, chunk);
+  EXPECT_EQ(on_link, 32768001);  // 4 MiB / 128 GB/s, rounded up
+  const int64_t hop = RouteLatencyPs(sys, sys.Route(0, 1));
+  EXPECT_EQ(hop, 1500000);
+  const int64_t start_latency = 1300000;
+  EXPECT_EQ(t.result.end_ps, 3 * (on_link + hop) + 2 * start_latency);
+  // nccom-test: busbw = algbw x (R - 1) / R.
+  const CollectiveFigures f = Figures(t.plan, t.result);
+  EXPECT_DOUBLE_EQ(t.plan.bus_factor, 0.75);
+  EXPECT_NEAR(f.busbw_bytes_per_s, f.algbw_bytes_per_s * 0.75, 1);
+  EXPECT_NEAR(f.algbw_bytes_per_s, bytes / (t.result.end_ps * 1e-12), 1);
+}
+
+TEST(CollectiveRing, AllReduceIsReduceScatterThenAllGather) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 16 << 20;
+  const Timed ar =
+      Simulated(sys, Config(CollectiveOp::kAllReduce, bytes, 4, 1, 1, CollectiveAlgorithm::kRing));
+  const Timed rs = Simulated(
+      sys, Config(CollectiveOp::kReduceScatter, bytes, 4, 1, 1, CollectiveAlgorithm::kRing));
+  const Timed ag =
+      Simulated(sys, Config(CollectiveOp::kAllGather, bytes, 4, 1, 1, CollectiveAlgorithm::kRing));
+  EXPECT_EQ(ar.plan.steps, 6);
+  EXPECT_DOUBLE_EQ(ar.plan.bus_factor, 1.5);  // 2 (R - 1) / R
+  // The all-gather half starts as each rank's last reduction ends. Its first
+  // writes meet the next rank's last reduction on that chip's HBM stack, so
+  // the sum of the two halves run alone is a floor, and one reduction (12
+  // MiB of stack traffic, ~20 us) per rank above it a ceiling.
+  const int64_t halves = rs.result.end_ps + ag.result.end_ps;
+  EXPECT_GE(ar.result.end_ps, halves - 2 * 1300000);
+  EXPECT_LE(ar.result.end_ps, halves + halves / 10);
+  // The closed form without reductions is a lower bound: 2 (R - 1)/R x S/B
+  // on the links plus 2 (R - 1) hop latencies.
+  const int64_t link_ps = 2 * 3 * 32768001 + 2 * 3 * 1500000;
+  EXPECT_GT(ar.result.end_ps, link_ps);
+  // The reductions (DMA compute: read both chunks, write one) read 2 chunks
+  // per step: HBM traffic beyond the copies of the all-gather.
+  EXPECT_EQ(ar.result.hbm_read_bytes, rs.result.hbm_read_bytes + ag.result.hbm_read_bytes);
+  EXPECT_EQ(rs.result.hbm_read_bytes, 4 * 3 * (3 * (4 << 20)));  // send + reduce (2 reads) per step
+}
+
+TEST(CollectiveCurve, LatencyFloorThenBandwidthPlateau) {
+  // nccom-test's shape on trn2-server (trainium.md 12.2): a flat floor at
+  // small sizes, busbw saturating at large ones. All 64 ranks (LNC 2).
+  const System& sys = Trn2Server();
+  auto time = [&](int64_t bytes) {
+    return Simulated(sys, Config(CollectiveOp::kAllReduce, bytes, 0, 2, 0)).result.end_ps;
+  };
+  const int64_t t1k = time(1 << 10), t16k = time(16 << 10);
+  EXPECT_LT(static_cast<double>(t16k), 1.25 * static_cast<double>(t1k)) << t1k << " " << t16k;
+  const Timed big = Simulated(sys, Config(CollectiveOp::kAllReduce, 256 << 20, 0, 2, 0));
+  const Timed huge = Simulated(sys, Config(CollectiveOp::kAllReduce, 1 << 30, 0, 2, 0));
+  const double bus_big = Figures(big.plan, big.result).busbw_bytes_per_s;
+  const double bus_huge = Figures(huge.plan, huge.result).busbw_bytes_per_s;
+  EXPECT_NEAR(bus_big / bus_huge, 1.0, 0.1) << bus_big << " " << bus_huge;
+  EXPECT_EQ(huge.plan.config.ranks, 64);
+  EXPECT_EQ(huge.plan.algorithm, CollectiveAlgorithm::kRing);
+  // The plateau is below a link's 128 GB/s per direction: each
+  // reduce-scatter step adds its DMA-compute pass after the transfer.
+  EXPECT_LT(bus_huge, 128e9);
+  EXPECT_GT(bus_huge, 10e9);
+}
+
+TEST(CollectiveChoice, AutoTakesMeshUpToTheThresholdThenRing) {
+  const System& sys = Trn2Server();
+  ASSERT_TRUE(sys.collectives.has_value());
+  const int64_t mesh_max = static_cast<int64_t>(sys.collectives->mesh_max_bytes.value);
+  const Timed small = Simulated(sys, Config(CollectiveOp::kAllGather, mesh_max, 16, 1, 1));
+  EXPECT_EQ(small.plan.algorithm, CollectiveAlgorithm::kMesh);
+  EXPECT_EQ(small.plan.steps, 1);
+  const Timed large = Simulated(sys, Config(CollectiveOp::kAllGather, 2 * mesh_max, 16, 1, 1));
+  EXPECT_EQ(large.plan.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_NE(large.plan.why.find("mesh_max_bytes"), std::string::npos) << large.plan.why;
+  // At 4 KiB the single mesh step beats the ring's 15 latency-bound steps.
+  const Timed mesh = Simulated(
+      sys, Config(CollectiveOp::kAllGather, 4 << 10, 16, 1, 1, CollectiveAlgorithm::kMesh));
+  const Timed ring = Simulated(
+      sys, Config(CollectiveOp::kAllGather, 4 << 10, 16, 1, 1, CollectiveAlgorithm::kRing));
+  EXPECT_LT(mesh.result.end_ps * 4, ring.result.end_ps);
+}
+
+TEST(CollectiveOps, EveryOpRunsAndMovesItsBytes) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 1 << 20;
+  for (CollectiveOp op :
+       {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+        CollectiveOp::kAllToAll, CollectiveOp::kPermute, CollectiveOp::kSendRecv}) {
+    SCOPED_TRACE(std::string(CollectiveOpName(op)));
+    const Timed t = Simulated(sys, Config(op, bytes, 8, 2, 1));
+    EXPECT_GT(t.result.end_ps, 0);
+    // Bytes written into other chips (one rank per chip: every transfer crosses).
+    int64_t expect = 0;
+    switch (op) {
+      case CollectiveOp::kAllReduce:
+        expect = 8 * 2 * 7 * (bytes / 8);
+        break;
+      case CollectiveOp::kAllGather:
+      case CollectiveOp::kReduceScatter:
+      case CollectiveOp::kAllToAll:
+        expect = 8 * 7 * (bytes / 8);
+        break;
+      case CollectiveOp::kPermute:
+      case CollectiveOp::kSendRecv:
+        expect = 8 * bytes;
+        break;
+    }
+    EXPECT_EQ(t.result.link_transfer_bytes, expect);
+  }
+}
+
+TEST(CollectiveLinks, TheReportNamesTheBusiestLink) {
+  const System& sys = Trn2Server();
+  LoweredCollective l =
+      LowerCollective(sys, Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0)).value();
+  SimOptions o;
+  o.record_trace = true;
+  const SimResult r = Simulate(l.program, o).value();
+  const Report rep = MakeReport(l.program, r, 0, MatmulDtype::kBf16);
+  EXPECT_FALSE(rep.busiest_link.empty());
+  EXPECT_FALSE(r.link_trace.empty());
+  EXPECT_NE(ChromeTraceJson(l.program, r).find("links of trn2-server"), std::string::npos);
+}
+
+TEST(CollectiveErrors, BadRequestsAreRefused) {
+  const System& sys = Trn2Server();
+  auto expect = [&](const CollectiveConfig& c, const std::string& fragment) {
+    StatusOr<LoweredCollective> l = LowerCollective(sys, c);
+    ASSERT_FALSE(l.ok()) << fragment;
+    EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(l.status().message().find(fragment), std::string::npos) << l.status().message();
+  };
+  expect(Config(CollectiveOp::kAllReduce, 1 << 20, 65, 2, 0), "ranks = 65 outside [2, 64]");
+  expect(Config(CollectiveOp::kAllReduce, 1 << 20, 1, 2, 0), "ranks = 1 outside");
+  expect(Config(CollectiveOp::kAllReduce, 0, 0, 2, 0), "bytes = 0");
+  expect(Config(CollectiveOp::kAllReduce, 64, 64, 2, 0), "each rank's chunk needs a byte");
+  expect(Config(CollectiveOp::kAllReduce, 1 << 20, 0, 3, 0), "LNC = 3 (1 or 2)");
+  expect(Config(CollectiveOp::kAllReduce, 1 << 20, 0, 2, 5), "ranks_per_chip = 5 outside [1, 4]");
+  expect(Config(CollectiveOp::kSendRecv, 1 << 20, 7, 2, 0), "ranks = 7 is odd");
+  expect(Config(CollectiveOp::kAllToAll, 1 << 20, 8, 2, 0, CollectiveAlgorithm::kRing),
+         "all-to-all is lowered as mesh only");
+  expect(Config(CollectiveOp::kPermute, 1 << 20, 8, 2, 0, CollectiveAlgorithm::kMesh),
+         "permute is lowered as ring only");
+  EXPECT_FALSE(ParseCollectiveOp("all-reduse").ok());
+  EXPECT_FALSE(ParseCollectiveAlgorithm("kangaring").ok());
+  // A budget too small for the schedule: refused before anything is built.
+  ProgramOptions tiny;
+  tiny.max_instructions = 100;
+  StatusOr<LoweredCollective> l =
+      LowerCollective(sys, Config(CollectiveOp::kAllReduce, 1 << 20, 0, 2, 0), tiny);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace trnmx::emu
