@@ -43,10 +43,12 @@ if(TRNMX_SANITIZE)
 endif()
 # add_subdirectory and conan compile the library from source again. They test
 # how it is built and consumed, not its kernels (the test build itself runs
-# every Highway target), so they compile the Highway code for EMU128 only,
-# the portable fallback that is always built: a sixth of it, minutes less CI
-# (docs/testing.md); it also shows the library whole on that target alone.
+# every Highway target, optimised), so they build the Debug configuration
+# (-O0, the quickest to compile) and the Highway code for EMU128 only, the
+# portable fallback that is always built: minutes less CI (docs/testing.md),
+# and it shows the library whole on that target alone.
 set(_trnmx_consumer_hwy_disabled "HWY_SSSE3|HWY_SSE4|HWY_AVX2|HWY_AVX3|HWY_AVX3_DL")
+set(_trnmx_consumer_rebuild_config Debug)
 
 add_test(NAME consumer.install
   COMMAND "${_trnmx_consumer_driver}" install
@@ -64,7 +66,7 @@ add_test(NAME consumer.add_subdirectory
   COMMAND "${_trnmx_consumer_driver}" add_subdirectory
           "${_trnmx_consumer_src}" "${_trnmx_consumer_work}/add_subdirectory"
           "${PROJECT_SOURCE_DIR}" "${PROJECT_VERSION}" "${CMAKE_GENERATOR}"
-          "${CMAKE_CXX_COMPILER}" "$<CONFIG>" "${_trnmx_consumer_flags}"
+          "${CMAKE_CXX_COMPILER}" "${_trnmx_consumer_rebuild_config}" "${_trnmx_consumer_flags}"
           "${_trnmx_consumer_hwy_disabled}")
 
 add_test(NAME consumer.pkg_config
@@ -101,7 +103,7 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/conan/conanfile.py")
   add_test(NAME consumer.conan
     COMMAND "${_trnmx_consumer_driver}" conan "${_trnmx_conan}"
             "${PROJECT_SOURCE_DIR}/conan" "${PROJECT_SOURCE_DIR}/conan/profiles/debian12"
-            -o "trnmx/*:tools=False"
+            -o "trnmx/*:tools=False" -s "build_type=${_trnmx_consumer_rebuild_config}"
             -c "tools.cmake.cmaketoolchain:extra_variables={'TRNMX_HWY_DISABLED_TARGETS': '${_trnmx_consumer_hwy_disabled}'}"
             -c "tools.info.package_id:confs=['tools.cmake.cmaketoolchain:extra_variables']")
   set_tests_properties(consumer.conan PROPERTIES
