@@ -134,4 +134,13 @@ Sourced Fraction(ObjectReader& r, const char* key) {
   return s;
 }
 
+StatusOr<Json> ParseJsonText(std::string_view text, const std::string& prefix) {
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const Json::parse_error& e) {
+    return InvalidArgumentError(prefix + "JSON parse error at byte " + std::to_string(e.byte) +
+                                ": " + e.what());
+  }
+}
+
 }  // namespace trnmx::emu::internal

@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "trnmx/emu/machine.h"
+#include "trnmx/status.h"
 
 namespace trnmx::emu::internal {
 
@@ -28,6 +30,10 @@ struct LoadError {
 
 // Shortest text of a double that round-trips the values of descriptions.
 std::string FormatNumber(double v);
+
+// Parses a description's text; a syntax error becomes INVALID_ARGUMENT
+// "<prefix>JSON parse error at byte N: ...".
+StatusOr<Json> ParseJsonText(std::string_view text, const std::string& prefix);
 
 // Walks one JSON object, remembering which keys were read, so that unknown
 // keys (typos) are rejected with their path by Finish().

@@ -263,13 +263,9 @@ int MatmulMaxK(const Machine& m, MatmulDtype dtype) {
 
 StatusOr<Machine> ParseMachine(std::string_view json_text, std::string_view origin) {
   const std::string prefix = "machine description (" + std::string(origin) + "): ";
-  Json j;
-  try {
-    j = Json::parse(json_text.begin(), json_text.end());
-  } catch (const Json::parse_error& e) {
-    return InvalidArgumentError(prefix + "JSON parse error at byte " + std::to_string(e.byte) +
-                                ": " + e.what());
-  }
+  StatusOr<Json> parsed = internal::ParseJsonText(json_text, prefix);
+  if (!parsed.ok()) return parsed.status();
+  const Json& j = *parsed;
   Machine m;
   try {
     ObjectReader root(j, "", &m.numbers);

@@ -450,13 +450,9 @@ std::vector<int> System::Route(int src_chip, int dst_chip) const {
 
 StatusOr<System> ParseSystem(std::string_view json_text, std::string_view origin) {
   const std::string prefix = "system description (" + std::string(origin) + "): ";
-  Json j;
-  try {
-    j = Json::parse(json_text.begin(), json_text.end());
-  } catch (const Json::parse_error& e) {
-    return InvalidArgumentError(prefix + "JSON parse error at byte " + std::to_string(e.byte) +
-                                ": " + e.what());
-  }
+  StatusOr<Json> parsed = internal::ParseJsonText(json_text, prefix);
+  if (!parsed.ok()) return parsed.status();
+  const Json& j = *parsed;
   System s;
   try {
     SystemParser(s).Parse(j);
