@@ -96,6 +96,7 @@ class EventQueue {
 struct BandwidthResource {
   int64_t free_ps = 0;  // end of the last hold
   int64_t busy_ps = 0;  // sum of hold durations
+  int64_t bytes = 0;    // bytes carried (links)
   // Holds the resource for `duration` from max(from, free); returns the end.
   int64_t Hold(int64_t from, int64_t duration) {
     free_ps = std::max(from, free_ps) + duration;
@@ -150,7 +151,6 @@ class Sim {
     hbm_stacks_.resize(static_cast<size_t>(p.chips()) * stacks_per_chip_);
     if (p.system() != nullptr) {
       links_.resize(p.system()->links.size());
-      link_bytes_.assign(links_.size(), 0);
     }
     window_ps_ = static_cast<int64_t>(m_.tensor.throttle_window_ns.value) * kPsPerNs;
     ramp_ps_ = static_cast<int64_t>(m_.tensor.throttle_ramp_ns.value) * kPsPerNs;
@@ -405,7 +405,7 @@ class Sim {
       for (int id : route.links) {
         const int64_t hold = internal::LinkPs(p_.system()->links[id], in.bytes);
         const int64_t link_end = links_[id].Hold(start, hold);
-        link_bytes_[id] += in.bytes;
+        links_[id].bytes += in.bytes;
         if (opt_.record_trace) {
           res_.link_trace.push_back(
               LinkTraceRecord{id, s, static_cast<int32_t>(st_[s].pc), link_end - hold, link_end});
@@ -456,7 +456,7 @@ class Sim {
     for (const BandwidthResource& r : hbm_stacks_) res_.hbm_stack_busy_ps.push_back(r.busy_ps);
     res_.link_busy_ps.reserve(links_.size());
     for (const BandwidthResource& r : links_) res_.link_busy_ps.push_back(r.busy_ps);
-    res_.link_bytes = std::move(link_bytes_);
+    for (const BandwidthResource& r : links_) res_.link_bytes.push_back(r.bytes);
     return std::move(res_);
   }
 
@@ -471,7 +471,6 @@ class Sim {
   std::vector<BandwidthResource> dma_engines_;  // [core * engines + engine]
   std::vector<BandwidthResource> hbm_stacks_;   // [chip * stacks + stack]
   std::vector<BandwidthResource> links_;        // the system's links, by id
-  std::vector<int64_t> link_bytes_;
   std::unordered_map<int64_t, Route> routes_;
   std::vector<StreamId> wake_;
   int engines_ = 16, stacks_per_chip_ = 4;
