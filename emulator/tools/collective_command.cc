@@ -54,20 +54,6 @@ StatusOr<int64_t> ParseBytes(const std::string& text) {
   return static_cast<int64_t>(v) << shift;
 }
 
-std::string Size(int64_t bytes) {
-  char text[32];
-  if (bytes >= (int64_t{1} << 30) && bytes % (int64_t{1} << 30) == 0) {
-    std::snprintf(text, sizeof text, "%lld GiB", static_cast<long long>(bytes >> 30));
-  } else if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) {
-    std::snprintf(text, sizeof text, "%lld MiB", static_cast<long long>(bytes >> 20));
-  } else if (bytes >= (1 << 10) && bytes % (1 << 10) == 0) {
-    std::snprintf(text, sizeof text, "%lld KiB", static_cast<long long>(bytes >> 10));
-  } else {
-    std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
-  }
-  return text;
-}
-
 struct Run {
   LoweredCollective lowered;
   SimResult result;
@@ -100,11 +86,11 @@ int RunOne(const System& system, const CollectiveArgs& args) {
   const CollectiveFigures f = Figures(plan, run->result);
   const Report rep = MakeReport(run->lowered.program, run->result, 0, MatmulDtype::kBf16);
   std::printf("collective        %s of %s per rank over %d ranks (%d chip(s) x %d, LNC %d) on %s\n",
-              std::string(CollectiveOpName(c.op)).c_str(), Size(c.bytes).c_str(), c.ranks,
+              std::string(CollectiveOpName(c.op)).c_str(), ByteSizeName(c.bytes).c_str(), c.ranks,
               plan.chips, c.ranks_per_chip, c.lnc, system.name.c_str());
   std::printf("algorithm         %s (%s); %d step(s), %s per transfer\n",
               std::string(CollectiveAlgorithmName(plan.algorithm)).c_str(), plan.why.c_str(),
-              plan.steps, Size(plan.chunk_bytes).c_str());
+              plan.steps, ByteSizeName(plan.chunk_bytes).c_str());
   std::printf("time              %.3f us (%lld ps)\n", f.seconds * 1e6,
               static_cast<long long>(run->result.end_ps));
   std::printf("algbw             %.2f GB/s\n", f.algbw_bytes_per_s / 1e9);
@@ -149,7 +135,7 @@ int RunSweep(const System& system, CollectiveArgs args) {
     }
     const CollectiveFigures f = Figures(run->lowered.plan, run->result);
     const Report rep = MakeReport(run->lowered.program, run->result, 0, MatmulDtype::kBf16);
-    std::printf("%10s %-9s %12.3f %12.2f %12.2f  %s\n", Size(bytes).c_str(),
+    std::printf("%10s %-9s %12.3f %12.2f %12.2f  %s\n", ByteSizeName(bytes).c_str(),
                 std::string(CollectiveAlgorithmName(run->lowered.plan.algorithm)).c_str(),
                 f.seconds * 1e6, f.algbw_bytes_per_s / 1e9, f.busbw_bytes_per_s / 1e9,
                 rep.limiting != "links" ? rep.limiting.c_str()

@@ -16,12 +16,6 @@ std::pair<int64_t, int64_t> Part(int64_t n, int64_t parts, int64_t i) {
   return {begin, end - begin};
 }
 
-std::string Mib(int64_t bytes) {
-  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes % (1 << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
-}
-
 bool IsReduction(CollectiveOp op) {
   return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter;
 }
@@ -292,13 +286,21 @@ StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name) {
                               "hierarchical schedules are not lowered yet)");
 }
 
+std::string ByteSizeName(int64_t bytes) {
+  for (const auto& [shift, unit] : {std::pair{30, " GiB"}, {20, " MiB"}, {10, " KiB"}}) {
+    const int64_t size = int64_t{1} << shift;
+    if (bytes >= size && bytes % size == 0) return std::to_string(bytes >> shift) + unit;
+  }
+  return std::to_string(bytes) + " B";
+}
+
 StatusOr<LoweredCollective> LowerCollective(const System& system, const CollectiveConfig& config,
                                             const ProgramOptions& options) {
   CollectivePlan plan;
   plan.config = config;
   CollectiveConfig& c = plan.config;
   const std::string what =
-      std::string(CollectiveOpName(c.op)) + " of " + Mib(c.bytes) + " on " + system.name;
+      std::string(CollectiveOpName(c.op)) + " of " + ByteSizeName(c.bytes) + " on " + system.name;
   const int cores = system.chip.core_count();
   if (c.lnc != 1 && c.lnc != 2) {
     return InvalidArgumentError(what + ": LNC = " + std::to_string(c.lnc) + " (1 or 2)");
@@ -351,8 +353,8 @@ StatusOr<LoweredCollective> LowerCollective(const System& system, const Collecti
     const int64_t mesh_max =
         system.collectives ? static_cast<int64_t>(system.collectives->mesh_max_bytes.value) : 0;
     plan.algorithm = c.bytes <= mesh_max ? CollectiveAlgorithm::kMesh : CollectiveAlgorithm::kRing;
-    plan.why = Mib(c.bytes) + (c.bytes <= mesh_max ? " <= " : " > ") + "mesh_max_bytes " +
-               Mib(mesh_max) + " of " + system.name;
+    plan.why = ByteSizeName(c.bytes) + (c.bytes <= mesh_max ? " <= " : " > ") + "mesh_max_bytes " +
+               ByteSizeName(mesh_max) + " of " + system.name;
   }
   const bool ring = plan.algorithm == CollectiveAlgorithm::kRing;
   const int R = c.ranks;

@@ -63,6 +63,10 @@ enum class CollectiveAlgorithm { kAuto, kRing, kMesh };
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);  // "auto", "ring", "mesh"
 StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);
 
+// "1 GiB", "64 MiB", "4 KiB" for whole binary multiples, else "466034 B":
+// how plans, errors and trnmx-emu name buffer sizes.
+std::string ByteSizeName(int64_t bytes);
+
 struct CollectiveConfig {
   CollectiveOp op = CollectiveOp::kAllReduce;
   int64_t bytes = 0;  // per-rank buffer, as nccom-test counts it (header)
