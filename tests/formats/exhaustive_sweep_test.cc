@@ -75,24 +75,31 @@ std::string Describe(const char* format, std::uint32_t bits, const EncodeOptions
 
 // Mismatches of the codec under kModes[kMode] on magnitudes [a, b] with
 // `sign` against one expected code (and, if want_flags >= 0, the checked
-// flags). The options are a template argument and the codec is inlined
-// (flatten) so that it is compiled for them: this loop is the sweep's cost.
+// flags). The options are a template argument so that the codec is compiled
+// for them: this loop is the sweep's cost (SweepLoop in sweep_runs.h).
 template <class Traits, std::size_t kMode>
-[[gnu::flatten]] std::uint64_t CountMismatches(std::uint32_t a, std::uint32_t b, std::uint32_t sign,
-                                               std::uint32_t want, int want_flags) {
-  constexpr EncodeOptions kOptions = kModes[kMode];
-  std::uint64_t bad = 0;
-  for (std::uint64_t u = a; u <= b; ++u) {
-    const EncodeResult r = EncodeWithFlags<Traits>(
-        std::bit_cast<float>(static_cast<std::uint32_t>(u) | sign), kOptions);
-    bad += (r.code != want) | (want_flags >= 0 && (r.flags & kCheckedFlags) != want_flags);
+struct CountMismatches {
+  std::uint64_t operator()(std::uint32_t a, std::uint32_t b, std::uint32_t sign, std::uint32_t want,
+                           int want_flags) const {
+    constexpr EncodeOptions kOptions = kModes[kMode];
+    // One 32-bit comparison per input (comparisons of mixed widths keep GCC
+    // from vectorising): flags outside `mask` must be 0 in `flags`.
+    const std::uint32_t mask = want_flags >= 0 ? kCheckedFlags : 0u;
+    const std::uint32_t flags = want_flags >= 0 ? static_cast<std::uint32_t>(want_flags) : 0u;
+    std::uint64_t bad = 0;
+    for (std::uint64_t u = a; u <= b; ++u) {
+      const EncodeResult r = EncodeWithFlags<Traits>(
+          std::bit_cast<float>(static_cast<std::uint32_t>(u) | sign), kOptions);
+      bad += ((r.code ^ want) | ((r.flags & mask) ^ flags)) != 0;
+    }
+    return bad;
   }
-  return bad;
-}
+};
 
 template <class Traits, std::size_t... kMode>
-constexpr auto MismatchCounters(std::index_sequence<kMode...>) {
-  return std::array{&CountMismatches<Traits, kMode>...};
+auto MismatchCounters(std::index_sequence<kMode...>) {
+  return std::array{SweepLoop<CountMismatches<Traits, kMode>, std::uint32_t, std::uint32_t,
+                              std::uint32_t, std::uint32_t, int>()...};
 }
 
 // What the oracle says for one run of finite magnitudes (or +Inf).
@@ -152,8 +159,7 @@ void SweepAllInputs(const FormatSpec& spec) {
     }
   }
 
-  static constexpr auto kCounters =
-      MismatchCounters<Traits>(std::make_index_sequence<kModes.size()>());
+  static const auto kCounters = MismatchCounters<Traits>(std::make_index_sequence<kModes.size()>());
   SweepMismatches mismatches;
   std::atomic<std::uint64_t> checks{0};
   const auto check_piece = [&](std::size_t run, std::uint32_t a, std::uint32_t b) {
@@ -318,21 +324,24 @@ std::uint32_t Int8Reference(std::uint32_t bits, Rounding r, Int8Range range) {
 }
 
 template <std::size_t kMode>
-[[gnu::flatten]] std::uint64_t CountInt8Mismatches(std::uint32_t a, std::uint32_t b,
-                                                   std::uint32_t sign, std::uint32_t want) {
-  constexpr EncodeOptions kOptions = kInt8Modes[kMode];
-  std::uint64_t bad = 0;
-  for (std::uint64_t u = a; u <= b; ++u) {
-    bad +=
-        EncodeMxInt8(std::bit_cast<float>(static_cast<std::uint32_t>(u) | sign), kOptions).bits !=
-        want;
+struct CountInt8Mismatches {
+  std::uint64_t operator()(std::uint32_t a, std::uint32_t b, std::uint32_t sign,
+                           std::uint32_t want) const {
+    constexpr EncodeOptions kOptions = kInt8Modes[kMode];
+    std::uint64_t bad = 0;
+    for (std::uint64_t u = a; u <= b; ++u) {
+      bad +=
+          EncodeMxInt8(std::bit_cast<float>(static_cast<std::uint32_t>(u) | sign), kOptions).bits !=
+          want;
+    }
+    return bad;
   }
-  return bad;
-}
+};
 
 template <std::size_t... kMode>
-constexpr auto Int8Counters(std::index_sequence<kMode...>) {
-  return std::array{&CountInt8Mismatches<kMode>...};
+auto Int8Counters(std::index_sequence<kMode...>) {
+  return std::array{SweepLoop<CountInt8Mismatches<kMode>, std::uint32_t, std::uint32_t,
+                              std::uint32_t, std::uint32_t>()...};
 }
 
 TEST(ExhaustiveSweep, MxInt8) {
@@ -384,21 +393,24 @@ std::uint32_t E8M0Reference(std::uint32_t bits, E8M0Rounding r, E8M0Saturation s
 }
 
 template <std::size_t kMode>
-[[gnu::flatten]] std::uint64_t CountE8M0Mismatches(std::uint32_t a, std::uint32_t b,
-                                                   std::uint32_t sign, std::uint32_t want) {
-  constexpr E8M0Mode kM = kE8M0Modes[kMode];
-  std::uint64_t bad = 0;
-  for (std::uint64_t u = a; u <= b; ++u) {
-    bad += ToE8M0(std::bit_cast<float>(static_cast<std::uint32_t>(u) | sign), kM.rounding,
-                  kM.saturation)
-               .code != want;
+struct CountE8M0Mismatches {
+  std::uint64_t operator()(std::uint32_t a, std::uint32_t b, std::uint32_t sign,
+                           std::uint32_t want) const {
+    constexpr E8M0Mode kM = kE8M0Modes[kMode];
+    std::uint64_t bad = 0;
+    for (std::uint64_t u = a; u <= b; ++u) {
+      bad += ToE8M0(std::bit_cast<float>(static_cast<std::uint32_t>(u) | sign), kM.rounding,
+                    kM.saturation)
+                 .code != want;
+    }
+    return bad;
   }
-  return bad;
-}
+};
 
 template <std::size_t... kMode>
-constexpr auto E8M0Counters(std::index_sequence<kMode...>) {
-  return std::array{&CountE8M0Mismatches<kMode>...};
+auto E8M0Counters(std::index_sequence<kMode...>) {
+  return std::array{SweepLoop<CountE8M0Mismatches<kMode>, std::uint32_t, std::uint32_t,
+                              std::uint32_t, std::uint32_t>()...};
 }
 
 TEST(ExhaustiveSweep, ScaleE8M0) {

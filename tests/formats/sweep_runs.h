@@ -98,6 +98,32 @@ void ParallelOverRuns(const std::vector<BitRun>& runs, Fn&& fn) {
   second.join();
 }
 
+// A sweep's inner loop calls the code under test once per input: it is the
+// sweep's whole cost. The scalar codecs are written without branches on the
+// data, so a compiler vectorises such a loop where the ISA has per-lane
+// variable shifts: AVX2, not the x86-64 baseline the tests are built for.
+// SweepLoop<Loop, Args...>() returns the loop Loop{}(args...) compiled with
+// the code under test inlined into it (flatten), for AVX2 when this CPU has
+// it (about 4x faster), else for the baseline. Same C++, same answers.
+template <class Loop, class... Args>
+[[gnu::flatten]] std::uint64_t RunSweepLoop(Args... args) {
+  return Loop{}(args...);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <class Loop, class... Args>
+[[gnu::flatten, gnu::target("avx2")]] std::uint64_t RunSweepLoopAvx2(Args... args) {
+  return Loop{}(args...);
+}
+#endif
+
+template <class Loop, class... Args>
+auto SweepLoop() -> std::uint64_t (*)(Args...) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) return &RunSweepLoopAvx2<Loop, Args...>;
+#endif
+  return &RunSweepLoop<Loop, Args...>;
+}
+
 // Mismatches found by any thread; the first ten become test failures.
 class SweepMismatches {
  public:

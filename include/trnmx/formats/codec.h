@@ -39,42 +39,42 @@ namespace detail {
 // Result of rounding an unsigned magnitude `sig * 2^-shift` to an integer.
 struct RoundedMagnitude {
   std::uint32_t n;
-  bool inexact;
+  std::uint32_t inexact;  // 0 or 1; a 32-bit field keeps the struct in registers.
 };
 
-// Rounds sig / 2^shift (sig < 2^31, shift >= 0) to an integer by `rounding`.
-// Exact: no floating point involved.
+// Rounds sig / 2^shift (sig < 2^24, an FP32 significand; shift >= 0) to an
+// integer by `rounding`. Exact: no floating point involved. Written without
+// branches on the data (selects only) in 32-bit integers, so that loops of
+// conversions vectorise.
 constexpr RoundedMagnitude RoundShiftRight(std::uint32_t sig, int shift, Rounding rounding,
                                            std::uint32_t random_bits) {
-  if (shift == 0) return {sig, false};
-  const std::uint64_t s = sig;
-  const std::uint64_t n = shift >= 32 ? 0 : s >> shift;
-  const std::uint64_t rem = shift >= 32 ? s : s & ((std::uint64_t{1} << shift) - 1);
-  if (rem == 0) return {static_cast<std::uint32_t>(n), false};
+  // From 25 on every bit of sig is discarded and sig < 2^24 <= half: the
+  // nearest roundings go down whatever the shift, so clamp it there.
+  const int s = shift < 25 ? shift : 25;
+  const std::uint32_t n = sig >> s;
+  const std::uint32_t rem = sig & ((1u << s) - 1);
+  const std::uint32_t half = (1u << s) >> 1;
   bool up = false;
   switch (rounding) {
     case Rounding::kTowardZero:
-      up = false;
       break;
     case Rounding::kNearestEven:
-    case Rounding::kTiesAway: {
-      if (shift > 32) {  // rem < 2^31 < half: below the midpoint.
-        up = false;
-        break;
-      }
-      const std::uint64_t half = std::uint64_t{1} << (shift - 1);
-      up = rem > half ||
-           (rem == half && (rounding == Rounding::kTiesAway || (n & 1) != 0));
+      // Above half, or at half with n odd (rem == 0 needs no rounding).
+      up = (rem + (n & 1u) > half) & (rem != 0);
       break;
-    }
+    case Rounding::kTiesAway:
+      up = (rem >= half) & (rem != 0);
+      break;
     case Rounding::kStochastic: {
-      // frac32 = floor(rem / 2^shift * 2^32); rem < 2^31 so rem << 32 fits.
-      const std::uint64_t frac32 = shift >= 63 ? 0 : (rem << 32) >> shift;
-      up = frac32 + random_bits >= (std::uint64_t{1} << 32);
+      // frac32 = floor(rem / 2^shift * 2^32), with the unclamped shift;
+      // rem < 2^24, so it is 0 from shift 56 on.
+      const int right = shift - 32 < 31 ? shift - 32 : 31;
+      const std::uint32_t frac32 = shift <= 32 ? rem << (32 - shift) : rem >> right;
+      up = frac32 != 0 && random_bits >= 0u - frac32;  // frac32 + random_bits >= 2^32
       break;
     }
   }
-  return {static_cast<std::uint32_t>(n + (up ? 1 : 0)), true};
+  return {n + (up ? 1u : 0u), rem != 0 ? 1u : 0u};
 }
 
 template <class Traits>
@@ -126,55 +126,66 @@ constexpr EncodeResult EncodeNan(std::uint32_t fp32_bits, NanPolicy policy) {
 
 // Encodes FP32 `x` into the format of `Traits` and reports the flags raised.
 // `random_bits` is read only under Rounding::kStochastic.
+//
+// The finite path runs for every input and the special cases (NaN, Inf,
+// flushed subnormals) are selected at the end, with no branch on the data:
+// a loop of conversions under fixed options vectorises (the 2^32 sweeps of
+// the tests run this function on every input under every mode).
 template <class Traits>
 constexpr EncodeResult EncodeWithFlags(float x, const EncodeOptions& options = {},
                                        std::uint32_t random_bits = 0) {
   constexpr int m = Traits::kMantissaBits;
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
-  const std::uint32_t sign_code = (bits >> 31) ? Traits::kSignMask : 0;
+  const std::uint32_t sign_code = (bits >> 31) * Traits::kSignMask;
   const std::uint32_t abs_bits = bits & 0x7FFFFFFFu;
   const Overflow overflow = detail::ResolveOverflow<Traits>(options.overflow);
-
-  if (abs_bits > 0x7F800000u) return detail::EncodeNan<Traits>(bits, detail::ResolveNan<Traits>(options.nan));
-  if (abs_bits == 0x7F800000u) {
-    if (overflow == Overflow::kSatFinite) {
-      return {sign_code | Traits::kMaxMagnitudeCode, kFlagOverflow | kFlagInexact};
-    }
-    const std::uint32_t code = detail::NonSatOverflowCode<Traits>(sign_code);
-    // Exact for formats with Inf; otherwise the Inf was not representable.
-    const std::uint8_t flags = Traits::kHasInf ? kFlagNone : kFlagOverflow | kFlagInexact;
-    return {code, flags};
-  }
-  const std::uint32_t exp_field = abs_bits >> 23;
-  if (abs_bits == 0 || (exp_field == 0 && options.subnormals == Subnormals::kFlush)) {
-    return {sign_code, abs_bits == 0 ? kFlagNone : kFlagInexact};
-  }
+  const std::uint32_t non_sat_code = detail::NonSatOverflowCode<Traits>(sign_code);
+  const std::uint32_t max_code = sign_code | Traits::kMaxMagnitudeCode;
 
   // |x| = sig * 2^(e - 23) with e = floor(log2 |x|) for normals. For FP32
   // subnormals e = -126 is not the true floor, but every target's minimum
-  // exponent 1 - bias is >= -126, so q below is the same either way.
-  const int e = exp_field != 0 ? static_cast<int>(exp_field) - 127 : -126;
-  const std::uint32_t sig = exp_field != 0 ? ((abs_bits & 0x7FFFFFu) | 0x800000u) : abs_bits;
+  // exponent 1 - bias is >= -126, so q below is the same either way. Zero
+  // gives n = 0, the zero code.
+  const std::uint32_t exp_field = abs_bits >> 23;
+  const int e = static_cast<int>(exp_field > 1 ? exp_field : 1) - 127;
+  const std::uint32_t sig = (abs_bits & 0x7FFFFFu) | (exp_field != 0 ? 0x800000u : 0);
   const int q = e > Traits::kEmin ? e : Traits::kEmin;
   const int shift = 23 + q - m - e;  // >= 0: q >= e and m <= 23.
-  const detail::RoundedMagnitude r = detail::RoundShiftRight(sig, shift, options.rounding, random_bits);
+  const detail::RoundedMagnitude r =
+      detail::RoundShiftRight(sig, shift, options.rounding, random_bits);
 
-  std::uint8_t flags = r.inexact ? kFlagInexact : kFlagNone;
-  if (r.inexact && q == Traits::kEmin && r.n <= (1u << m)) {
-    // Tiny: |x| below the smallest normal (n == 2^m means it rounded up to it).
-    if (e < Traits::kEmin) flags |= kFlagUnderflow;
-  }
+  // Flags and code as 32-bit selects on 32-bit comparisons (booleans of
+  // mixed widths keep GCC from vectorising). Tiny: |x| below the smallest
+  // normal; underflow if also inexact (rounding up to the smallest normal,
+  // n == 2^m, still counts).
+  std::uint32_t flags =
+      r.inexact != 0 ? kFlagInexact | (e < Traits::kEmin ? kFlagUnderflow : 0u) : 0u;
   // The value n * 2^(q - m) has the code ((q + b - 1) << m) + n, for
   // subnormals (q + b - 1 == 0), normals and a carry into the next binade.
   const std::uint32_t magnitude = (static_cast<std::uint32_t>(q + Traits::kBias - 1) << m) + r.n;
-  if (magnitude > Traits::kMaxMagnitudeCode) {
-    flags |= kFlagOverflow | kFlagInexact;
-    if (overflow == Overflow::kNonSat && options.rounding != Rounding::kTowardZero) {
-      return {detail::NonSatOverflowCode<Traits>(sign_code), flags};
-    }
-    return {sign_code | Traits::kMaxMagnitudeCode, flags};
+  const bool overflow_to_non_sat =
+      overflow == Overflow::kNonSat && options.rounding != Rounding::kTowardZero;
+  const std::uint32_t overflow_code = overflow_to_non_sat ? non_sat_code : max_code;
+  std::uint32_t code =
+      magnitude > Traits::kMaxMagnitudeCode ? overflow_code : sign_code | magnitude;
+  flags |= magnitude > Traits::kMaxMagnitudeCode ? kFlagOverflow | kFlagInexact : 0u;
+
+  // The special cases, by select.
+  if (options.subnormals == Subnormals::kFlush) {
+    const bool flushed = exp_field == 0 && abs_bits != 0;
+    code = flushed ? sign_code : code;
+    flags = flushed ? std::uint32_t{kFlagInexact} : flags;
   }
-  return {sign_code | magnitude, flags};
+  // +-Inf: exact for formats with Inf; otherwise it was not representable.
+  const bool saturate = overflow == Overflow::kSatFinite;
+  const std::uint32_t inf_code = saturate ? max_code : non_sat_code;
+  const std::uint32_t inf_flags = saturate || !Traits::kHasInf ? kFlagOverflow | kFlagInexact : 0u;
+  code = abs_bits == 0x7F800000u ? inf_code : code;
+  flags = abs_bits == 0x7F800000u ? inf_flags : flags;
+  const EncodeResult nan = detail::EncodeNan<Traits>(bits, detail::ResolveNan<Traits>(options.nan));
+  code = abs_bits > 0x7F800000u ? nan.code : code;
+  flags = abs_bits > 0x7F800000u ? nan.flags : flags;
+  return {code, static_cast<std::uint8_t>(flags)};
 }
 
 // Decodes a code of the format of `Traits` to FP32, exactly. Bits above the

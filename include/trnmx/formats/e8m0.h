@@ -34,36 +34,46 @@ inline constexpr std::uint8_t kE8M0Nan = 0xFF;
 
 // Converts x >= 0 to an E8M0 code. +-0 -> 00 (2^-127, the smallest code).
 // Negative x -> FF with kFlagInvalid; NaN -> FF with kFlagInvalid.
+// Written as selects without branches on the data, so that loops of
+// conversions under a fixed rounding vectorise.
 constexpr EncodeResult ToE8M0(float x, E8M0Rounding rounding, E8M0Saturation saturation) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
   const std::uint32_t abs_bits = bits & 0x7FFFFFFFu;
-  if (abs_bits > 0x7F800000u) return {kE8M0Nan, kFlagInvalid};
-  if (abs_bits == 0) return {0x00, kFlagInexact};
-  if (bits >> 31) return {kE8M0Nan, kFlagInvalid};
-  const std::uint8_t overflow_code = saturation == E8M0Saturation::kSaturate ? 0xFE : kE8M0Nan;
-  if (abs_bits == 0x7F800000u) return {overflow_code, kFlagOverflow | kFlagInexact};
-
   const std::uint32_t exp_field = abs_bits >> 23;
   const std::uint32_t mantissa = abs_bits & 0x7FFFFFu;
-  std::uint32_t code = 0;
-  if (exp_field == 0) {
-    // (0, 2^-126): 2^-127 is code 00, 2^-126 is code 01, 2^-127 = M 0x400000.
-    switch (rounding) {
-      case E8M0Rounding::kDown: code = 0; break;
-      case E8M0Rounding::kUp:
-      case E8M0Rounding::kNearestTiesUp: code = mantissa > 0x400000u ? 1 : 0; break;
-    }
-    const bool exact = mantissa == 0x400000u;
-    return {code, exact ? kFlagNone : std::uint8_t{kFlagInexact | kFlagUnderflow}};
-  }
+  const std::uint32_t overflow_code =
+      saturation == E8M0Saturation::kSaturate ? 0xFEu : std::uint32_t{kE8M0Nan};
+
+  // Normal x (and +Inf: 255 + 0 overflows): 2^(exp_field - 127), rounded up
+  // by the rounding; past FE the overflow code.
+  std::uint32_t up = 0;
   switch (rounding) {
-    case E8M0Rounding::kDown: code = exp_field; break;
-    case E8M0Rounding::kUp: code = exp_field + (mantissa != 0 ? 1 : 0); break;
-    case E8M0Rounding::kNearestTiesUp: code = exp_field + (mantissa >= 0x400000u ? 1 : 0); break;
+    case E8M0Rounding::kDown:
+      up = 0;
+      break;
+    case E8M0Rounding::kUp:
+      up = mantissa != 0 ? 1u : 0u;
+      break;
+    case E8M0Rounding::kNearestTiesUp:
+      up = mantissa >= 0x400000u ? 1u : 0u;
+      break;
   }
-  const std::uint8_t inexact = mantissa != 0 ? kFlagInexact : kFlagNone;
-  if (code > 0xFE) return {overflow_code, kFlagOverflow | kFlagInexact};
-  return {code, inexact};
+  std::uint32_t code = exp_field + up;
+  std::uint32_t flags = mantissa != 0 ? kFlagInexact : kFlagNone;
+  flags = code > 0xFEu ? kFlagOverflow | kFlagInexact : flags;
+  code = code > 0xFEu ? overflow_code : code;
+  // (0, 2^-126): 2^-127 (M 0x400000) is code 00, 2^-126 is code 01.
+  const std::uint32_t sub_code = rounding != E8M0Rounding::kDown && mantissa > 0x400000u ? 1u : 0u;
+  const std::uint32_t sub_flags = mantissa == 0x400000u ? kFlagNone : kFlagInexact | kFlagUnderflow;
+  code = exp_field == 0 ? sub_code : code;
+  flags = exp_field == 0 ? sub_flags : flags;
+  // +-0 -> 00 (inexact); negative and NaN -> FF (invalid).
+  code = abs_bits == 0 ? 0u : code;
+  flags = abs_bits == 0 ? std::uint32_t{kFlagInexact} : flags;
+  const bool invalid = abs_bits > 0x7F800000u || (abs_bits != 0 && (bits >> 31) != 0);
+  code = invalid ? std::uint32_t{kE8M0Nan} : code;
+  flags = invalid ? std::uint32_t{kFlagInvalid} : flags;
+  return {code, static_cast<std::uint8_t>(flags)};
 }
 
 // 2^(code - 127) as FP32; FF -> quiet NaN 7FC00000.

@@ -29,30 +29,33 @@ inline constexpr int kMxInt8FractionBits = 6;
 
 constexpr EncodeResult EncodeMxInt8WithFlags(float x, const EncodeOptions& options = {},
                                              std::uint32_t random_bits = 0) {
+  // Selects without branches on the data, so that loops of conversions
+  // under fixed options vectorise (as codec.h).
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
   const std::uint32_t abs_bits = bits & 0x7FFFFFFFu;
   const bool negative = (bits >> 31) != 0;
-  if (abs_bits > 0x7F800000u) return {0, kFlagInvalid};
   const std::uint32_t limit =
       negative && options.int8_range == Int8Range::kAllowMinus128 ? 128u : 127u;
-  const auto with_sign = [negative](std::uint32_t n) -> std::uint32_t {
-    return (negative ? (0u - n) : n) & 0xFFu;
-  };
   const std::uint32_t exp_field = abs_bits >> 23;
-  if (abs_bits == 0 || (exp_field == 0 && options.subnormals == Subnormals::kFlush)) {
-    return {0, abs_bits == 0 ? kFlagNone : kFlagInexact};
-  }
-  // |x| * 64 >= 2^14 from exponent 8 on (and for Inf): clamp without rounding.
-  if (exp_field >= 127 + 8) return {with_sign(limit), kFlagOverflow | kFlagInexact};
-  const int e = exp_field != 0 ? static_cast<int>(exp_field) - 127 : -126;
-  const std::uint32_t sig = exp_field != 0 ? ((abs_bits & 0x7FFFFFu) | 0x800000u) : abs_bits;
-  // |x| * 64 = sig * 2^(e - 23 + 6); the shift is >= 10 here.
+  // |x| * 64 = sig * 2^(e - 23 + 6). From exponent 8 on (and for Inf)
+  // |x| * 64 >= 2^14 only clamps; e is capped there to keep the shift >= 10.
+  const std::uint32_t biased = exp_field < 1 ? 1 : exp_field > 127 + 7 ? 127 + 7 : exp_field;
+  const int e = static_cast<int>(biased) - 127;
+  const std::uint32_t sig = (abs_bits & 0x7FFFFFu) | (exp_field != 0 ? 0x800000u : 0);
   const detail::RoundedMagnitude r =
       detail::RoundShiftRight(sig, 23 - kMxInt8FractionBits - e, options.rounding, random_bits);
-  std::uint8_t flags = r.inexact ? kFlagInexact : kFlagNone;
-  if (r.n > limit) return {with_sign(limit), kFlagOverflow | kFlagInexact};
-  if (r.inexact && r.n == 0) flags |= kFlagUnderflow;
-  return {with_sign(r.n), flags};
+  const bool clamps = (r.n > limit) | (exp_field >= 127 + 8);
+  std::uint32_t n = clamps ? limit : r.n;
+  std::uint32_t flags = r.inexact != 0 ? kFlagInexact | (r.n == 0 ? kFlagUnderflow : 0u) : 0u;
+  flags = clamps ? kFlagOverflow | kFlagInexact : flags;
+  if (options.subnormals == Subnormals::kFlush) {
+    const bool flushed = exp_field == 0 && abs_bits != 0;
+    n = flushed ? 0u : n;
+    flags = flushed ? std::uint32_t{kFlagInexact} : flags;
+  }
+  const std::uint32_t code = (negative ? 0u - n : n) & 0xFFu;
+  const bool nan = abs_bits > 0x7F800000u;
+  return {nan ? 0u : code, static_cast<std::uint8_t>(nan ? kFlagInvalid : flags)};
 }
 
 constexpr MxInt8 EncodeMxInt8(float x, const EncodeOptions& options = {},
