@@ -26,13 +26,21 @@ struct Rank {
   int chip = 0;
   std::vector<StreamId> queues;  // [half]
   std::vector<SemId> arrived;    // [half]: +1 when a transfer into this rank lands
-  BufferId data = -1;            // the collective's buffer
-  BufferId staging = -1;         // received chunks (reductions, all-to-all, permute, send-recv)
+  BufferId data = -1;            // the collective's buffer, its bytes from data_offset
+  int64_t data_offset = 0;
+  BufferId staging = -1;      // received chunks (reductions, all-to-all, permute, send-recv)
+  std::vector<bool> started;  // [half]: its queue holds an instruction (start_after is on it)
 };
 
 class Lowering {
  public:
-  Lowering(Program& p, const CollectivePlan& plan) : p_(p), plan_(plan), c_(plan.config) {}
+  Lowering(Program& p, const CollectivePlan& plan, const CollectiveOperands& operands,
+           int64_t queue_instructions)
+      : p_(p),
+        plan_(plan),
+        c_(plan.config),
+        ops_(operands),
+        queue_instructions_(queue_instructions) {}
 
   Status Run() {
     const int ranks = c_.ranks, lnc = c_.lnc;
@@ -57,19 +65,26 @@ class Lowering {
     for (int r = 0; r < ranks; ++r) {
       Rank rank;
       rank.chip = r / c_.ranks_per_chip;
-      const std::string name = "rank" + std::to_string(r);
+      rank.started.assign(lnc, false);
+      const std::string name = ops_.name_prefix + "rank" + std::to_string(r);
       for (int h = 0; h < lnc; ++h) {
         const int core = p_.CoreId(rank.chip, (r % c_.ranks_per_chip) * lnc + h);
         StatusOr<StreamId> q = p_.AddCollectiveQueue(core, name);
         if (!q.ok()) return q.status();
+        if (Status st = p_.Reserve(*q, queue_instructions_); !st.ok()) return st;
         rank.queues.push_back(*q);
         StatusOr<SemId> s = p_.AddSemaphore(core, name + ".arrived");
         if (!s.ok()) return s.status();
         rank.arrived.push_back(*s);
       }
-      StatusOr<BufferId> d = p_.AllocHbm(name + ".data", bytes, rank.chip);
-      if (!d.ok()) return d.status();
-      rank.data = *d;
+      if (ops_.data.empty()) {
+        StatusOr<BufferId> d = p_.AllocHbm(name + ".data", bytes, rank.chip);
+        if (!d.ok()) return d.status();
+        rank.data = *d;
+      } else {
+        rank.data = ops_.data[r];
+        rank.data_offset = ops_.data_offset.empty() ? 0 : ops_.data_offset[r];
+      }
       if (staging > 0) {
         StatusOr<BufferId> s = p_.AllocHbm(name + ".staging", staging, rank.chip);
         if (!s.ok()) return s.status();
@@ -92,15 +107,45 @@ class Lowering {
   int Next(int r, int k = 1) const { return (r + k) % c_.ranks; }
   int Prev(int r, int k = 1) const { return ((r - k) % c_.ranks + c_.ranks) % c_.ranks; }
 
-  // Half h of a transfer of `n` bytes from rank `from` (at src_off in src) to
-  // rank `to` (at dst_off in dst), after `waits`; signals `to`'s arrival.
-  Status Send(int from, int h, BufferId src, int64_t src_off, int to, BufferId dst, int64_t dst_off,
-              int64_t n, std::vector<SemWait> waits) {
+  // The byte offset of rank r's part of buffer b.
+  int64_t Base(int r, BufferId b) const { return b == ranks_[r].data ? ranks_[r].data_offset : 0; }
+
+  // Appends `in` to rank r's half-h queue; the queue's first instruction
+  // also waits for the operands' start_after.
+  Status Emit(int r, int h, Instruction in) {
+    Rank& rank = ranks_[r];
+    if (!rank.started[h]) {
+      rank.started[h] = true;
+      if (!ops_.start_after.empty()) {
+        const std::vector<SemWait>& first = ops_.start_after[static_cast<size_t>(r) * c_.lnc + h];
+        in.waits.insert(in.waits.begin(), first.begin(), first.end());
+      }
+    }
+    return p_.Append(rank.queues[h], std::move(in));
+  }
+
+  // Adds rank r's done signals to an instruction that writes its result.
+  void SignalDone(int r, Instruction& in) const {
+    if (!ops_.done_signals.empty()) {
+      const std::vector<SemSignal>& done = ops_.done_signals[r];
+      in.signals.insert(in.signals.end(), done.begin(), done.end());
+    }
+  }
+
+  // Half h of a transfer of `n` bytes from rank `from` (at src_off in its
+  // data) to rank `to` (at dst_off in dst), after `waits`; signals `to`'s
+  // arrival, and its done signals unless the bytes are a reduction's
+  // partial sums (staging).
+  Status Send(int from, int h, int64_t src_off, int to, BufferId dst, int64_t dst_off, int64_t n,
+              std::vector<SemWait> waits) {
     const auto [off, len] = Part(n, c_.lnc, h);
-    Instruction in = Instruction::DmaCopy(src, dst, len, 128, src_off + off, dst_off + off);
+    const BufferId src = ranks_[from].data;
+    Instruction in = Instruction::DmaCopy(src, dst, len, 128, Base(from, src) + src_off + off,
+                                          Base(to, dst) + dst_off + off);
     in.waits = std::move(waits);
     in.signals = {{ranks_[to].arrived[h], 1}};
-    return p_.Append(ranks_[from].queues[h], std::move(in));
+    if (!(IsReduction(c_.op) && dst == ranks_[to].staging)) SignalDone(to, in);
+    return Emit(from, h, std::move(in));
   }
 
   // Half h of adding `n` received bytes at `staging_off` into the rank's
@@ -108,11 +153,13 @@ class Lowering {
   Status Reduce(int r, int h, int64_t staging_off, int64_t data_off, int64_t n,
                 std::vector<SemWait> waits) {
     const auto [off, len] = Part(n, c_.lnc, h);
-    Instruction in = Instruction::DmaCopy(ranks_[r].staging, ranks_[r].data, len, 128,
-                                          staging_off + off, data_off + off);
+    Instruction in =
+        Instruction::DmaCopy(ranks_[r].staging, ranks_[r].data, len, 128, staging_off + off,
+                             ranks_[r].data_offset + data_off + off);
     in.accumulate = true;
     in.waits = std::move(waits);
-    return p_.Append(ranks_[r].queues[h], std::move(in));
+    SignalDone(r, in);
+    return Emit(r, h, std::move(in));
   }
 
   SemWait Arrived(int r, int h, int64_t count) const { return {ranks_[r].arrived[h], count}; }
@@ -121,20 +168,19 @@ class Lowering {
   // known in advance from the schedule, so waits name absolute values.
   Status LowerRank(int r, int h) {
     const int R = c_.ranks;
-    const Rank& me = ranks_[r];
     const bool ring = plan_.algorithm == CollectiveAlgorithm::kRing;
     switch (c_.op) {
       case CollectiveOp::kPermute:
-        return Send(r, h, me.data, 0, Next(r), ranks_[Next(r)].staging, 0, c_.bytes, {});
+        return Send(r, h, 0, Next(r), ranks_[Next(r)].staging, 0, c_.bytes, {});
       case CollectiveOp::kSendRecv: {
         const int peer = r % 2 == 0 ? r + 1 : r - 1;
-        return Send(r, h, me.data, 0, peer, ranks_[peer].staging, 0, c_.bytes, {});
+        return Send(r, h, 0, peer, ranks_[peer].staging, 0, c_.bytes, {});
       }
       case CollectiveOp::kAllToAll:
         for (int k = 1; k < R; ++k) {  // peer r + k: spreads the writes over the receivers
           const int to = Next(r, k);
-          if (Status s = Send(r, h, me.data, ChunkOffset(to), to, ranks_[to].staging,
-                              r * SlotBytes(), ChunkBytes(to), {});
+          if (Status s = Send(r, h, ChunkOffset(to), to, ranks_[to].staging, r * SlotBytes(),
+                              ChunkBytes(to), {});
               !s.ok()) {
             return s;
           }
@@ -149,7 +195,7 @@ class Lowering {
       if (ring) {
         for (int k = 0; k + 1 < R; ++k) {
           const int send = Prev(r, k), recv = Prev(r, k + 1);
-          if (Status s = Send(r, h, me.data, ChunkOffset(send), Next(r), ranks_[Next(r)].staging,
+          if (Status s = Send(r, h, ChunkOffset(send), Next(r), ranks_[Next(r)].staging,
                               k * SlotBytes(), ChunkBytes(send), {});
               !s.ok()) {
             return s;
@@ -163,7 +209,7 @@ class Lowering {
       } else {
         for (int k = 1; k < R; ++k) {
           const int to = Next(r, k);  // r is k ranks behind `to`: slot R - 1 - k there
-          if (Status s = Send(r, h, me.data, ChunkOffset(to), to, ranks_[to].staging,
+          if (Status s = Send(r, h, ChunkOffset(to), to, ranks_[to].staging,
                               (R - 1 - k) * SlotBytes(), ChunkBytes(to), {});
               !s.ok()) {
             return s;
@@ -190,7 +236,7 @@ class Lowering {
         const int chunk = Prev(own, k);  // received in step k - 1 (own at k = 0)
         std::vector<SemWait> waits;
         if (k > 0) waits.push_back(Arrived(r, h, base + k));
-        if (Status s = Send(r, h, me.data, ChunkOffset(chunk), Next(r), ranks_[Next(r)].data,
+        if (Status s = Send(r, h, ChunkOffset(chunk), Next(r), ranks_[Next(r)].data,
                             ChunkOffset(chunk), ChunkBytes(chunk), std::move(waits));
             !s.ok()) {
           return s;
@@ -199,7 +245,7 @@ class Lowering {
     } else {
       for (int k = 1; k < R; ++k) {
         const int to = Next(r, k);
-        if (Status s = Send(r, h, me.data, ChunkOffset(own), to, ranks_[to].data, ChunkOffset(own),
+        if (Status s = Send(r, h, ChunkOffset(own), to, ranks_[to].data, ChunkOffset(own),
                             ChunkBytes(own), {});
             !s.ok()) {
           return s;
@@ -212,7 +258,9 @@ class Lowering {
   Program& p_;
   const CollectivePlan& plan_;
   const CollectiveConfig& c_;
+  const CollectiveOperands& ops_;
   std::vector<Rank> ranks_;
+  int64_t queue_instructions_;  // each queue's count (InstructionsPerQueue)
 };
 
 // Instructions per rank and half: sends, and reductions for the reduce ops.
@@ -229,6 +277,23 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
       return 2 * (R - 1);
     case CollectiveOp::kAllReduce:
       return 3 * (R - 1);
+  }
+  return 0;
+}
+
+// Instructions per rank that write its result (CollectiveOperands::done_signals).
+int64_t Completions(const CollectivePlan& plan) {
+  const int64_t R = plan.config.ranks, lnc = plan.config.lnc;
+  switch (plan.config.op) {
+    case CollectiveOp::kAllReduce:
+      return lnc * 2 * (R - 1);  // its reductions, then the gathered chunks
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllToAll:
+      return lnc * (R - 1);
+    case CollectiveOp::kPermute:
+    case CollectiveOp::kSendRecv:
+      return lnc;
   }
   return 0;
 }
@@ -294,8 +359,7 @@ std::string ByteSizeName(int64_t bytes) {
   return std::to_string(bytes) + " B";
 }
 
-StatusOr<LoweredCollective> LowerCollective(const System& system, const CollectiveConfig& config,
-                                            const ProgramOptions& options) {
+StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveConfig& config) {
   CollectivePlan plan;
   plan.config = config;
   CollectiveConfig& c = plan.config;
@@ -382,18 +446,108 @@ StatusOr<LoweredCollective> LowerCollective(const System& system, const Collecti
   plan.chunk_bytes = whole ? c.bytes : (c.bytes + R - 1) / R;
   plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
 
-  const int64_t instructions = InstructionsPerQueue(plan) * R * c.lnc;
-  if (instructions > options.max_instructions) {
+  plan.instructions = InstructionsPerQueue(plan) * R * c.lnc;
+  plan.completions = Completions(plan);
+  return plan;
+}
+
+namespace {
+
+std::string Describe(const CollectivePlan& plan, const std::string& where) {
+  const CollectiveConfig& c = plan.config;
+  return std::string(CollectiveOpName(c.op)) + " of " + ByteSizeName(c.bytes) + " on " + where;
+}
+
+// Operands that cannot serve the plan in `program`, named by their field.
+Status CheckOperands(const Program& program, const CollectivePlan& plan,
+                     const CollectiveOperands& ops) {
+  const CollectiveConfig& c = plan.config;
+  const size_t ranks = static_cast<size_t>(c.ranks);
+  if (plan.chips > program.chips() || c.ranks_per_chip * c.lnc > program.cores_per_chip()) {
+    return InvalidArgumentError("the plan needs " + std::to_string(plan.chips) + " chip(s) x " +
+                                std::to_string(c.ranks_per_chip * c.lnc) +
+                                " core(s); the program has " + std::to_string(program.chips()) +
+                                " x " + std::to_string(program.cores_per_chip()));
+  }
+  if (plan.chips > 1 && program.system() == nullptr) {
+    return InvalidArgumentError("the ranks span " + std::to_string(plan.chips) +
+                                " chips; the program needs a System (its links)");
+  }
+  const auto count = [&](const char* field, size_t have, size_t want) -> Status {
+    if (have != 0 && have != want) {
+      return InvalidArgumentError(std::string("operands.") + field + " has " +
+                                  std::to_string(have) + " entries; needs 0 or " +
+                                  std::to_string(want));
+    }
+    return OkStatus();
+  };
+  if (Status s = count("data", ops.data.size(), ranks); !s.ok()) return s;
+  if (Status s = count("data_offset", ops.data_offset.size(), ops.data.empty() ? 0 : ranks);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = count("start_after", ops.start_after.size(), ranks * c.lnc); !s.ok()) return s;
+  if (Status s = count("done_signals", ops.done_signals.size(), ranks); !s.ok()) return s;
+  for (size_t r = 0; r < ops.data.size(); ++r) {
+    const std::string field = "operands.data[" + std::to_string(r) + "]";
+    const BufferId id = ops.data[r];
+    if (id < 0 || id >= static_cast<BufferId>(program.buffers().size())) {
+      return InvalidArgumentError(field + " = " + std::to_string(id) + " is not a buffer");
+    }
+    const Buffer& b = program.buffers()[id];
+    const int chip = static_cast<int>(r) / c.ranks_per_chip;
+    const int64_t offset = ops.data_offset.empty() ? 0 : ops.data_offset[r];
+    if (!b.live || b.space != MemSpace::kHbm || b.chip != chip) {
+      return InvalidArgumentError(field + " '" + b.name + "' must be a live HBM buffer of chip " +
+                                  std::to_string(chip) + " (rank " + std::to_string(r) + ")");
+    }
+    if (offset < 0 || offset > b.bytes - c.bytes) {
+      return InvalidArgumentError(field + " '" + b.name + "' holds " + std::to_string(b.bytes) +
+                                  " B; the rank's " + ByteSizeName(c.bytes) + " at offset " +
+                                  std::to_string(offset) + " do not fit");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<LoweredCollectiveKernel> LowerCollectiveInto(Program& program, const CollectivePlan& plan,
+                                                      const CollectiveOperands& operands) {
+  const std::string what =
+      Describe(plan, program.system() != nullptr ? program.system()->name : program.machine().name);
+  if (Status s = CheckOperands(program, plan, operands); !s.ok()) {
+    return Status(s.code(), what + ": " + s.message());
+  }
+  const int64_t room = program.max_instructions() - program.instruction_count();
+  if (plan.instructions > room) {
     return ResourceExhaustedError(
-        what + ": " + std::to_string(R) + " ranks need " + std::to_string(instructions) +
-        " instructions; the program budget is " + std::to_string(options.max_instructions) +
+        what + ": " + std::to_string(plan.config.ranks) + " ranks need " +
+        std::to_string(plan.instructions) + " instructions; the program has room for " +
+        std::to_string(room) + " of its budget " + std::to_string(program.max_instructions()) +
         " (ProgramOptions::max_instructions)");
   }
-  StatusOr<Program> prog = Program::Create(system, cores, plan.chips, options);
-  if (!prog.ok()) return prog.status();
-  Lowering lowering(*prog, plan);
+  Lowering lowering(program, plan, operands, InstructionsPerQueue(plan));
   if (Status s = lowering.Run(); !s.ok()) return Status(s.code(), what + ": " + s.message());
-  return LoweredCollective{std::move(*prog), std::move(plan)};
+  return LoweredCollectiveKernel{plan};
+}
+
+StatusOr<LoweredCollective> LowerCollective(const System& system, const CollectiveConfig& config,
+                                            const ProgramOptions& options) {
+  StatusOr<CollectivePlan> plan = PlanCollective(system, config);
+  if (!plan.ok()) return plan.status();
+  const std::string what = Describe(*plan, system.name);
+  if (plan->instructions > options.max_instructions) {
+    return ResourceExhaustedError(
+        what + ": " + std::to_string(plan->config.ranks) + " ranks need " +
+        std::to_string(plan->instructions) + " instructions; the program budget is " +
+        std::to_string(options.max_instructions) + " (ProgramOptions::max_instructions)");
+  }
+  StatusOr<Program> prog = Program::Create(system, system.chip.core_count(), plan->chips, options);
+  if (!prog.ok()) return prog.status();
+  StatusOr<LoweredCollectiveKernel> k = LowerCollectiveInto(*prog, *plan, {});
+  if (!k.ok()) return k.status();
+  return LoweredCollective{std::move(*prog), std::move(*plan)};
 }
 
 CollectiveFigures Figures(const CollectivePlan& plan, const SimResult& result) {

@@ -187,8 +187,7 @@ class Sim {
     clock_hz_[static_cast<int>(EngineKind::kGpSimd)] = ClockHz(m_.gpsimd.clock_hz);
     const int64_t lat = static_cast<int64_t>(m_.sync.semaphore_latency_cycles.value);
     for (int e = 0; e < kComputeEngines; ++e) sem_lat_[e] = PsOfCycles(lat, clock_hz_[e]);
-    sem_lat_[static_cast<int>(EngineKind::kDma)] =
-        static_cast<int64_t>(std::llround(m_.dma.dependency_start_ns.value * kPsPerNs));
+    sem_lat_[static_cast<int>(EngineKind::kDma)] = DmaWaitLatencyPs(m_);
     sem_lat_[static_cast<int>(EngineKind::kCollective)] =
         sem_lat_[static_cast<int>(EngineKind::kDma)];
     if (opt_.record_trace) res_.trace.reserve(static_cast<size_t>(p.instruction_count()));

@@ -33,6 +33,14 @@
 //   SimResult r = Simulate(l.program).value();
 //   CollectiveFigures f = Figures(l.plan, r);  // time, algbw, busbw
 //
+//   // Into an existing program, on the output of a kernel on every chip:
+//   CollectivePlan plan = PlanCollective(sys, c).value();
+//   CollectiveOperands ops{.data = outputs,             // one buffer per rank
+//                          .start_after = gemm_done,    // per rank and core
+//                          .done_signals = reduced};    // per rank
+//   LowerCollectiveInto(program, plan, ops).value();
+//   // reduced[r] reaches its increment x plan.completions when rank r is done.
+//
 // Errors (INVALID_ARGUMENT, naming the value): bytes < 1 or not divisible
 // into the ranks' chunks of whole elements, ranks outside [2, the system's
 // logical cores], LNC other than 1 or 2 (or not dividing the chip's cores),
@@ -46,6 +54,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trnmx/emu/program.h"
 #include "trnmx/emu/simulator.h"
@@ -81,11 +90,16 @@ struct CollectiveConfig {
 struct CollectivePlan {
   CollectiveConfig config;                                     // ranks and ranks_per_chip resolved
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // the one lowered
-  std::string why;          // how auto chose, e.g. "64 MiB > mesh_max_bytes 1 MiB: ring"
-  int chips = 0;            // chips with ranks
-  int steps = 0;            // communication steps of the algorithm
-  int64_t chunk_bytes = 0;  // bytes one rank sends to one peer per step
-  double bus_factor = 0;    // busbw / algbw (nccom-test)
+  std::string why;           // how auto chose, e.g. "64 MiB > mesh_max_bytes 1 MiB: ring"
+  int chips = 0;             // chips with ranks
+  int steps = 0;             // communication steps of the algorithm
+  int64_t chunk_bytes = 0;   // bytes one rank sends to one peer per step
+  double bus_factor = 0;     // busbw / algbw (nccom-test)
+  int64_t instructions = 0;  // the lowering appends, all ranks
+  // Instructions per rank that write its result (CollectiveOperands::done_signals):
+  // all-reduce 2 (R - 1) x LNC (its reductions, then the gathered chunks);
+  // all-gather, reduce-scatter, all-to-all (R - 1) x LNC; permute, send-recv LNC.
+  int64_t completions = 0;
 };
 
 struct LoweredCollective {
@@ -93,6 +107,46 @@ struct LoweredCollective {
   CollectivePlan plan;
 };
 
+// Validates the config and chooses the algorithm (errors above).
+StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveConfig& config);
+
+// Where a collective lowered into an existing program works. Rank r is on
+// chip r / ranks_per_chip; its physical core h (0 .. LNC - 1) is core
+// (r % ranks_per_chip) x LNC + h of that chip.
+struct CollectiveOperands {
+  // Empty: each rank gets a buffer of its own ("<prefix>rank<r>.data").
+  // Else one live HBM buffer per rank, on the rank's chip, holding the
+  // rank's `bytes` from data_offset[r] (data_offset empty: 0).
+  std::vector<BufferId> data;
+  std::vector<int64_t> data_offset;
+  // Empty, or one list per rank and physical core, [r x LNC + h]: waits on
+  // that core's semaphores before the rank's first transfer there (e.g.
+  // the done signal of the kernel that wrote the buffer).
+  std::vector<std::vector<SemWait>> start_after;
+  // Empty, or one list per rank: semaphores of the rank's chip, signalled
+  // by every instruction that writes the rank's result (CollectivePlan::
+  // completions of them): each reaches its increment x completions when
+  // the rank's result is complete.
+  std::vector<std::vector<SemSignal>> done_signals;
+  std::string name_prefix;  // of its queues, semaphores and buffers
+};
+
+struct LoweredCollectiveKernel {
+  CollectivePlan plan;
+};
+
+// Appends the collective of `plan` to `program` (created for the plan's
+// system, or a machine when the ranks are on one chip): one CC-core queue
+// and one arrival semaphore per rank and physical core, a staging buffer
+// per rank where the op needs one. The queues share their cores' DMA
+// engines with every other queue there, so a collective overlaps compute.
+// INVALID_ARGUMENT for operands that do not fit the plan (the field named),
+// RESOURCE_EXHAUSTED past the program's instruction budget.
+StatusOr<LoweredCollectiveKernel> LowerCollectiveInto(Program& program, const CollectivePlan& plan,
+                                                      const CollectiveOperands& operands);
+
+// PlanCollective, a program of its own (every core of the plan's chips) and
+// LowerCollectiveInto with buffers of its own.
 StatusOr<LoweredCollective> LowerCollective(const System& system, const CollectiveConfig& config,
                                             const ProgramOptions& options = {});
 
