@@ -116,19 +116,21 @@ struct SemState {
 // A large program (a collective over hundreds of ranks: millions of
 // instructions over thousands of streams) is visited stream after stream in
 // time order, so every instruction is a cache miss; this record and the flat
-// wait and signal lists keep each visit to about one cache line instead of
-// the instruction and its two heap-allocated lists.
+// wait and signal lists keep each visit to one cache line of records and
+// the lists' next entries (Sim::Issue fetches them ahead), instead of the
+// instruction and its two heap-allocated lists.
 struct Op {
-  int64_t waits = 0;    // first index into Sim::waits_; the next op's `waits` ends the list
-  int64_t signals = 0;  // likewise into Sim::signals_
   // Transfer queues: the cost (cost.h), a function of the instruction only.
   int64_t engine_ps = 0, hbm_ps = 0, remote_hbm_ps = 0;
-  int64_t bytes = 0;          // moved
-  int32_t route = -1;         // Sim::routes_ index of a write into another chip
+  int64_t bytes = 0;                          // moved
+  uint32_t waits = 0, signals = 0;            // first index into Sim::waits_ / signals_
+  uint32_t wait_count = 0, signal_count = 0;  // list lengths
+  int32_t route = -1;                         // Sim::routes_ index of a write into another chip
   int32_t stack = -1;         // program-wide HBM stack of the core's reads and writes (-1: none)
   int32_t remote_stack = -1;  // program-wide HBM stack written on the other chip
   int16_t first_engine = 0, engines = 0;
 };
+static_assert(sizeof(Op) == 64, "one cache line per instruction");
 
 struct StreamState {
   size_t pc = 0;
@@ -191,10 +193,14 @@ class Sim {
     sem_lat_[static_cast<int>(EngineKind::kCollective)] =
         sem_lat_[static_cast<int>(EngineKind::kDma)];
     if (opt_.record_trace) res_.trace.reserve(static_cast<size_t>(p.instruction_count()));
-    Compile();
+    compiled_ = Compile();
   }
 
   StatusOr<SimResult> Run() {
+    if (!compiled_) {
+      return ResourceExhaustedError(
+          "the program's semaphore waits or signals pass 2^32 entries, the simulator's limit");
+    }
     for (StreamId s = 0; s < static_cast<StreamId>(st_.size()); ++s) Issue(s, 0);
     while (!queue_.empty() && !time_overflow_) {
       const Event e = queue_.Pop();
@@ -234,7 +240,8 @@ class Sim {
  private:
   // Fills ops_, waits_, signals_ and routes_, and adds up what does not
   // depend on the schedule: the bytes each stream, link and HBM moves.
-  void Compile() {
+  // False when the wait or signal lists pass 2^32 entries.
+  bool Compile() {
     const auto& streams = p_.streams();
     ops_.reserve(static_cast<size_t>(p_.instruction_count()) + 1);
     std::unordered_map<int64_t, int32_t> route_of;  // from chip x chips + to chip -> routes_
@@ -245,8 +252,14 @@ class Sim {
       const bool transfer = IsTransferQueue(stream.engine);
       for (const Instruction& in : stream.instructions) {
         Op op;
-        op.waits = static_cast<int64_t>(waits_.size());
-        op.signals = static_cast<int64_t>(signals_.size());
+        op.waits = static_cast<uint32_t>(waits_.size());
+        op.signals = static_cast<uint32_t>(signals_.size());
+        op.wait_count = static_cast<uint32_t>(in.waits.size());
+        op.signal_count = static_cast<uint32_t>(in.signals.size());
+        if (waits_.size() + in.waits.size() > UINT32_MAX ||
+            signals_.size() + in.signals.size() > UINT32_MAX) {
+          return false;
+        }
         waits_.insert(waits_.end(), in.waits.begin(), in.waits.end());
         signals_.insert(signals_.end(), in.signals.begin(), in.signals.end());
         res_.streams[s].bytes += in.bytes;  // DMA queues (0 elsewhere)
@@ -254,10 +267,11 @@ class Sim {
         ops_.push_back(op);
       }
     }
-    Op end;  // ends the last instruction's lists
-    end.waits = static_cast<int64_t>(waits_.size());
-    end.signals = static_cast<int64_t>(signals_.size());
-    ops_.push_back(end);
+    // Issue() fetches one record and list entry past a stream's last.
+    ops_.emplace_back();
+    waits_.emplace_back();
+    signals_.emplace_back();
+    return true;
   }
 
   void CompileTransfer(int core, const Instruction& in,
@@ -332,8 +346,8 @@ class Sim {
     while (ss.pc < ss.size && !time_overflow_) {
       const Op* op = &ops_[ss.base + ss.pc];
       int64_t ready = now;
-      for (int64_t i = op->waits; i < op[1].waits; ++i) {
-        const SemWait& w = waits_[i];
+      for (uint32_t i = 0; i < op->wait_count; ++i) {
+        const SemWait& w = waits_[op->waits + i];
         SemState& sem = sems_[w.sem];
         if (sem.value < w.value) {
           if (!ss.blocked) {
@@ -365,8 +379,13 @@ class Sim {
       }
       res_.end_ps = std::max(res_.end_ps, end);
       if (end > kMaxTimePs) time_overflow_ = true;
-      if (op[1].signals > op->signals) Push(end, s, static_cast<int32_t>(ss.pc));
+      if (op->signal_count > 0) Push(end, s, static_cast<int32_t>(ss.pc));
       ++ss.pc;
+      // The stream comes back to its next instruction after other streams'
+      // events: fetch its record and lists now (they follow this one's).
+      __builtin_prefetch(op + 1);
+      __builtin_prefetch(&waits_[op->waits + op->wait_count]);
+      __builtin_prefetch(&signals_[op->signals + op->signal_count]);
       // A DMA queue hands its next transfer to the engines when this one
       // starts, so that queues sharing engines interleave transfer by transfer.
       if (transfer && start > now) {
@@ -377,10 +396,10 @@ class Sim {
   }
 
   void Complete(StreamId s, int32_t index, int64_t now) {
-    const Op* op = &ops_[st_[s].base + index];
+    const Op& op = ops_[st_[s].base + index];
     wake_.clear();
-    for (int64_t i = op->signals; i < op[1].signals; ++i) {
-      const SemSignal& g = signals_[i];
+    for (uint32_t i = 0; i < op.signal_count; ++i) {
+      const SemSignal& g = signals_[op.signals + i];
       SemState& sem = sems_[g.sem];
       sem.value += g.increment;
       sem.history.emplace_back(sem.value, now);
@@ -529,7 +548,7 @@ class Sim {
   std::vector<StreamState> st_;
   std::vector<SemState> sems_;
   std::vector<TensorState> tensor_;
-  std::vector<Op> ops_;  // every stream's instructions, stream after stream, then an end marker
+  std::vector<Op> ops_;  // every stream's instructions, stream after stream, then a spare
   std::vector<SemWait> waits_;
   std::vector<SemSignal> signals_;
   std::vector<Route> routes_;
@@ -549,6 +568,7 @@ class Sim {
   // (cost_model.h), so the few sums formed before the check fit in int64.
   static constexpr int64_t kMaxTimePs = int64_t{1} << 62;
   bool time_overflow_ = false;
+  bool compiled_ = false;
 };
 
 }  // namespace
