@@ -164,7 +164,9 @@ void AddCollectiveCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--ranks-per-chip", args->config.ranks_per_chip,
                   "ranks on each chip (0 = all its logical cores; 1 = one per chip)")
       ->capture_default_str();
-  cmd->add_option("--algorithm", args->algorithm, "auto, ring, mesh")->capture_default_str();
+  cmd->add_option("--algorithm", args->algorithm,
+                  "auto, ring, mesh, rdh (kangaring: refused, not modelled)")
+      ->capture_default_str();
   cmd->add_flag("--sweep", args->sweep, "a table from 1 KiB to 1 GiB (x4 per row)");
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
   cmd->callback([args, &exit_code]() {

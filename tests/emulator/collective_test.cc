@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "trnmx/emu/cost.h"
 #include "trnmx/emu/report.h"
@@ -120,22 +121,84 @@ TEST(CollectiveCurve, LatencyFloorThenBandwidthPlateau) {
   EXPECT_GT(bus_huge, 10e9);
 }
 
-TEST(CollectiveChoice, AutoTakesMeshUpToTheThresholdThenRing) {
+TEST(CollectiveChoice, AutoTakesMeshThenRdhThenRing) {
   const System& sys = Trn2Server();
   ASSERT_TRUE(sys.collectives.has_value());
   const int64_t mesh_max = static_cast<int64_t>(sys.collectives->mesh_max_bytes.value);
+  const int64_t rdh_max = static_cast<int64_t>(sys.collectives->rdh_max_bytes.value);
   const Timed small = Simulated(sys, Config(CollectiveOp::kAllGather, mesh_max, 16, 1, 1));
   EXPECT_EQ(small.plan.algorithm, CollectiveAlgorithm::kMesh);
   EXPECT_EQ(small.plan.steps, 1);
-  const Timed large = Simulated(sys, Config(CollectiveOp::kAllGather, 2 * mesh_max, 16, 1, 1));
-  EXPECT_EQ(large.plan.algorithm, CollectiveAlgorithm::kRing);
-  EXPECT_NE(large.plan.why.find("mesh_max_bytes"), std::string::npos) << large.plan.why;
+  const Timed medium = Simulated(sys, Config(CollectiveOp::kAllGather, 2 * mesh_max, 16, 1, 1));
+  EXPECT_EQ(medium.plan.algorithm, CollectiveAlgorithm::kRdh);
+  EXPECT_EQ(medium.plan.steps, 4);  // log2 16
+  EXPECT_NE(medium.plan.why.find("<= rdh_max_bytes 56 MiB"), std::string::npos) << medium.plan.why;
+  const CollectivePlan twelve =
+      PlanCollective(sys, Config(CollectiveOp::kAllGather, 2 * mesh_max, 12, 1, 1)).value();
+  EXPECT_EQ(twelve.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_NE(twelve.why.find("12 ranks are not a power of two"), std::string::npos) << twelve.why;
+  const CollectivePlan large =
+      PlanCollective(sys, Config(CollectiveOp::kAllGather, 2 * rdh_max, 16, 1, 1)).value();
+  EXPECT_EQ(large.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_NE(large.why.find("> rdh_max_bytes"), std::string::npos) << large.why;
   // At 4 KiB the single mesh step beats the ring's 15 latency-bound steps.
   const Timed mesh = Simulated(
       sys, Config(CollectiveOp::kAllGather, 4 << 10, 16, 1, 1, CollectiveAlgorithm::kMesh));
   const Timed ring = Simulated(
       sys, Config(CollectiveOp::kAllGather, 4 << 10, 16, 1, 1, CollectiveAlgorithm::kRing));
   EXPECT_LT(mesh.result.end_ps * 4, ring.result.end_ps);
+}
+
+// Chips 0..3 of trn2-server (the x ring of row 0), one rank each, LNC 1:
+// recursive doubling in log2 4 = 2 steps. The hypercube Gray-codes the ring
+// (chips 0, 1, 3, 2 at positions 0, 1, 2, 3), so both steps' partners are
+// neighbours: step 0 swaps 4 MiB (one chunk) over one link, step 1 8 MiB.
+TEST(CollectiveRdh, AllGatherIsTheClosedForm) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 16 << 20;
+  const Timed t =
+      Simulated(sys, Config(CollectiveOp::kAllGather, bytes, 4, 1, 1, CollectiveAlgorithm::kRdh));
+  ASSERT_EQ(t.plan.steps, 2);
+  const SystemLink& link = sys.links[sys.LinkBetween(0, 1)];
+  const int64_t hop = RouteLatencyPs(sys, sys.Route(0, 1));
+  for (auto [a, b] : {std::pair{0, 1}, {2, 3}, {0, 3}, {1, 2}}) {
+    ASSERT_EQ(sys.Route(a, b).size(), 1u) << a << " " << b;
+  }
+  const int64_t start_latency = 1300000;  // the DMA queue's semaphore-to-start latency
+  EXPECT_EQ(t.result.end_ps, LinkTransferPs(link, 4 << 20) + LinkTransferPs(link, 8 << 20) +
+                                 2 * hop + start_latency);
+  // The ring's 3 steps of 4 MiB: the same bytes per link, one more hop.
+  const Timed ring =
+      Simulated(sys, Config(CollectiveOp::kAllGather, bytes, 4, 1, 1, CollectiveAlgorithm::kRing));
+  EXPECT_EQ(ring.result.end_ps - t.result.end_ps,
+            3 * LinkTransferPs(link, 4 << 20) -
+                (LinkTransferPs(link, 4 << 20) + LinkTransferPs(link, 8 << 20)) + hop +
+                start_latency);
+}
+
+TEST(CollectiveRdh, MovesTheRingsBytesInFewerSteps) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 8 << 20;
+  for (CollectiveOp op :
+       {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+    SCOPED_TRACE(std::string(CollectiveOpName(op)));
+    const Timed rdh = Simulated(sys, Config(op, bytes, 8, 2, 1, CollectiveAlgorithm::kRdh));
+    const Timed ring = Simulated(sys, Config(op, bytes, 8, 2, 1, CollectiveAlgorithm::kRing));
+    // One rank per chip: every transfer crosses; (R - 1) / R x bytes per
+    // rank per phase either way, in log2 8 = 3 steps per phase instead of 7.
+    EXPECT_EQ(rdh.result.link_transfer_bytes, ring.result.link_transfer_bytes);
+    EXPECT_EQ(rdh.plan.steps * 7, ring.plan.steps * 3);
+    EXPECT_EQ(rdh.plan.completions, 2 * rdh.plan.steps);  // LNC 2
+  }
+  // All 64 ranks of trn2-server at 16 MiB (S17: RDH is best for 1-56 MB):
+  // the chips' ranks take the first halving steps on the chip, and every
+  // exchange between chips crosses one torus link.
+  const Timed rdh = Simulated(sys, Config(CollectiveOp::kAllReduce, 16 << 20, 0, 2, 0));
+  const Timed ring = Simulated(
+      sys, Config(CollectiveOp::kAllReduce, 16 << 20, 0, 2, 0, CollectiveAlgorithm::kRing));
+  EXPECT_EQ(rdh.plan.algorithm, CollectiveAlgorithm::kRdh);
+  EXPECT_EQ(rdh.plan.steps, 12);
+  EXPECT_LT(rdh.result.end_ps, ring.result.end_ps);
 }
 
 TEST(CollectiveOps, EveryOpRunsAndMovesItsBytes) {
@@ -199,8 +262,26 @@ TEST(CollectiveErrors, BadRequestsAreRefused) {
          "all-to-all is lowered as mesh only");
   expect(Config(CollectiveOp::kPermute, 1 << 20, 8, 2, 0, CollectiveAlgorithm::kMesh),
          "permute is lowered as ring only");
+  expect(Config(CollectiveOp::kAllReduce, 1 << 20, 48, 2, 0, CollectiveAlgorithm::kRdh),
+         "rdh pairs ranks by the bits of their index; ranks = 48 is not a power of two");
+  expect(Config(CollectiveOp::kAllToAll, 1 << 20, 8, 2, 0, CollectiveAlgorithm::kRdh),
+         "all-to-all is lowered as mesh only");
+  // KangaRing: not modelled on the torus; on a switch it cannot run at all.
+  expect(Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0, CollectiveAlgorithm::kKangaRing),
+         "KangaRing (primary ranks over the torus's two Hamiltonian cycles, DMA write "
+         "duplication) is not modelled; use ring");
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  StatusOr<CollectivePlan> kanga = PlanCollective(
+      gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0, CollectiveAlgorithm::kKangaRing));
+  ASSERT_FALSE(kanga.ok());
+  EXPECT_EQ(kanga.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(kanga.status().message().find("KangaRing runs over the two Hamiltonian cycles of a "
+                                          "Trn2 torus; trn3-ultraserver-gen2 is"),
+            std::string::npos)
+      << kanga.status().message();
   EXPECT_FALSE(ParseCollectiveOp("all-reduse").ok());
-  EXPECT_FALSE(ParseCollectiveAlgorithm("kangaring").ok());
+  EXPECT_TRUE(ParseCollectiveAlgorithm("kangaring").ok());
+  EXPECT_FALSE(ParseCollectiveAlgorithm("hierarchical").ok());
   // A budget too small for the schedule: refused before anything is built.
   ProgramOptions tiny;
   tiny.max_instructions = 100;

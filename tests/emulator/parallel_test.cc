@@ -120,7 +120,10 @@ Composed RunComposed(bool overlap, bool trace) {
     second.push_back(AllocGemmOperands(p, plan.config, chip, at + "g2.").value());
   }
   const LoweredCollectiveKernel k = LowerCollectiveInto(p, ar, coll).value();
-  EXPECT_EQ(k.plan.completions, 2 * 2 * (chips - 1));  // LNC x 2 (R - 1)
+  // 2 MiB over 4 ranks: recursive halving/doubling, LNC x 2 log2 4 writes
+  // of each rank's result.
+  EXPECT_EQ(k.plan.algorithm, CollectiveAlgorithm::kRdh);
+  EXPECT_EQ(k.plan.completions, 2 * 2 * 2);
   for (int chip = 0; chip < chips; ++chip) {
     GemmOperands& g2 = second[chip];
     for (int h = 0; h < cores; ++h) {

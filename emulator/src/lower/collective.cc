@@ -26,7 +26,10 @@ struct Rank {
   int chip = 0;
   std::vector<StreamId> queues;  // [half]
   std::vector<SemId> arrived;    // [half]: +1 when a transfer into this rank lands
-  BufferId data = -1;            // the collective's buffer, its bytes from data_offset
+  // RDH: [half][step], one semaphore per step, since a later step's partner
+  // may deliver before an earlier step's.
+  std::vector<std::vector<SemId>> step_arrived;
+  BufferId data = -1;  // the collective's buffer, its bytes from data_offset
   int64_t data_offset = 0;
   BufferId staging = -1;      // received chunks (reductions, all-to-all, permute, send-recv)
   std::vector<bool> started;  // [half]: its queue holds an instruction (start_after is on it)
@@ -50,7 +53,9 @@ class Lowering {
     switch (c_.op) {
       case CollectiveOp::kAllReduce:
       case CollectiveOp::kReduceScatter:
-        staging = (ranks - 1) * chunk_max;  // one slot per step (ring) or per sender (mesh)
+        // One slot per step (ring) or per sender (mesh); RDH: R/2, R/4, ..
+        // chunks, R - 1 in all.
+        staging = (ranks - 1) * chunk_max;
         break;
       case CollectiveOp::kAllToAll:
         staging = ranks * chunk_max;  // one slot per sender
@@ -76,6 +81,15 @@ class Lowering {
         StatusOr<SemId> s = p_.AddSemaphore(core, name + ".arrived");
         if (!s.ok()) return s.status();
         rank.arrived.push_back(*s);
+        if (plan_.algorithm == CollectiveAlgorithm::kRdh) {
+          rank.step_arrived.emplace_back();
+          for (int j = 0; j < plan_.steps; ++j) {
+            StatusOr<SemId> step =
+                p_.AddSemaphore(core, name + ".arrived.step" + std::to_string(j));
+            if (!step.ok()) return step.status();
+            rank.step_arrived.back().push_back(*step);
+          }
+        }
       }
       if (ops_.data.empty()) {
         StatusOr<BufferId> d = p_.AllocHbm(name + ".data", bytes, rank.chip);
@@ -92,6 +106,7 @@ class Lowering {
       }
       ranks_.push_back(std::move(rank));
     }
+    if (plan_.algorithm == CollectiveAlgorithm::kRdh) PlaceHypercube();
     for (int h = 0; h < lnc; ++h) {
       for (int r = 0; r < ranks; ++r) {
         if (Status s = LowerRank(r, h); !s.ok()) return s;
@@ -136,14 +151,15 @@ class Lowering {
   // data) to rank `to` (at dst_off in dst), after `waits`; signals `to`'s
   // arrival, and its done signals unless the bytes are a reduction's
   // partial sums (staging).
+  // `arrival`: the semaphore of `to` it signals instead of its arrival count.
   Status Send(int from, int h, int64_t src_off, int to, BufferId dst, int64_t dst_off, int64_t n,
-              std::vector<SemWait> waits) {
+              std::vector<SemWait> waits, SemId arrival = -1) {
     const auto [off, len] = Part(n, c_.lnc, h);
     const BufferId src = ranks_[from].data;
     Instruction in = Instruction::DmaCopy(src, dst, len, 128, Base(from, src) + src_off + off,
                                           Base(to, dst) + dst_off + off);
     in.waits = std::move(waits);
-    in.signals = {{ranks_[to].arrived[h], 1}};
+    in.signals = {{arrival >= 0 ? arrival : ranks_[to].arrived[h], 1}};
     if (!(IsReduction(c_.op) && dst == ranks_[to].staging)) SignalDone(to, in);
     return Emit(from, h, std::move(in));
   }
@@ -164,9 +180,104 @@ class Lowering {
 
   SemWait Arrived(int r, int h, int64_t count) const { return {ranks_[r].arrived[h], count}; }
 
+  // Recursive halving (reduce-scatter) then doubling (all-gather) over
+  // log2 R steps each; ranks are a power of two. Halving step j pairs rank
+  // r with r ^ (R >> (j + 1)): each keeps the half of its segment of
+  // chunks on its side of that bit, sends the other half into the
+  // partner's staging slot j (chunks R - R / 2^j onwards) and adds the
+  // partner's half of its own into its buffer; rank r ends with chunk r.
+  // Doubling step j pairs r with r ^ 2^j: each writes its segment (2^j
+  // chunks) into the partner's buffer at the same offsets.
+  // RDH's hypercube: position p holds rank rank_of_pos_[p]. The ranks of a
+  // chip take the high bits (the first, largest halving steps stay on the
+  // chip; the chips exchange bytes / ranks_per_chip at most), the chips the
+  // low bits; on a torus each full ring of 2 or 4 chips is Gray-coded
+  // (0, 1, 3, 2 around the ring), so that every exchange between chips
+  // crosses one link (trainium.md 10.3: the 4x4 torus as a 4-D hypercube).
+  void PlaceHypercube() {
+    const int R = c_.ranks;
+    const int local = std::min(R, c_.ranks_per_chip);
+    const bool split = (local & (local - 1)) == 0 && R % local == 0;
+    const int chips = split ? R / local : R;
+    int chip_bits = 0;
+    while ((1 << chip_bits) < chips) ++chip_bits;
+    const System* sys = p_.system();
+    rank_of_pos_.assign(R, 0);
+    for (int r = 0; r < R; ++r) {
+      const int chip = split ? r / c_.ranks_per_chip : r, l = split ? r % c_.ranks_per_chip : 0;
+      int label = chip;
+      if (sys != nullptr && sys->topology.kind == TopologyKind::kTorus) {
+        label = 0;
+        int shift = 0, remaining = chips, id = chip;
+        for (const TorusDim& d : sys->topology.dims) {
+          const int n = static_cast<int>(d.size.value), coord = id % n;
+          id /= n;
+          int bits = 0;
+          if (remaining >= n && (n & (n - 1)) == 0) {
+            while ((1 << bits) < n) ++bits;
+            label |= (coord ^ (coord >> 1)) << shift;
+            remaining /= n;
+          } else {
+            while ((1 << bits) < remaining) ++bits;
+            label |= coord << shift;
+            remaining = 1;
+          }
+          shift += bits;
+        }
+      }
+      rank_of_pos_[(l << chip_bits) | label] = r;
+    }
+    pos_of_rank_.assign(R, 0);
+    for (int p = 0; p < R; ++p) pos_of_rank_[rank_of_pos_[p]] = p;
+  }
+
+  Status LowerRankRdh(int r, int h) {
+    const int R = c_.ranks, steps = plan_.steps / (c_.op == CollectiveOp::kAllReduce ? 2 : 1);
+    // Step k's arrival into rank q (k counts halving steps, then doubling).
+    const auto arrival = [&](int q, int k) { return ranks_[q].step_arrived[h][k]; };
+    // Positions and chunks: the rank at position p ends the halving with
+    // chunk p, and starts the doubling with it.
+    const int p = pos_of_rank_[r];
+    int k = 0;
+    if (IsReduction(c_.op)) {
+      int lo = 0;  // rank r's segment of chunks: [lo, lo + 2d) before step j
+      for (int j = 0; j < steps; ++j, ++k) {
+        const int d = R >> (j + 1), partner = rank_of_pos_[p ^ d];
+        const int keep = (p & d) == 0 ? lo : lo + d, send = keep == lo ? lo + d : lo;
+        const int64_t slot = static_cast<int64_t>(R - (R >> j)) * SlotBytes();
+        if (Status s = Send(r, h, ChunkOffset(send), partner, ranks_[partner].staging, slot,
+                            ChunkOffset(send + d) - ChunkOffset(send), {}, arrival(partner, k));
+            !s.ok()) {
+          return s;
+        }
+        if (Status s = Reduce(r, h, slot, ChunkOffset(keep),
+                              ChunkOffset(keep + d) - ChunkOffset(keep), {{arrival(r, k), 1}});
+            !s.ok()) {
+          return s;
+        }
+        lo = keep;
+      }
+    }
+    if (c_.op == CollectiveOp::kReduceScatter) return OkStatus();
+    for (int j = 0; j < steps; ++j, ++k) {
+      const int d = 1 << j, partner = rank_of_pos_[p ^ d];
+      const int lo = p & ~(d - 1);  // the segment: chunks [lo, lo + d)
+      std::vector<SemWait> waits;
+      if (j > 0) waits.push_back({arrival(r, k - 1), 1});  // the previous partner's half of it
+      if (Status s =
+              Send(r, h, ChunkOffset(lo), partner, ranks_[partner].data, ChunkOffset(lo),
+                   ChunkOffset(lo + d) - ChunkOffset(lo), std::move(waits), arrival(partner, k));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return OkStatus();
+  }
+
   // Rank r's instructions on its half-h queue. Arrival counts of a rank are
   // known in advance from the schedule, so waits name absolute values.
   Status LowerRank(int r, int h) {
+    if (plan_.algorithm == CollectiveAlgorithm::kRdh) return LowerRankRdh(r, h);
     const int R = c_.ranks;
     const bool ring = plan_.algorithm == CollectiveAlgorithm::kRing;
     switch (c_.op) {
@@ -260,11 +371,18 @@ class Lowering {
   const CollectiveConfig& c_;
   const CollectiveOperands& ops_;
   std::vector<Rank> ranks_;
-  int64_t queue_instructions_;  // each queue's count (InstructionsPerQueue)
+  std::vector<int> rank_of_pos_, pos_of_rank_;  // RDH (PlaceHypercube)
+  int64_t queue_instructions_;                  // each queue's count (InstructionsPerQueue)
 };
 
 // Instructions per rank and half: sends, and reductions for the reduce ops.
 int64_t InstructionsPerQueue(const CollectivePlan& plan) {
+  // A transfer per step, and a reduction per reduce-scatter step.
+  if (plan.algorithm == CollectiveAlgorithm::kRdh) {
+    return plan.config.op == CollectiveOp::kAllGather
+               ? plan.steps
+               : plan.steps + plan.steps / (plan.config.op == CollectiveOp::kAllReduce ? 2 : 1);
+  }
   const int64_t R = plan.config.ranks;
   switch (plan.config.op) {
     case CollectiveOp::kPermute:
@@ -283,7 +401,10 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
 
 // Instructions per rank that write its result (CollectiveOperands::done_signals).
 int64_t Completions(const CollectivePlan& plan) {
-  const int64_t R = plan.config.ranks, lnc = plan.config.lnc;
+  const int64_t lnc = plan.config.lnc;
+  // rdh: one write of the rank's result per step (a reduction or an arrival).
+  if (plan.algorithm == CollectiveAlgorithm::kRdh) return lnc * plan.steps;
+  const int64_t R = plan.config.ranks;
   switch (plan.config.op) {
     case CollectiveOp::kAllReduce:
       return lnc * 2 * (R - 1);  // its reductions, then the gathered chunks
@@ -337,18 +458,23 @@ std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
       return "ring";
     case CollectiveAlgorithm::kMesh:
       return "mesh";
+    case CollectiveAlgorithm::kRdh:
+      return "rdh";
+    case CollectiveAlgorithm::kKangaRing:
+      return "kangaring";
   }
   return "?";
 }
 
 StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name) {
   for (CollectiveAlgorithm a :
-       {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kMesh}) {
+       {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kMesh,
+        CollectiveAlgorithm::kRdh, CollectiveAlgorithm::kKangaRing}) {
     if (name == CollectiveAlgorithmName(a)) return a;
   }
   return InvalidArgumentError("unknown collective algorithm '" + std::string(name) +
-                              "' (auto, ring, mesh; recursive halving/doubling, KangaRing and "
-                              "hierarchical schedules are not lowered yet)");
+                              "' (auto, ring, mesh, rdh, kangaring; hierarchical schedules are "
+                              "not lowered yet)");
 }
 
 std::string ByteSizeName(int64_t bytes) {
@@ -402,10 +528,28 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   // The algorithm: what the op allows, what was asked, else the thresholds.
   const bool mesh_only = c.op == CollectiveOp::kAllToAll || c.op == CollectiveOp::kSendRecv;
   const bool ring_only = c.op == CollectiveOp::kPermute;
-  if ((mesh_only && c.algorithm == CollectiveAlgorithm::kRing) ||
-      (ring_only && c.algorithm == CollectiveAlgorithm::kMesh)) {
+  const bool power_of_two = (c.ranks & (c.ranks - 1)) == 0;
+  if (c.algorithm == CollectiveAlgorithm::kKangaRing) {
+    // trainium.md 10.3: a ring over the primary ranks swapping roles over the
+    // two Hamiltonian cycles of a Trn2 torus, with DMA write duplication.
+    if (system.topology.kind != TopologyKind::kTorus) {
+      return InvalidArgumentError(what + ": KangaRing runs over the two Hamiltonian cycles of a " +
+                                  "Trn2 torus; " + system.name + " is " + DescribeTopology(system));
+    }
+    return InvalidArgumentError(what +
+                                ": KangaRing (primary ranks over the torus's two Hamiltonian "
+                                "cycles, DMA write duplication) is not modelled; use ring");
+  }
+  if ((mesh_only && c.algorithm != CollectiveAlgorithm::kAuto &&
+       c.algorithm != CollectiveAlgorithm::kMesh) ||
+      (ring_only && c.algorithm != CollectiveAlgorithm::kAuto &&
+       c.algorithm != CollectiveAlgorithm::kRing)) {
     return InvalidArgumentError(what + ": " + std::string(CollectiveOpName(c.op)) +
                                 " is lowered as " + (mesh_only ? "mesh" : "ring") + " only");
+  }
+  if (c.algorithm == CollectiveAlgorithm::kRdh && !power_of_two) {
+    return InvalidArgumentError(what + ": rdh pairs ranks by the bits of their index; ranks = " +
+                                std::to_string(c.ranks) + " is not a power of two");
   }
   if (mesh_only || ring_only) {
     plan.algorithm = mesh_only ? CollectiveAlgorithm::kMesh : CollectiveAlgorithm::kRing;
@@ -416,20 +560,36 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   } else {
     const int64_t mesh_max =
         system.collectives ? static_cast<int64_t>(system.collectives->mesh_max_bytes.value) : 0;
-    plan.algorithm = c.bytes <= mesh_max ? CollectiveAlgorithm::kMesh : CollectiveAlgorithm::kRing;
-    plan.why = ByteSizeName(c.bytes) + (c.bytes <= mesh_max ? " <= " : " > ") + "mesh_max_bytes " +
-               ByteSizeName(mesh_max) + " of " + system.name;
+    const int64_t rdh_max =
+        system.collectives ? static_cast<int64_t>(system.collectives->rdh_max_bytes.value) : 0;
+    const std::string of = " of " + system.name;
+    if (c.bytes <= mesh_max) {
+      plan.algorithm = CollectiveAlgorithm::kMesh;
+      plan.why = ByteSizeName(c.bytes) + " <= mesh_max_bytes " + ByteSizeName(mesh_max) + of;
+    } else if (c.bytes <= rdh_max && power_of_two) {
+      plan.algorithm = CollectiveAlgorithm::kRdh;
+      plan.why = ByteSizeName(c.bytes) + " <= rdh_max_bytes " + ByteSizeName(rdh_max) + of;
+    } else {
+      plan.algorithm = CollectiveAlgorithm::kRing;
+      plan.why = c.bytes <= rdh_max
+                     ? ByteSizeName(c.bytes) + " <= rdh_max_bytes " + ByteSizeName(rdh_max) + of +
+                           " but " + std::to_string(c.ranks) + " ranks are not a power of two"
+                     : ByteSizeName(c.bytes) + " > rdh_max_bytes " + ByteSizeName(rdh_max) + of;
+    }
   }
   const bool ring = plan.algorithm == CollectiveAlgorithm::kRing;
+  const bool rdh = plan.algorithm == CollectiveAlgorithm::kRdh;
   const int R = c.ranks;
+  int log2_r = 0;
+  while ((1 << log2_r) < R) ++log2_r;
   switch (c.op) {
     case CollectiveOp::kAllReduce:
-      plan.steps = ring ? 2 * (R - 1) : 2;
+      plan.steps = ring ? 2 * (R - 1) : rdh ? 2 * log2_r : 2;
       plan.bus_factor = 2.0 * (R - 1) / R;
       break;
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
-      plan.steps = ring ? R - 1 : 1;
+      plan.steps = ring ? R - 1 : rdh ? log2_r : 1;
       plan.bus_factor = static_cast<double>(R - 1) / R;
       break;
     case CollectiveOp::kAllToAll:

@@ -20,10 +20,19 @@
 //          its buffer with a DMA-compute pass (read both, write one).
 //   mesh   direct writes: every rank writes its chunk for each peer in one
 //          step (all-reduce: reduce-scatter then all-gather, 2 steps).
-//   auto   mesh up to the system's mesh_max_bytes, ring above (the system
-//          description's thresholds; trainium.md #19 on Trn3). Recursive
-//          halving/doubling, KangaRing and hierarchical schedules are not
-//          lowered yet: above the mesh threshold auto takes the ring.
+//   rdh    recursive halving then doubling (all-reduce, reduce-scatter,
+//          all-gather; R a power of two): log2 R steps each. Halving step j
+//          pairs rank r with r ^ (R >> (j + 1)), which swap the halves of
+//          their segment (bytes / 2^(j + 1) each way) and add the half they
+//          keep; doubling step j pairs r with r ^ 2^j, which swap their
+//          segments (bytes x 2^j / R each way). Each rank sends
+//          (R - 1) / R x bytes per phase, as the ring does, in log2 R steps.
+//   auto   mesh up to the system's mesh_max_bytes, rdh up to rdh_max_bytes
+//          when R is a power of two and the op has an rdh schedule, ring
+//          above (the system description's thresholds, trainium.md 10.3
+//          and #19). KangaRing (Trn2's runtime above rdh_max_bytes) is not
+//          modelled: auto takes the ring there, and asking for it is refused.
+//          Hierarchical schedules are not lowered either.
 // Permute sends the whole buffer to rank r + 1 (ring only); send-recv pairs
 // ranks 2i and 2i + 1, each sending its buffer to the other.
 //
@@ -45,7 +54,9 @@
 // into the ranks' chunks of whole elements, ranks outside [2, the system's
 // logical cores], LNC other than 1 or 2 (or not dividing the chip's cores),
 // ranks_per_chip above the chip's logical cores, send-recv with an odd rank
-// count, permute or reduction ops with an algorithm that cannot run them.
+// count, permute or reduction ops with an algorithm that cannot run them,
+// rdh over a rank count that is not a power of two, KangaRing (on a switched
+// fabric: it needs a torus's Hamiltonian cycles; on a torus: not modelled).
 // RESOURCE_EXHAUSTED when the program would pass its instruction budget or
 // a buffer does not fit in HBM.
 #ifndef TRNMX_EMU_COLLECTIVE_H_
@@ -68,8 +79,11 @@ enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPe
 std::string_view CollectiveOpName(CollectiveOp op);
 StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name);
 
-enum class CollectiveAlgorithm { kAuto, kRing, kMesh };
-std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);  // "auto", "ring", "mesh"
+// kKangaRing is named so that asking for it gets a clear refusal: it is not
+// modelled (PlanCollective says why, on a switch and on a torus).
+enum class CollectiveAlgorithm { kAuto, kRing, kMesh, kRdh, kKangaRing };
+// "auto", "ring", "mesh", "rdh", "kangaring".
+std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
 StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);
 
 // "1 GiB", "64 MiB", "4 KiB" for whole binary multiples, else "466034 B":
@@ -99,6 +113,7 @@ struct CollectivePlan {
   // Instructions per rank that write its result (CollectiveOperands::done_signals):
   // all-reduce 2 (R - 1) x LNC (its reductions, then the gathered chunks);
   // all-gather, reduce-scatter, all-to-all (R - 1) x LNC; permute, send-recv LNC.
+  // rdh: log2 R instead of R - 1.
   int64_t completions = 0;
 };
 
