@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "trnmx/emu/cost.h"
 #include "trnmx/emu/report.h"
@@ -201,14 +203,105 @@ TEST(CollectiveRdh, MovesTheRingsBytesInFewerSteps) {
   EXPECT_LT(rdh.result.end_ps, ring.result.end_ps);
 }
 
+TEST(CollectiveAllToAllV, ZipfSizesSplitEachRowByRank) {
+  // Weights 1, 1/2, 1/3, 1/4 (sum 25/12): 480, 240, 160, 120 of 1000 B.
+  const std::vector<int64_t> z = ZipfAllToAllSizes(4, 1000, 1.0).value();
+  ASSERT_EQ(z.size(), 16u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(std::vector<int64_t>(z.begin() + 4 * i, z.begin() + 4 * i + 4),
+              (std::vector<int64_t>{480, 240, 160, 120}));
+  }
+  // Remainders: 10 B over 3 ranks evenly is 3.33 each; the lowest index gets the extra byte.
+  EXPECT_EQ(ZipfAllToAllSizes(3, 10, 0.0).value(),
+            (std::vector<int64_t>{4, 3, 3, 4, 3, 3, 4, 3, 3}));
+  EXPECT_FALSE(ZipfAllToAllSizes(4, 1000, -1).ok());
+  EXPECT_EQ(ParseAllToAllSizes("[[0, 5], [7, 0]]").value(), (std::vector<int64_t>{0, 5, 7, 0}));
+  const Status bad = ParseAllToAllSizes("[[0, 5], [7, -1]]").status();
+  EXPECT_NE(bad.message().find("sizes[1][1]: expected an integer >= 0, got -1"), std::string::npos)
+      << bad.message();
+}
+
+// One transfer: rank 0 (chip 0) sends 1 MiB to rank 1 (chip 1) of
+// trn3-ultraserver-gen2 through their server switch, nothing else moves:
+// it ends when its slowest resource (DMA engines, the two switch ports, the
+// HBM stacks) is done, plus the route's latency.
+TEST(CollectiveAllToAllV, OneTransferIsItsSlowestResourcePlusTheRoute) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  CollectiveConfig c = Config(CollectiveOp::kAllToAllV, 1 << 20, 2, 1, 1);
+  c.sizes = {0, 1 << 20, 0, 0};
+  LoweredCollective l = LowerCollective(gen2, c).value();
+  ASSERT_EQ(l.program.instruction_count(), 1);
+  const Instruction* in = nullptr;
+  for (const Stream& st : l.program.streams()) {
+    if (!st.instructions.empty()) in = &st.instructions[0];
+  }
+  ASSERT_NE(in, nullptr);
+  const DmaCost cost = DmaCostOf(l.program, *in);
+  const std::vector<int> route = gen2.Route(0, 1);
+  ASSERT_EQ(route.size(), 2u);  // chip0 -> l1switch0 -> chip1
+  int64_t slowest = std::max({cost.engine_ps, cost.hbm_ps, cost.remote_hbm_ps});
+  for (int id : route) slowest = std::max(slowest, LinkTransferPs(gen2.links[id], 1 << 20));
+  EXPECT_EQ(Simulate(l.program).value().end_ps, slowest + RouteLatencyPs(gen2, route));
+}
+
+TEST(CollectiveAllToAllV, EvenSizesAreTheAllToAllAndSkewLoadsTheHotReceiver) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 4 << 20;
+  CollectiveConfig even = Config(CollectiveOp::kAllToAllV, bytes, 16, 2, 0);
+  even.sizes = ZipfAllToAllSizes(16, bytes, 0).value();
+  const Timed a2av = Simulated(sys, even);
+  const Timed a2a = Simulated(sys, Config(CollectiveOp::kAllToAll, bytes, 16, 2, 0));
+  EXPECT_EQ(a2av.result.end_ps, a2a.result.end_ps);
+  EXPECT_EQ(a2av.plan.instructions, a2a.plan.instructions);
+  // Zipf 1.5: rank 0 receives 1 / H(16, 1.5) = 40 % of every rank's bytes,
+  // all of it into chip 0.
+  CollectiveConfig skewed = even;
+  skewed.sizes = ZipfAllToAllSizes(16, bytes, 1.5).value();
+  LoweredCollective l = LowerCollective(sys, skewed).value();
+  const SimResult r = Simulate(l.program).value();
+  EXPECT_GT(r.end_ps, 2 * a2av.result.end_ps);
+  const Report rep = MakeReport(l.program, r, 0, MatmulDtype::kBf16);
+  EXPECT_NE(rep.busiest_link.find("->chip0 "), std::string::npos) << rep.busiest_link;
+}
+
+TEST(CollectiveAllToAllV, BadSizesAreNamed) {
+  const System& sys = Trn2Server();
+  auto expect = [&](const CollectiveConfig& c, const std::string& fragment) {
+    const Status s = PlanCollective(sys, c).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << fragment;
+    EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+  };
+  CollectiveConfig c = Config(CollectiveOp::kAllToAllV, 1024, 2, 1, 1);
+  c.sizes = {0, 1, 2};
+  expect(c, "sizes has 3 entries; all-to-all-v over 2 ranks needs 2 x 2");
+  c.sizes = {0, -1, 2, 0};
+  expect(c, "sizes[0][1] = -1 < 0");
+  c.sizes = {0, 1025, 2, 0};
+  expect(c, "sizes row 0 sums to more than bytes = 1024");
+  CollectiveConfig ar = Config(CollectiveOp::kAllReduce, 1024, 2, 1, 1);
+  ar.sizes = {0, 1, 1, 0};
+  expect(ar, "sizes are for all-to-all-v only");
+  c.sizes = {0, 1, 2, 0};
+  const CollectivePlan plan = PlanCollective(sys, c).value();
+  Program p = Program::Create(sys, 8, 2).value();
+  CollectiveOperands ops;
+  ops.done_signals.resize(2);
+  const Status s = LowerCollectiveInto(p, plan, ops).status();
+  EXPECT_NE(s.message().find("receive different numbers of transfers"), std::string::npos)
+      << s.message();
+}
+
 TEST(CollectiveOps, EveryOpRunsAndMovesItsBytes) {
   const System& sys = Trn2Server();
   const int64_t bytes = 1 << 20;
   for (CollectiveOp op :
        {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
-        CollectiveOp::kAllToAll, CollectiveOp::kPermute, CollectiveOp::kSendRecv}) {
+        CollectiveOp::kAllToAll, CollectiveOp::kAllToAllV, CollectiveOp::kPermute,
+        CollectiveOp::kSendRecv}) {
     SCOPED_TRACE(std::string(CollectiveOpName(op)));
-    const Timed t = Simulated(sys, Config(op, bytes, 8, 2, 1));
+    CollectiveConfig c = Config(op, bytes, 8, 2, 1);
+    if (op == CollectiveOp::kAllToAllV) c.sizes = ZipfAllToAllSizes(8, bytes, 0).value();
+    const Timed t = Simulated(sys, c);
     EXPECT_GT(t.result.end_ps, 0);
     // Bytes written into other chips (one rank per chip: every transfer crosses).
     int64_t expect = 0;
@@ -219,6 +312,7 @@ TEST(CollectiveOps, EveryOpRunsAndMovesItsBytes) {
       case CollectiveOp::kAllGather:
       case CollectiveOp::kReduceScatter:
       case CollectiveOp::kAllToAll:
+      case CollectiveOp::kAllToAllV:
         expect = 8 * 7 * (bytes / 8);
         break;
       case CollectiveOp::kPermute:

@@ -3,6 +3,8 @@
 #include "trnmx/emu/collective.h"
 
 #include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +62,7 @@ class Lowering {
       case CollectiveOp::kAllToAll:
         staging = ranks * chunk_max;  // one slot per sender
         break;
+      case CollectiveOp::kAllToAllV:  // per rank: what it receives (below)
       case CollectiveOp::kPermute:
       case CollectiveOp::kSendRecv:
         staging = bytes;
@@ -99,6 +102,11 @@ class Lowering {
         rank.data = ops_.data[r];
         rank.data_offset = ops_.data_offset.empty() ? 0 : ops_.data_offset[r];
       }
+      if (c_.op == CollectiveOp::kAllToAllV) {
+        staging = 0;
+        for (int from = 0; from < ranks; ++from) staging += Size(from, r);
+        staging = std::max<int64_t>(1, staging);
+      }
       if (staging > 0) {
         StatusOr<BufferId> s = p_.AllocHbm(name + ".staging", staging, rank.chip);
         if (!s.ok()) return s.status();
@@ -116,6 +124,10 @@ class Lowering {
   }
 
  private:
+  // All-to-all-v: bytes rank `from` sends rank `to`.
+  int64_t Size(int from, int to) const {
+    return c_.sizes[static_cast<size_t>(from) * c_.ranks + to];
+  }
   int64_t ChunkOffset(int64_t c) const { return c_.bytes * c / c_.ranks; }
   int64_t ChunkBytes(int64_t c) const { return ChunkOffset(c + 1) - ChunkOffset(c); }
   int64_t SlotBytes() const { return (c_.bytes + c_.ranks - 1) / c_.ranks; }
@@ -155,6 +167,7 @@ class Lowering {
   Status Send(int from, int h, int64_t src_off, int to, BufferId dst, int64_t dst_off, int64_t n,
               std::vector<SemWait> waits, SemId arrival = -1) {
     const auto [off, len] = Part(n, c_.lnc, h);
+    if (len == 0) return OkStatus();  // all-to-all-v: fewer bytes than physical cores
     const BufferId src = ranks_[from].data;
     Instruction in = Instruction::DmaCopy(src, dst, len, 128, Base(from, src) + src_off + off,
                                           Base(to, dst) + dst_off + off);
@@ -297,6 +310,18 @@ class Lowering {
           }
         }
         return OkStatus();
+      case CollectiveOp::kAllToAllV:
+        for (int k = 1; k < R; ++k) {  // as all-to-all; rows and columns at their prefix sums
+          const int to = Next(r, k);
+          if (Size(r, to) == 0) continue;
+          int64_t src = 0, dst = 0;
+          for (int t = 0; t < to; ++t) src += Size(r, t);
+          for (int f = 0; f < r; ++f) dst += Size(f, to);
+          if (Status s = Send(r, h, src, to, ranks_[to].staging, dst, Size(r, to), {}); !s.ok()) {
+            return s;
+          }
+        }
+        return OkStatus();
       default:
         break;
     }
@@ -389,6 +414,7 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
     case CollectiveOp::kSendRecv:
       return 1;
     case CollectiveOp::kAllToAll:
+    case CollectiveOp::kAllToAllV:  // at most
     case CollectiveOp::kAllGather:
       return R - 1;
     case CollectiveOp::kReduceScatter:
@@ -415,11 +441,95 @@ int64_t Completions(const CollectivePlan& plan) {
     case CollectiveOp::kPermute:
     case CollectiveOp::kSendRecv:
       return lnc;
+    case CollectiveOp::kAllToAllV:
+      return 0;
   }
   return 0;
 }
 
+// All-to-all-v sizes against the resolved ranks and bytes, named by entry.
+Status CheckSizes(const CollectiveConfig& c) {
+  const size_t want = static_cast<size_t>(c.ranks) * c.ranks;
+  if (c.sizes.size() != want) {
+    return InvalidArgumentError("sizes has " + std::to_string(c.sizes.size()) +
+                                " entries; all-to-all-v over " + std::to_string(c.ranks) +
+                                " ranks needs " + std::to_string(c.ranks) + " x " +
+                                std::to_string(c.ranks));
+  }
+  for (int from = 0; from < c.ranks; ++from) {
+    int64_t row = 0;
+    for (int to = 0; to < c.ranks; ++to) {
+      const int64_t n = c.sizes[static_cast<size_t>(from) * c.ranks + to];
+      if (n < 0) {
+        return InvalidArgumentError("sizes[" + std::to_string(from) + "][" + std::to_string(to) +
+                                    "] = " + std::to_string(n) + " < 0");
+      }
+      row += n;
+      if (row > c.bytes) {
+        return InvalidArgumentError("sizes row " + std::to_string(from) +
+                                    " sums to more than bytes = " + std::to_string(c.bytes) +
+                                    " (the send buffer)");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+StatusOr<std::vector<int64_t>> ZipfAllToAllSizes(int ranks, int64_t bytes, double s) {
+  if (ranks < 1 || bytes < 0 || !(s >= 0) || !std::isfinite(s)) {
+    return InvalidArgumentError("zipf all-to-all-v sizes: ranks = " + std::to_string(ranks) +
+                                ", bytes = " + std::to_string(bytes) + ", s = " +
+                                std::to_string(s) + " (ranks >= 1, bytes >= 0, finite s >= 0)");
+  }
+  std::vector<double> weight(ranks);
+  double total = 0;
+  for (int j = 0; j < ranks; ++j) total += weight[j] = std::pow(j + 1.0, -s);
+  // Floors, then the bytes left one each to the largest remainders (ties: lower j).
+  std::vector<int64_t> row(ranks);
+  std::vector<std::pair<double, int>> rest(ranks);
+  int64_t given = 0;
+  for (int j = 0; j < ranks; ++j) {
+    const double share = static_cast<double>(bytes) * weight[j] / total;
+    row[j] = static_cast<int64_t>(std::floor(share));
+    given += row[j];
+    rest[j] = {share - static_cast<double>(row[j]), j};
+  }
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int64_t k = 0; k < bytes - given; ++k) ++row[rest[static_cast<size_t>(k % ranks)].second];
+  std::vector<int64_t> sizes;
+  sizes.reserve(static_cast<size_t>(ranks) * ranks);
+  for (int i = 0; i < ranks; ++i) sizes.insert(sizes.end(), row.begin(), row.end());
+  return sizes;
+}
+
+StatusOr<std::vector<int64_t>> ParseAllToAllSizes(std::string_view json_text) {
+  const nlohmann::json doc = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgumentError("all-to-all-v sizes: not valid JSON");
+  if (!doc.is_array() || doc.empty()) {
+    return InvalidArgumentError("all-to-all-v sizes: expected an array of R arrays of R integers");
+  }
+  const size_t ranks = doc.size();
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < ranks; ++i) {
+    const std::string row = "[" + std::to_string(i) + "]";
+    if (!doc[i].is_array() || doc[i].size() != ranks) {
+      return InvalidArgumentError("all-to-all-v sizes" + row + ": expected an array of " +
+                                  std::to_string(ranks) + " integers");
+    }
+    for (size_t j = 0; j < ranks; ++j) {
+      const nlohmann::json& v = doc[i][j];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+        return InvalidArgumentError("all-to-all-v sizes" + row + "[" + std::to_string(j) +
+                                    "]: expected an integer >= 0, got " + v.dump());
+      }
+      sizes.push_back(v.get<int64_t>());
+    }
+  }
+  return sizes;
+}
 
 std::string_view CollectiveOpName(CollectiveOp op) {
   switch (op) {
@@ -431,6 +541,8 @@ std::string_view CollectiveOpName(CollectiveOp op) {
       return "reduce-scatter";
     case CollectiveOp::kAllToAll:
       return "all-to-all";
+    case CollectiveOp::kAllToAllV:
+      return "all-to-all-v";
     case CollectiveOp::kPermute:
       return "permute";
     case CollectiveOp::kSendRecv:
@@ -442,12 +554,13 @@ std::string_view CollectiveOpName(CollectiveOp op) {
 StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name) {
   for (CollectiveOp op :
        {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
-        CollectiveOp::kAllToAll, CollectiveOp::kPermute, CollectiveOp::kSendRecv}) {
+        CollectiveOp::kAllToAll, CollectiveOp::kAllToAllV, CollectiveOp::kPermute,
+        CollectiveOp::kSendRecv}) {
     if (name == CollectiveOpName(op)) return op;
   }
   return InvalidArgumentError("unknown collective '" + std::string(name) +
-                              "' (all-reduce, all-gather, reduce-scatter, all-to-all, permute, "
-                              "send-recv)");
+                              "' (all-reduce, all-gather, reduce-scatter, all-to-all, "
+                              "all-to-all-v, permute, send-recv)");
 }
 
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
@@ -526,7 +639,13 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
                                 ": each rank's chunk needs a byte per physical core");
   }
   // The algorithm: what the op allows, what was asked, else the thresholds.
-  const bool mesh_only = c.op == CollectiveOp::kAllToAll || c.op == CollectiveOp::kSendRecv;
+  const bool mesh_only = c.op == CollectiveOp::kAllToAll || c.op == CollectiveOp::kAllToAllV ||
+                         c.op == CollectiveOp::kSendRecv;
+  if (c.op == CollectiveOp::kAllToAllV) {
+    if (Status s = CheckSizes(c); !s.ok()) return Status(s.code(), what + ": " + s.message());
+  } else if (!c.sizes.empty()) {
+    return InvalidArgumentError(what + ": sizes are for all-to-all-v only");
+  }
   const bool ring_only = c.op == CollectiveOp::kPermute;
   const bool power_of_two = (c.ranks & (c.ranks - 1)) == 0;
   if (c.algorithm == CollectiveAlgorithm::kKangaRing) {
@@ -593,6 +712,7 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
       plan.bus_factor = static_cast<double>(R - 1) / R;
       break;
     case CollectiveOp::kAllToAll:
+    case CollectiveOp::kAllToAllV:
       plan.steps = 1;
       plan.bus_factor = static_cast<double>(R - 1) / R;
       break;
@@ -607,6 +727,17 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
 
   plan.instructions = InstructionsPerQueue(plan) * R * c.lnc;
+  if (c.op == CollectiveOp::kAllToAllV) {  // the transfers that move bytes, in halves of >= 1 B
+    plan.instructions = 0;
+    plan.chunk_bytes = 0;
+    for (int from = 0; from < R; ++from) {
+      for (int to = 0; to < R; ++to) {
+        const int64_t n = c.sizes[static_cast<size_t>(from) * R + to];
+        if (from != to) plan.instructions += std::min<int64_t>(n, c.lnc);
+        if (from != to) plan.chunk_bytes = std::max(plan.chunk_bytes, n);
+      }
+    }
+  }
   plan.completions = Completions(plan);
   return plan;
 }
@@ -648,6 +779,11 @@ Status CheckOperands(const Program& program, const CollectivePlan& plan,
   }
   if (Status s = count("start_after", ops.start_after.size(), ranks * c.lnc); !s.ok()) return s;
   if (Status s = count("done_signals", ops.done_signals.size(), ranks); !s.ok()) return s;
+  if (c.op == CollectiveOp::kAllToAllV && !ops.done_signals.empty()) {
+    return InvalidArgumentError(
+        "operands.done_signals: the ranks of an all-to-all-v receive different numbers of "
+        "transfers, so no one count completes them");
+  }
   for (size_t r = 0; r < ops.data.size(); ++r) {
     const std::string field = "operands.data[" + std::to_string(r) + "]";
     const BufferId id = ops.data[r];

@@ -10,8 +10,8 @@
 // physical cores and splits every transfer between them (LNC = 2 uses both
 // cores' DMA engines). `bytes` is the per-rank buffer as nccom-test counts
 // it: the buffer reduced (all-reduce), the gathered output (all-gather), the
-// input (reduce-scatter), the send buffer (all-to-all), the buffer sent
-// (permute, send-recv).
+// input (reduce-scatter), the send buffer (all-to-all, all-to-all-v), the
+// buffer sent (permute, send-recv).
 //
 // Algorithms (trainium.md section 10.3):
 //   ring   R - 1 steps (2 (R - 1) for all-reduce = reduce-scatter then
@@ -34,7 +34,9 @@
 //          modelled: auto takes the ring there, and asking for it is refused.
 //          Hierarchical schedules are not lowered either.
 // Permute sends the whole buffer to rank r + 1 (ring only); send-recv pairs
-// ranks 2i and 2i + 1, each sending its buffer to the other.
+// ranks 2i and 2i + 1, each sending its buffer to the other. All-to-all-v
+// (mesh) sends sizes[r x R + j] bytes from rank r to each rank j != r, in
+// the order r + 1, r + 2, ..; each receiver lands them in sender order.
 //
 //   System sys = LoadSystem("trn2-server").value();
 //   CollectiveConfig c{.op = CollectiveOp::kAllReduce, .bytes = 64 << 20};
@@ -74,8 +76,17 @@
 
 namespace trnmx::emu {
 
-enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute, kSendRecv };
-// "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "permute", "send-recv".
+enum class CollectiveOp {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kAllToAllV,
+  kPermute,
+  kSendRecv
+};
+// "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "all-to-all-v",
+// "permute", "send-recv".
 std::string_view CollectiveOpName(CollectiveOp op);
 StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name);
 
@@ -99,7 +110,22 @@ struct CollectiveConfig {
   // 1 makes a collective over chips, one rank each.
   int ranks_per_chip = 0;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  // All-to-all-v: the bytes rank i sends rank j at [i x ranks + j] (ranks x
+  // ranks, entries >= 0, each row summing to at most `bytes`; the diagonal
+  // stays in place). ZipfAllToAllSizes makes one.
+  std::vector<int64_t> sizes;
 };
+
+// All-to-all-v sizes of MoE-like routing skew: every rank splits its `bytes`
+// over the receivers in proportion to 1 / (j + 1)^s for receiver j (s = 0:
+// even; rank 0 is the hottest), in whole bytes (largest remainders first),
+// so each row sums to `bytes`. INVALID_ARGUMENT for ranks < 1, bytes < 0,
+// or s < 0 or not finite.
+StatusOr<std::vector<int64_t>> ZipfAllToAllSizes(int ranks, int64_t bytes, double s);
+// All-to-all-v sizes from JSON: an array of R arrays of R integers >= 0
+// (row i: what rank i sends each rank), flattened row by row.
+// INVALID_ARGUMENT naming the entry ("[2][5]") when it is not.
+StatusOr<std::vector<int64_t>> ParseAllToAllSizes(std::string_view json_text);
 
 struct CollectivePlan {
   CollectiveConfig config;                                     // ranks and ranks_per_chip resolved
@@ -113,7 +139,8 @@ struct CollectivePlan {
   // Instructions per rank that write its result (CollectiveOperands::done_signals):
   // all-reduce 2 (R - 1) x LNC (its reductions, then the gathered chunks);
   // all-gather, reduce-scatter, all-to-all (R - 1) x LNC; permute, send-recv LNC.
-  // rdh: log2 R instead of R - 1.
+  // rdh: log2 R instead of R - 1. All-to-all-v: 0 (its ranks receive
+  // different numbers of transfers; done_signals are refused for it).
   int64_t completions = 0;
 };
 
@@ -167,7 +194,8 @@ StatusOr<LoweredCollective> LowerCollective(const System& system, const Collecti
 
 // nccom-test's figures of a simulated collective: algbw = bytes / time,
 // busbw = algbw x bus_factor (all-reduce 2 (R - 1) / R; all-gather,
-// reduce-scatter and all-to-all (R - 1) / R; permute and send-recv 1).
+// reduce-scatter, all-to-all and all-to-all-v (R - 1) / R; permute and
+// send-recv 1).
 struct CollectiveFigures {
   double seconds = 0;
   double algbw_bytes_per_s = 0;
