@@ -156,6 +156,7 @@ int RunOne(const System& system, CollectiveArgs args) {
     std::printf("links             %.3f MB between chips; busiest %s\n",
                 rep.link_transfer_bytes / 1e6, rep.busiest_link.c_str());
   }
+  std::printf("simulated         %s\n", plan.simulated.c_str());
   std::printf(
       "program           %lld instructions, %lld events; lowering %.3f s, simulation %.3f s\n",
       static_cast<long long>(rep.instructions), static_cast<long long>(rep.events), run->lower_s,

@@ -291,6 +291,23 @@ TEST(CollectiveAllToAllV, BadSizesAreNamed) {
       << s.message();
 }
 
+// The plan says how it is simulated: every rank, and why no rank can stand
+// for another where the routes between consecutive chips differ.
+TEST(CollectivePlanText, SaysWhyEveryRankIsSimulated) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  const CollectivePlan all =
+      PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 1 << 30, 0, 2, 0)).value();
+  EXPECT_EQ(all.simulated,
+            "every rank: the routes from chip c to chip c + 1 take 2 to 3 links (chip 0 -> 1: 2, "
+            "chip 71 -> 72: 3), so no rank stands for another");
+  const CollectivePlan server =
+      PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 1 << 20, 16, 2, 0)).value();
+  EXPECT_NE(server.simulated.find("all take 2 link(s)"), std::string::npos) << server.simulated;
+  const CollectivePlan torus =
+      PlanCollective(Trn2Server(), Config(CollectiveOp::kAllReduce, 1 << 20, 0, 2, 0)).value();
+  EXPECT_NE(torus.simulated.find("chip 3 -> 4: 2"), std::string::npos) << torus.simulated;
+}
+
 TEST(CollectiveOps, EveryOpRunsAndMovesItsBytes) {
   const System& sys = Trn2Server();
   const int64_t bytes = 1 << 20;

@@ -3,7 +3,9 @@
 #include "trnmx/emu/collective.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -447,6 +449,31 @@ int64_t Completions(const CollectivePlan& plan) {
   return 0;
 }
 
+// The ranks are simulated one by one. Where the routes between consecutive
+// chips differ (a torus row's wrap, a Trn3 rack's twin link), no rank's
+// timeline is another's shifted, so none can stand for another; say so.
+std::string WhySimulatedRankByRank(const System& system, int chips) {
+  if (chips < 2) return "every rank (one chip, no links)";
+  size_t shortest = SIZE_MAX, longest = 0;
+  int short_at = 0, long_at = 0;
+  for (int chip = 0; chip < chips; ++chip) {
+    const size_t hops = system.Route(chip, (chip + 1) % chips).size();
+    if (hops < shortest) shortest = hops, short_at = chip;
+    if (hops > longest) longest = hops, long_at = chip;
+  }
+  const auto pair = [&](int chip, size_t hops) {
+    return "chip " + std::to_string(chip) + " -> " + std::to_string((chip + 1) % chips) + ": " +
+           std::to_string(hops);
+  };
+  if (shortest == longest) {
+    return "every rank (the routes from chip c to chip c + 1 all take " + std::to_string(shortest) +
+           " link(s); symmetric ranks are not simulated once)";
+  }
+  return "every rank: the routes from chip c to chip c + 1 take " + std::to_string(shortest) +
+         " to " + std::to_string(longest) + " links (" + pair(short_at, shortest) + ", " +
+         pair(long_at, longest) + "), so no rank stands for another";
+}
+
 // All-to-all-v sizes against the resolved ranks and bytes, named by entry.
 Status CheckSizes(const CollectiveConfig& c) {
   const size_t want = static_cast<size_t>(c.ranks) * c.ranks;
@@ -726,6 +753,7 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   plan.chunk_bytes = whole ? c.bytes : (c.bytes + R - 1) / R;
   plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
 
+  plan.simulated = WhySimulatedRankByRank(system, plan.chips);
   plan.instructions = InstructionsPerQueue(plan) * R * c.lnc;
   if (c.op == CollectiveOp::kAllToAllV) {  // the transfers that move bytes, in halves of >= 1 B
     plan.instructions = 0;

@@ -142,6 +142,10 @@ struct CollectivePlan {
   // rdh: log2 R instead of R - 1. All-to-all-v: 0 (its ranks receive
   // different numbers of transfers; done_signals are refused for it).
   int64_t completions = 0;
+  // How the collective is simulated: every rank, and why no rank can stand
+  // for another, e.g. "every rank: the routes from chip c to chip c + 1
+  // take 2 to 3 links (chip 0 -> 1: 2, chip 71 -> 72: 3)".
+  std::string simulated;
 };
 
 struct LoweredCollective {
