@@ -42,8 +42,9 @@ void AddPeakCommand(CLI::App& app, int& exit_code) {
   CLI::Option* machine =
       cmd->add_option("--machine", args->machine, "chip preset name or JSON file")
           ->capture_default_str();
-  CLI::Option* system = cmd->add_option(
-      "--system", args->system, "system totals instead: system or chip preset name, or JSON file");
+  CLI::Option* system =
+      cmd->add_option("--system", args->system,
+                      "system totals instead: system or chip preset name, or JSON file");
   cmd->add_option("--systems", args->systems, "with --system: N systems joined by EFA")
       ->needs(system)
       ->capture_default_str();
@@ -63,8 +64,8 @@ void AddPeakCommand(CLI::App& app, int& exit_code) {
     std::printf("%s (%s x %d): TensorE %gx%g PEs x 2 FLOP x %.2f GHz x MACs/PE/cycle\n",
                 m->name.c_str(), m->core_name.c_str(), cores, m->tensor.pe_rows.value,
                 m->tensor.pe_cols.value, m->tensor.clock_hz.value / 1e9);
-    std::printf("%-6s %9s %11s %11s %15s %10s  %s\n", "dtype", "MAC/PE/c", "core TF/s", "chip TF/s",
-                "published TF/s", "pub/model", "source");
+    std::printf("%-6s %9s %11s %11s %15s %10s  %s\n", "dtype", "MAC/PE/c", "core TF/s",
+                "chip TF/s", "published TF/s", "pub/model", "source");
     for (MatmulDtype d : kAllMatmulDtypes) {
       const double per_core = CorePeakFlops(*m, d) / 1e12;
       const double chip = per_core * cores;
@@ -76,8 +77,8 @@ void AddPeakCommand(CLI::App& app, int& exit_code) {
         continue;
       }
       if (it == m->published.dense_tflops.end()) {
-        std::printf("%-6s %9.3g %11.1f %11.1f %15s %10s  %s\n", name.c_str(), MacsPerPeCycle(*m, d),
-                    per_core, chip, "-", "-", "not published");
+        std::printf("%-6s %9.3g %11.1f %11.1f %15s %10s  %s\n", name.c_str(),
+                    MacsPerPeCycle(*m, d), per_core, chip, "-", "-", "not published");
       } else {
         const Sourced& pub = it->second;
         std::printf("%-6s %9.3g %11.1f %11.1f %15.0f %10.3f  %s %s\n", name.c_str(),
@@ -85,15 +86,15 @@ void AddPeakCommand(CLI::App& app, int& exit_code) {
                     std::string(SourceTagName(pub.tag)).c_str(), pub.source.c_str());
       }
     }
-    std::printf(
-        "HBM %.2f TB/s (%s %s); DMA %d x %d engines x %.1f GB/s = %.2f TB/s (published "
-        "%.2f TB/s)\n",
-        m->hbm.bandwidth_bytes_per_s.value / 1e12,
-        std::string(SourceTagName(m->hbm.bandwidth_bytes_per_s.tag)).c_str(),
-        m->hbm.bandwidth_bytes_per_s.source.c_str(), cores, static_cast<int>(m->dma.engines.value),
-        m->dma.engine_bandwidth_bytes_per_s.value / 1e9,
-        cores * m->dma.engines.value * m->dma.engine_bandwidth_bytes_per_s.value / 1e12,
-        m->published.dma_bandwidth_bytes_per_s.value / 1e12);
+    std::printf("HBM %.2f TB/s (%s %s); DMA %d x %d engines x %.1f GB/s = %.2f TB/s (published "
+                "%.2f TB/s)\n",
+                m->hbm.bandwidth_bytes_per_s.value / 1e12,
+                std::string(SourceTagName(m->hbm.bandwidth_bytes_per_s.tag)).c_str(),
+                m->hbm.bandwidth_bytes_per_s.source.c_str(), cores,
+                static_cast<int>(m->dma.engines.value),
+                m->dma.engine_bandwidth_bytes_per_s.value / 1e9,
+                cores * m->dma.engines.value * m->dma.engine_bandwidth_bytes_per_s.value / 1e12,
+                m->published.dma_bandwidth_bytes_per_s.value / 1e12);
     int inferred = 0, third = 0;
     for (const auto& [path, s] : m->numbers) {
       inferred += s.tag == SourceTag::kInferred;

@@ -9,10 +9,11 @@
 //                  --cores 8 [--trace out.json] [--dump-program]
 //   trnmx-emu collective --system trn2-server --op all-reduce --bytes 64M
 //                  [--ranks R] [--algorithm auto|ring|mesh] [--lnc 1|2] [--sweep]
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "commands.h"
 
