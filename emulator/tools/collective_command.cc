@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.h"
 #include "trnmx/emu/collective.h"
@@ -26,7 +29,55 @@ struct CollectiveArgs {
   CollectiveConfig config;
   bool sweep = false;
   std::string trace;
+  std::string skew;   // all-to-all-v: "zipf:S"
+  std::string sizes;  // all-to-all-v: JSON file of the R x R sizes
 };
+
+// All-to-all-v's sizes for `bytes` per rank: the --sizes file, else
+// --skew zipf:S (even without either); refused for the other ops.
+Status FillSizes(const System& system, const CollectiveArgs& args, CollectiveConfig& config) {
+  if (config.op != CollectiveOp::kAllToAllV) {
+    if (!args.skew.empty() || !args.sizes.empty()) {
+      return InvalidArgumentError("--skew and --sizes are for --op all-to-all-v");
+    }
+    return OkStatus();
+  }
+  if (!args.skew.empty() && !args.sizes.empty()) {
+    return InvalidArgumentError("--skew and --sizes: one or the other");
+  }
+  if (!args.sizes.empty()) {
+    std::ifstream in(args.sizes, std::ios::binary);
+    if (!in) return InvalidArgumentError("--sizes: cannot read '" + args.sizes + "'");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    StatusOr<std::vector<int64_t>> sizes = ParseAllToAllSizes(text);
+    if (!sizes.ok())
+      return Status(sizes.status().code(), args.sizes + ": " + sizes.status().message());
+    config.sizes = std::move(*sizes);
+    return OkStatus();
+  }
+  double s = 0;
+  if (!args.skew.empty()) {
+    size_t used = 0;
+    try {
+      if (args.skew.rfind("zipf:", 0) != 0) throw std::invalid_argument("prefix");
+      s = std::stod(args.skew.substr(5), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != args.skew.size() - 5) {
+      return InvalidArgumentError("--skew '" + args.skew + "': expected zipf:S (S >= 0)");
+    }
+  }
+  // The ranks as the lowering resolves them (all of the system's by default).
+  CollectiveConfig probe = config;
+  probe.op = CollectiveOp::kAllToAll;
+  StatusOr<CollectivePlan> plan = PlanCollective(system, probe);
+  if (!plan.ok()) return plan.status();
+  StatusOr<std::vector<int64_t>> sizes = ZipfAllToAllSizes(plan->config.ranks, config.bytes, s);
+  if (!sizes.ok()) return sizes.status();
+  config.sizes = std::move(*sizes);
+  return OkStatus();
+}
 
 // "4096", "64K", "64M", "1G" (binary multiples, as nccom-test's -b/-e).
 StatusOr<int64_t> ParseBytes(const std::string& text) {
@@ -75,7 +126,11 @@ StatusOr<Run> LowerAndSimulate(const System& system, const CollectiveConfig& con
              std::chrono::duration<double>(t2 - t1).count()};
 }
 
-int RunOne(const System& system, const CollectiveArgs& args) {
+int RunOne(const System& system, CollectiveArgs args) {
+  if (Status s = FillSizes(system, args, args.config); !s.ok()) {
+    std::cerr << s.ToString() << "\n";
+    return 1;
+  }
   StatusOr<Run> run = LowerAndSimulate(system, args.config, !args.trace.empty());
   if (!run.ok()) {
     std::cerr << run.status().ToString() << "\n";
@@ -101,6 +156,7 @@ int RunOne(const System& system, const CollectiveArgs& args) {
     std::printf("links             %.3f MB between chips; busiest %s\n",
                 rep.link_transfer_bytes / 1e6, rep.busiest_link.c_str());
   }
+  std::printf("simulated         %s\n", plan.simulated.c_str());
   std::printf(
       "program           %lld instructions, %lld events; lowering %.3f s, simulation %.3f s\n",
       static_cast<long long>(rep.instructions), static_cast<long long>(rep.events), run->lower_s,
@@ -128,6 +184,11 @@ int RunSweep(const System& system, CollectiveArgs args) {
               "busbw GB/s", "limiting");
   for (int64_t bytes = 1 << 10; bytes <= (int64_t{1} << 30); bytes *= 4) {
     args.config.bytes = bytes;
+    args.config.sizes.clear();
+    if (Status s = FillSizes(system, args, args.config); !s.ok()) {
+      std::cerr << s.ToString() << "\n";
+      return 1;
+    }
     StatusOr<Run> run = LowerAndSimulate(system, args.config, false);
     if (!run.ok()) {
       std::cerr << run.status().ToString() << "\n";
@@ -153,7 +214,8 @@ void AddCollectiveCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--system", args->system, "system preset, chip preset or JSON file")
       ->capture_default_str();
   cmd->add_option("--op", args->op,
-                  "all-reduce, all-gather, reduce-scatter, all-to-all, permute, send-recv")
+                  "all-reduce, all-gather, reduce-scatter, all-to-all, all-to-all-v, permute, "
+                  "send-recv")
       ->capture_default_str();
   cmd->add_option("--bytes", args->bytes, "per-rank buffer as nccom-test counts it (K, M, G)")
       ->capture_default_str();
@@ -164,7 +226,14 @@ void AddCollectiveCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--ranks-per-chip", args->config.ranks_per_chip,
                   "ranks on each chip (0 = all its logical cores; 1 = one per chip)")
       ->capture_default_str();
-  cmd->add_option("--algorithm", args->algorithm, "auto, ring, mesh")->capture_default_str();
+  cmd->add_option("--algorithm", args->algorithm,
+                  "auto, ring, mesh, rdh (kangaring: refused, not modelled)")
+      ->capture_default_str();
+  cmd->add_option("--skew", args->skew,
+                  "all-to-all-v: zipf:S, each rank's bytes split over the receivers as "
+                  "1 / (j + 1)^S (default zipf:0, even)");
+  cmd->add_option("--sizes", args->sizes,
+                  "all-to-all-v: JSON file, R arrays of R byte counts (row i: what rank i sends)");
   cmd->add_flag("--sweep", args->sweep, "a table from 1 KiB to 1 GiB (x4 per row)");
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
   cmd->callback([args, &exit_code]() {

@@ -7,10 +7,13 @@
 #include <string>
 
 #include "commands.h"
+#include "trnmx/emu/collective.h"
 #include "trnmx/emu/functional.h"
 #include "trnmx/emu/gemm.h"
+#include "trnmx/emu/parallel.h"
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/simulator.h"
+#include "trnmx/emu/system.h"
 #include "trnmx/executor.h"
 
 namespace trnmx::emu::cli {
@@ -26,6 +29,13 @@ struct GemmArgs {
   bool no_throttle = false;
   bool check = false;
   uint64_t seed = 1;
+  // --system: a tensor-parallel GEMM on the system's chips (parallel.h).
+  std::string system;
+  bool all_reduce = false;
+  int chips = 0;
+  int lnc = 2;
+  std::string algorithm = "auto";
+  bool no_dedup = false;
 };
 
 // --check: run the lowered program functionally on random data and compare
@@ -76,7 +86,96 @@ int CheckFunctional(const LoweredGemm& gemm, const SimResult& sim, uint64_t seed
   return 0;
 }
 
+// --system NAME --all-reduce: K split across the chips, each chip's GEMM,
+// then the all-reduce of the partial C's.
+int RunTensorParallel(const GemmArgs& args, GemmConfig config) {
+  StatusOr<System> system = LoadSystem(args.system);
+  if (!system.ok()) {
+    std::cerr << system.status().ToString() << "\n";
+    return 1;
+  }
+  StatusOr<CollectiveAlgorithm> algorithm = ParseCollectiveAlgorithm(args.algorithm);
+  if (!algorithm.ok()) {
+    std::cerr << algorithm.status().ToString() << "\n";
+    return 1;
+  }
+  TensorParallelGemmConfig tp;
+  tp.chips = args.chips == 0 ? system->chip_count() : args.chips;
+  tp.lnc = args.lnc;
+  tp.algorithm = *algorithm;
+  if (tp.chips < 1 || config.k % tp.chips != 0) {
+    std::cerr << "--k " << config.k << " does not split into " << tp.chips
+              << " equal shares (--chips, or every chip of " << system->name << ")\n";
+    return 1;
+  }
+  config.k /= tp.chips;
+  tp.gemm = config;
+  // A trace needs the whole program.
+  const bool dedup = !args.no_dedup && args.trace.empty();
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<TensorParallelTiming> t = SimulateTensorParallelGemm(*system, tp, dedup);
+  if (!t.ok()) {
+    std::cerr << t.status().ToString() << "\n";
+    return 1;
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const CollectivePlan& ar = t->all_reduce;
+  std::printf(
+      "tensor parallel   C[%lld, %lld] = A x B, K = %lld split over %d chips of %s (%lld each, "
+      "%s)\n",
+      static_cast<long long>(config.m), static_cast<long long>(config.n),
+      static_cast<long long>(config.k * tp.chips), ar.chips, system->name.c_str(),
+      static_cast<long long>(config.k), args.dtype.c_str());
+  std::printf(
+      "gemm              per chip on %d core(s), %s stationary; every chip's C stored at %.3f us\n",
+      t->gemm.config.cores, t->gemm.b_stationary ? "B" : "A", t->gemm_ps * 1e-6);
+  std::printf("all-reduce        %s of C per chip, %s (%s), LNC %d; %.3f us\n",
+              ByteSizeName(ar.config.bytes).c_str(),
+              std::string(CollectiveAlgorithmName(ar.algorithm)).c_str(), ar.why.c_str(),
+              ar.config.lnc, (t->end_ps - t->gemm_ps) * 1e-6);
+  std::printf("time              %.3f us (%lld ps)\n", t->end_ps * 1e-6,
+              static_cast<long long>(t->end_ps));
+  const double flops = 2.0 * config.m * config.n * config.k * ar.chips;
+  std::printf("throughput        %.1f TFLOP/s over %d chips\n", flops / (t->end_ps * 1e-12) / 1e12,
+              ar.chips);
+  std::printf("simulated         %s\n", t->how.c_str());
+  std::printf("wall              %.3f s (%lld instructions, %lld events)\n", wall,
+              static_cast<long long>(t->instructions), static_cast<long long>(t->events));
+  if (!args.trace.empty()) {
+    StatusOr<TensorParallelGemm> whole = LowerTensorParallelGemm(*system, tp);
+    if (!whole.ok()) {
+      std::cerr << whole.status().ToString() << "\n";
+      return 1;
+    }
+    SimOptions options;
+    options.record_trace = true;
+    options.throttle = !args.no_throttle;
+    StatusOr<SimResult> result = Simulate(whole->program, options);
+    if (!result.ok()) {
+      std::cerr << result.status().ToString() << "\n";
+      return 1;
+    }
+    std::ofstream out(args.trace, std::ios::binary);
+    out << ChromeTraceJson(whole->program, *result);
+    if (!out) {
+      std::cerr << "cannot write trace '" << args.trace << "'\n";
+      return 1;
+    }
+    std::printf(
+        "trace             %s (the whole program; open in chrome://tracing or ui.perfetto.dev)\n",
+        args.trace.c_str());
+  }
+  return 0;
+}
+
 int RunGemm(const GemmArgs& args) {
+  if (!args.system.empty() || args.all_reduce) {
+    if (args.system.empty() || !args.all_reduce || args.check || args.dump || args.no_throttle) {
+      std::cerr << "--system and --all-reduce go together (a tensor-parallel GEMM followed by the "
+                   "all-reduce of C), without --check, --dump-program or --no-throttle\n";
+      return 1;
+    }
+  }
   StatusOr<Machine> machine = LoadMachine(args.machine);
   if (!machine.ok()) {
     std::cerr << machine.status().ToString() << "\n";
@@ -94,6 +193,7 @@ int RunGemm(const GemmArgs& args) {
   } else if (args.placement == "b") {
     config.placement = OperandPlacement::kBStationary;
   }
+  if (args.all_reduce) return RunTensorParallel(args, config);
   const auto t0 = std::chrono::steady_clock::now();
   StatusOr<LoweredGemm> gemm = LowerGemm(*machine, config);
   if (!gemm.ok()) {
@@ -202,6 +302,19 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
                 "and compare C with trnmx::Gemm bit for bit");
   cmd->add_option("--seed", args->seed, "seed of the --check data (std::mt19937_64)")
       ->capture_default_str();
+  cmd->add_option("--system", args->system,
+                  "with --all-reduce: a system preset or JSON file; the GEMM is tensor parallel "
+                  "over its chips (K split across them)");
+  cmd->add_flag("--all-reduce", args->all_reduce,
+                "with --system: every chip's GEMM, then the all-reduce of C (one rank per chip)");
+  cmd->add_option("--chips", args->chips, "chips of --system taking part (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--lnc", args->lnc, "physical cores per all-reduce rank (1 or 2)")
+      ->capture_default_str();
+  cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm: auto, ring, mesh, rdh")
+      ->capture_default_str();
+  cmd->add_flag("--no-dedup", args->no_dedup,
+                "simulate every chip's GEMM instead of one for all (same result, slower)");
   cmd->callback([args, &exit_code]() { exit_code = RunGemm(*args); });
 }
 

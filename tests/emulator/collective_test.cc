@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trnmx/emu/cost.h"
 #include "trnmx/emu/report.h"
@@ -120,16 +123,26 @@ TEST(CollectiveCurve, LatencyFloorThenBandwidthPlateau) {
   EXPECT_GT(bus_huge, 10e9);
 }
 
-TEST(CollectiveChoice, AutoTakesMeshUpToTheThresholdThenRing) {
+TEST(CollectiveChoice, AutoTakesMeshThenRdhThenRing) {
   const System& sys = Trn2Server();
   ASSERT_TRUE(sys.collectives.has_value());
   const int64_t mesh_max = static_cast<int64_t>(sys.collectives->mesh_max_bytes.value);
+  const int64_t rdh_max = static_cast<int64_t>(sys.collectives->rdh_max_bytes.value);
   const Timed small = Simulated(sys, Config(CollectiveOp::kAllGather, mesh_max, 16, 1, 1));
   EXPECT_EQ(small.plan.algorithm, CollectiveAlgorithm::kMesh);
   EXPECT_EQ(small.plan.steps, 1);
-  const Timed large = Simulated(sys, Config(CollectiveOp::kAllGather, 2 * mesh_max, 16, 1, 1));
-  EXPECT_EQ(large.plan.algorithm, CollectiveAlgorithm::kRing);
-  EXPECT_NE(large.plan.why.find("mesh_max_bytes"), std::string::npos) << large.plan.why;
+  const Timed medium = Simulated(sys, Config(CollectiveOp::kAllGather, 2 * mesh_max, 16, 1, 1));
+  EXPECT_EQ(medium.plan.algorithm, CollectiveAlgorithm::kRdh);
+  EXPECT_EQ(medium.plan.steps, 4);  // log2 16
+  EXPECT_NE(medium.plan.why.find("<= rdh_max_bytes 56 MiB"), std::string::npos) << medium.plan.why;
+  const CollectivePlan twelve =
+      PlanCollective(sys, Config(CollectiveOp::kAllGather, 2 * mesh_max, 12, 1, 1)).value();
+  EXPECT_EQ(twelve.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_NE(twelve.why.find("12 ranks are not a power of two"), std::string::npos) << twelve.why;
+  const CollectivePlan large =
+      PlanCollective(sys, Config(CollectiveOp::kAllGather, 2 * rdh_max, 16, 1, 1)).value();
+  EXPECT_EQ(large.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_NE(large.why.find("> rdh_max_bytes"), std::string::npos) << large.why;
   // At 4 KiB the single mesh step beats the ring's 15 latency-bound steps.
   const Timed mesh = Simulated(
       sys, Config(CollectiveOp::kAllGather, 4 << 10, 16, 1, 1, CollectiveAlgorithm::kMesh));
@@ -138,14 +151,174 @@ TEST(CollectiveChoice, AutoTakesMeshUpToTheThresholdThenRing) {
   EXPECT_LT(mesh.result.end_ps * 4, ring.result.end_ps);
 }
 
+// Chips 0..3 of trn2-server (the x ring of row 0), one rank each, LNC 1:
+// recursive doubling in log2 4 = 2 steps. The hypercube Gray-codes the ring
+// (chips 0, 1, 3, 2 at positions 0, 1, 2, 3), so both steps' partners are
+// neighbours: step 0 swaps 4 MiB (one chunk) over one link, step 1 8 MiB.
+TEST(CollectiveRdh, AllGatherIsTheClosedForm) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 16 << 20;
+  const Timed t =
+      Simulated(sys, Config(CollectiveOp::kAllGather, bytes, 4, 1, 1, CollectiveAlgorithm::kRdh));
+  ASSERT_EQ(t.plan.steps, 2);
+  const SystemLink& link = sys.links[sys.LinkBetween(0, 1)];
+  const int64_t hop = RouteLatencyPs(sys, sys.Route(0, 1));
+  for (auto [a, b] : {std::pair{0, 1}, {2, 3}, {0, 3}, {1, 2}}) {
+    ASSERT_EQ(sys.Route(a, b).size(), 1u) << a << " " << b;
+  }
+  const int64_t start_latency = 1300000;  // the DMA queue's semaphore-to-start latency
+  EXPECT_EQ(t.result.end_ps, LinkTransferPs(link, 4 << 20) + LinkTransferPs(link, 8 << 20) +
+                                 2 * hop + start_latency);
+  // The ring's 3 steps of 4 MiB: the same bytes per link, one more hop.
+  const Timed ring =
+      Simulated(sys, Config(CollectiveOp::kAllGather, bytes, 4, 1, 1, CollectiveAlgorithm::kRing));
+  EXPECT_EQ(ring.result.end_ps - t.result.end_ps,
+            3 * LinkTransferPs(link, 4 << 20) -
+                (LinkTransferPs(link, 4 << 20) + LinkTransferPs(link, 8 << 20)) + hop +
+                start_latency);
+}
+
+TEST(CollectiveRdh, MovesTheRingsBytesInFewerSteps) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 8 << 20;
+  for (CollectiveOp op :
+       {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+    SCOPED_TRACE(std::string(CollectiveOpName(op)));
+    const Timed rdh = Simulated(sys, Config(op, bytes, 8, 2, 1, CollectiveAlgorithm::kRdh));
+    const Timed ring = Simulated(sys, Config(op, bytes, 8, 2, 1, CollectiveAlgorithm::kRing));
+    // One rank per chip: every transfer crosses; (R - 1) / R x bytes per
+    // rank per phase either way, in log2 8 = 3 steps per phase instead of 7.
+    EXPECT_EQ(rdh.result.link_transfer_bytes, ring.result.link_transfer_bytes);
+    EXPECT_EQ(rdh.plan.steps * 7, ring.plan.steps * 3);
+    EXPECT_EQ(rdh.plan.completions, 2 * rdh.plan.steps);  // LNC 2
+  }
+  // All 64 ranks of trn2-server at 16 MiB (S17: RDH is best for 1-56 MB):
+  // the chips' ranks take the first halving steps on the chip, and every
+  // exchange between chips crosses one torus link.
+  const Timed rdh = Simulated(sys, Config(CollectiveOp::kAllReduce, 16 << 20, 0, 2, 0));
+  const Timed ring = Simulated(
+      sys, Config(CollectiveOp::kAllReduce, 16 << 20, 0, 2, 0, CollectiveAlgorithm::kRing));
+  EXPECT_EQ(rdh.plan.algorithm, CollectiveAlgorithm::kRdh);
+  EXPECT_EQ(rdh.plan.steps, 12);
+  EXPECT_LT(rdh.result.end_ps, ring.result.end_ps);
+}
+
+TEST(CollectiveAllToAllV, ZipfSizesSplitEachRowByRank) {
+  // Weights 1, 1/2, 1/3, 1/4 (sum 25/12): 480, 240, 160, 120 of 1000 B.
+  const std::vector<int64_t> z = ZipfAllToAllSizes(4, 1000, 1.0).value();
+  ASSERT_EQ(z.size(), 16u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(std::vector<int64_t>(z.begin() + 4 * i, z.begin() + 4 * i + 4),
+              (std::vector<int64_t>{480, 240, 160, 120}));
+  }
+  // Remainders: 10 B over 3 ranks evenly is 3.33 each; the lowest index gets the extra byte.
+  EXPECT_EQ(ZipfAllToAllSizes(3, 10, 0.0).value(),
+            (std::vector<int64_t>{4, 3, 3, 4, 3, 3, 4, 3, 3}));
+  EXPECT_FALSE(ZipfAllToAllSizes(4, 1000, -1).ok());
+  EXPECT_EQ(ParseAllToAllSizes("[[0, 5], [7, 0]]").value(), (std::vector<int64_t>{0, 5, 7, 0}));
+  const Status bad = ParseAllToAllSizes("[[0, 5], [7, -1]]").status();
+  EXPECT_NE(bad.message().find("sizes[1][1]: expected an integer >= 0, got -1"), std::string::npos)
+      << bad.message();
+}
+
+// One transfer: rank 0 (chip 0) sends 1 MiB to rank 1 (chip 1) of
+// trn3-ultraserver-gen2 through their server switch, nothing else moves:
+// it ends when its slowest resource (DMA engines, the two switch ports, the
+// HBM stacks) is done, plus the route's latency.
+TEST(CollectiveAllToAllV, OneTransferIsItsSlowestResourcePlusTheRoute) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  CollectiveConfig c = Config(CollectiveOp::kAllToAllV, 1 << 20, 2, 1, 1);
+  c.sizes = {0, 1 << 20, 0, 0};
+  LoweredCollective l = LowerCollective(gen2, c).value();
+  ASSERT_EQ(l.program.instruction_count(), 1);
+  const Instruction* in = nullptr;
+  for (const Stream& st : l.program.streams()) {
+    if (!st.instructions.empty()) in = &st.instructions[0];
+  }
+  ASSERT_NE(in, nullptr);
+  const DmaCost cost = DmaCostOf(l.program, *in);
+  const std::vector<int> route = gen2.Route(0, 1);
+  ASSERT_EQ(route.size(), 2u);  // chip0 -> l1switch0 -> chip1
+  int64_t slowest = std::max({cost.engine_ps, cost.hbm_ps, cost.remote_hbm_ps});
+  for (int id : route) slowest = std::max(slowest, LinkTransferPs(gen2.links[id], 1 << 20));
+  EXPECT_EQ(Simulate(l.program).value().end_ps, slowest + RouteLatencyPs(gen2, route));
+}
+
+TEST(CollectiveAllToAllV, EvenSizesAreTheAllToAllAndSkewLoadsTheHotReceiver) {
+  const System& sys = Trn2Server();
+  const int64_t bytes = 4 << 20;
+  CollectiveConfig even = Config(CollectiveOp::kAllToAllV, bytes, 16, 2, 0);
+  even.sizes = ZipfAllToAllSizes(16, bytes, 0).value();
+  const Timed a2av = Simulated(sys, even);
+  const Timed a2a = Simulated(sys, Config(CollectiveOp::kAllToAll, bytes, 16, 2, 0));
+  EXPECT_EQ(a2av.result.end_ps, a2a.result.end_ps);
+  EXPECT_EQ(a2av.plan.instructions, a2a.plan.instructions);
+  // Zipf 1.5: rank 0 receives 1 / H(16, 1.5) = 40 % of every rank's bytes,
+  // all of it into chip 0.
+  CollectiveConfig skewed = even;
+  skewed.sizes = ZipfAllToAllSizes(16, bytes, 1.5).value();
+  LoweredCollective l = LowerCollective(sys, skewed).value();
+  const SimResult r = Simulate(l.program).value();
+  EXPECT_GT(r.end_ps, 2 * a2av.result.end_ps);
+  const Report rep = MakeReport(l.program, r, 0, MatmulDtype::kBf16);
+  EXPECT_NE(rep.busiest_link.find("->chip0 "), std::string::npos) << rep.busiest_link;
+}
+
+TEST(CollectiveAllToAllV, BadSizesAreNamed) {
+  const System& sys = Trn2Server();
+  auto expect = [&](const CollectiveConfig& c, const std::string& fragment) {
+    const Status s = PlanCollective(sys, c).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << fragment;
+    EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+  };
+  CollectiveConfig c = Config(CollectiveOp::kAllToAllV, 1024, 2, 1, 1);
+  c.sizes = {0, 1, 2};
+  expect(c, "sizes has 3 entries; all-to-all-v over 2 ranks needs 2 x 2");
+  c.sizes = {0, -1, 2, 0};
+  expect(c, "sizes[0][1] = -1 < 0");
+  c.sizes = {0, 1025, 2, 0};
+  expect(c, "sizes row 0 sums to more than bytes = 1024");
+  CollectiveConfig ar = Config(CollectiveOp::kAllReduce, 1024, 2, 1, 1);
+  ar.sizes = {0, 1, 1, 0};
+  expect(ar, "sizes are for all-to-all-v only");
+  c.sizes = {0, 1, 2, 0};
+  const CollectivePlan plan = PlanCollective(sys, c).value();
+  Program p = Program::Create(sys, 8, 2).value();
+  CollectiveOperands ops;
+  ops.done_signals.resize(2);
+  const Status s = LowerCollectiveInto(p, plan, ops).status();
+  EXPECT_NE(s.message().find("receive different numbers of transfers"), std::string::npos)
+      << s.message();
+}
+
+// The plan says how it is simulated: every rank, and why no rank can stand
+// for another where the routes between consecutive chips differ.
+TEST(CollectivePlanText, SaysWhyEveryRankIsSimulated) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  const CollectivePlan all =
+      PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 1 << 30, 0, 2, 0)).value();
+  EXPECT_EQ(all.simulated,
+            "every rank: the routes from chip c to chip c + 1 take 2 to 3 links (chip 0 -> 1: 2, "
+            "chip 71 -> 72: 3), so no rank stands for another");
+  const CollectivePlan server =
+      PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 1 << 20, 16, 2, 0)).value();
+  EXPECT_NE(server.simulated.find("all take 2 link(s)"), std::string::npos) << server.simulated;
+  const CollectivePlan torus =
+      PlanCollective(Trn2Server(), Config(CollectiveOp::kAllReduce, 1 << 20, 0, 2, 0)).value();
+  EXPECT_NE(torus.simulated.find("chip 3 -> 4: 2"), std::string::npos) << torus.simulated;
+}
+
 TEST(CollectiveOps, EveryOpRunsAndMovesItsBytes) {
   const System& sys = Trn2Server();
   const int64_t bytes = 1 << 20;
   for (CollectiveOp op :
        {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
-        CollectiveOp::kAllToAll, CollectiveOp::kPermute, CollectiveOp::kSendRecv}) {
+        CollectiveOp::kAllToAll, CollectiveOp::kAllToAllV, CollectiveOp::kPermute,
+        CollectiveOp::kSendRecv}) {
     SCOPED_TRACE(std::string(CollectiveOpName(op)));
-    const Timed t = Simulated(sys, Config(op, bytes, 8, 2, 1));
+    CollectiveConfig c = Config(op, bytes, 8, 2, 1);
+    if (op == CollectiveOp::kAllToAllV) c.sizes = ZipfAllToAllSizes(8, bytes, 0).value();
+    const Timed t = Simulated(sys, c);
     EXPECT_GT(t.result.end_ps, 0);
     // Bytes written into other chips (one rank per chip: every transfer crosses).
     int64_t expect = 0;
@@ -156,6 +329,7 @@ TEST(CollectiveOps, EveryOpRunsAndMovesItsBytes) {
       case CollectiveOp::kAllGather:
       case CollectiveOp::kReduceScatter:
       case CollectiveOp::kAllToAll:
+      case CollectiveOp::kAllToAllV:
         expect = 8 * 7 * (bytes / 8);
         break;
       case CollectiveOp::kPermute:
@@ -199,8 +373,26 @@ TEST(CollectiveErrors, BadRequestsAreRefused) {
          "all-to-all is lowered as mesh only");
   expect(Config(CollectiveOp::kPermute, 1 << 20, 8, 2, 0, CollectiveAlgorithm::kMesh),
          "permute is lowered as ring only");
+  expect(Config(CollectiveOp::kAllReduce, 1 << 20, 48, 2, 0, CollectiveAlgorithm::kRdh),
+         "rdh pairs ranks by the bits of their index; ranks = 48 is not a power of two");
+  expect(Config(CollectiveOp::kAllToAll, 1 << 20, 8, 2, 0, CollectiveAlgorithm::kRdh),
+         "all-to-all is lowered as mesh only");
+  // KangaRing: not modelled on the torus; on a switch it cannot run at all.
+  expect(Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0, CollectiveAlgorithm::kKangaRing),
+         "KangaRing (primary ranks over the torus's two Hamiltonian cycles, DMA write "
+         "duplication) is not modelled; use ring");
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  StatusOr<CollectivePlan> kanga = PlanCollective(
+      gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0, CollectiveAlgorithm::kKangaRing));
+  ASSERT_FALSE(kanga.ok());
+  EXPECT_EQ(kanga.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(kanga.status().message().find("KangaRing runs over the two Hamiltonian cycles of a "
+                                          "Trn2 torus; trn3-ultraserver-gen2 is"),
+            std::string::npos)
+      << kanga.status().message();
   EXPECT_FALSE(ParseCollectiveOp("all-reduse").ok());
-  EXPECT_FALSE(ParseCollectiveAlgorithm("kangaring").ok());
+  EXPECT_TRUE(ParseCollectiveAlgorithm("kangaring").ok());
+  EXPECT_FALSE(ParseCollectiveAlgorithm("hierarchical").ok());
   // A budget too small for the schedule: refused before anything is built.
   ProgramOptions tiny;
   tiny.max_instructions = 100;

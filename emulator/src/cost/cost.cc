@@ -44,6 +44,10 @@ DmaCost DmaCostOf(const Program& p, const Instruction& in) {
   return CostModel(p.machine()).Dma(p, in);
 }
 
+int64_t DmaWaitLatencyPs(const Machine& m) {
+  return static_cast<int64_t>(std::llround(m.dma.dependency_start_ns.value * internal::kPsPerNs));
+}
+
 int64_t LinkTransferPs(const SystemLink& link, int64_t bytes) {
   return internal::LinkPs(link, bytes);
 }
@@ -66,9 +70,7 @@ KernelEstimate EstimateKernel(const Machine& m, const KernelLoad& load) {
     if (t.hbm) hbm_bytes += static_cast<double>(t.count) * static_cast<double>(t.bytes);
   }
   e.hbm_ps = cost.HbmPs(hbm_bytes * std::max(1, load.cores_per_stack));
-  e.prologue_ps = load.prologue.empty()
-                      ? 0
-                      : static_cast<int64_t>(std::llround(m.dma.dependency_start_ns.value * 1000));
+  e.prologue_ps = load.prologue.empty() ? 0 : DmaWaitLatencyPs(m);
   for (const DmaTransfers& t : load.prologue) e.prologue_ps += t.count * engine_ps(t);
   // The 8-norm of the three resource times (relative to the largest, so it cannot overflow).
   const double top = static_cast<double>(std::max({e.tensor_ps, e.dma_ps, e.hbm_ps, int64_t{1}}));

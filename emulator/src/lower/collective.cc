@@ -3,6 +3,10 @@
 #include "trnmx/emu/collective.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,13 +30,24 @@ struct Rank {
   int chip = 0;
   std::vector<StreamId> queues;  // [half]
   std::vector<SemId> arrived;    // [half]: +1 when a transfer into this rank lands
-  BufferId data = -1;            // the collective's buffer
-  BufferId staging = -1;         // received chunks (reductions, all-to-all, permute, send-recv)
+  // RDH: [half][step], one semaphore per step, since a later step's partner
+  // may deliver before an earlier step's.
+  std::vector<std::vector<SemId>> step_arrived;
+  BufferId data = -1;  // the collective's buffer, its bytes from data_offset
+  int64_t data_offset = 0;
+  BufferId staging = -1;      // received chunks (reductions, all-to-all, permute, send-recv)
+  std::vector<bool> started;  // [half]: its queue holds an instruction (start_after is on it)
 };
 
 class Lowering {
  public:
-  Lowering(Program& p, const CollectivePlan& plan) : p_(p), plan_(plan), c_(plan.config) {}
+  Lowering(Program& p, const CollectivePlan& plan, const CollectiveOperands& operands,
+           int64_t queue_instructions)
+      : p_(p),
+        plan_(plan),
+        c_(plan.config),
+        ops_(operands),
+        queue_instructions_(queue_instructions) {}
 
   Status Run() {
     const int ranks = c_.ranks, lnc = c_.lnc;
@@ -42,11 +57,14 @@ class Lowering {
     switch (c_.op) {
       case CollectiveOp::kAllReduce:
       case CollectiveOp::kReduceScatter:
-        staging = (ranks - 1) * chunk_max;  // one slot per step (ring) or per sender (mesh)
+        // One slot per step (ring) or per sender (mesh); RDH: R/2, R/4, ..
+        // chunks, R - 1 in all.
+        staging = (ranks - 1) * chunk_max;
         break;
       case CollectiveOp::kAllToAll:
         staging = ranks * chunk_max;  // one slot per sender
         break;
+      case CollectiveOp::kAllToAllV:  // per rank: what it receives (below)
       case CollectiveOp::kPermute:
       case CollectiveOp::kSendRecv:
         staging = bytes;
@@ -57,19 +75,40 @@ class Lowering {
     for (int r = 0; r < ranks; ++r) {
       Rank rank;
       rank.chip = r / c_.ranks_per_chip;
-      const std::string name = "rank" + std::to_string(r);
+      rank.started.assign(lnc, false);
+      const std::string name = ops_.name_prefix + "rank" + std::to_string(r);
       for (int h = 0; h < lnc; ++h) {
         const int core = p_.CoreId(rank.chip, (r % c_.ranks_per_chip) * lnc + h);
         StatusOr<StreamId> q = p_.AddCollectiveQueue(core, name);
         if (!q.ok()) return q.status();
+        if (Status st = p_.Reserve(*q, queue_instructions_); !st.ok()) return st;
         rank.queues.push_back(*q);
         StatusOr<SemId> s = p_.AddSemaphore(core, name + ".arrived");
         if (!s.ok()) return s.status();
         rank.arrived.push_back(*s);
+        if (plan_.algorithm == CollectiveAlgorithm::kRdh) {
+          rank.step_arrived.emplace_back();
+          for (int j = 0; j < plan_.steps; ++j) {
+            StatusOr<SemId> step =
+                p_.AddSemaphore(core, name + ".arrived.step" + std::to_string(j));
+            if (!step.ok()) return step.status();
+            rank.step_arrived.back().push_back(*step);
+          }
+        }
       }
-      StatusOr<BufferId> d = p_.AllocHbm(name + ".data", bytes, rank.chip);
-      if (!d.ok()) return d.status();
-      rank.data = *d;
+      if (ops_.data.empty()) {
+        StatusOr<BufferId> d = p_.AllocHbm(name + ".data", bytes, rank.chip);
+        if (!d.ok()) return d.status();
+        rank.data = *d;
+      } else {
+        rank.data = ops_.data[r];
+        rank.data_offset = ops_.data_offset.empty() ? 0 : ops_.data_offset[r];
+      }
+      if (c_.op == CollectiveOp::kAllToAllV) {
+        staging = 0;
+        for (int from = 0; from < ranks; ++from) staging += Size(from, r);
+        staging = std::max<int64_t>(1, staging);
+      }
       if (staging > 0) {
         StatusOr<BufferId> s = p_.AllocHbm(name + ".staging", staging, rank.chip);
         if (!s.ok()) return s.status();
@@ -77,6 +116,7 @@ class Lowering {
       }
       ranks_.push_back(std::move(rank));
     }
+    if (plan_.algorithm == CollectiveAlgorithm::kRdh) PlaceHypercube();
     for (int h = 0; h < lnc; ++h) {
       for (int r = 0; r < ranks; ++r) {
         if (Status s = LowerRank(r, h); !s.ok()) return s;
@@ -86,21 +126,57 @@ class Lowering {
   }
 
  private:
+  // All-to-all-v: bytes rank `from` sends rank `to`.
+  int64_t Size(int from, int to) const {
+    return c_.sizes[static_cast<size_t>(from) * c_.ranks + to];
+  }
   int64_t ChunkOffset(int64_t c) const { return c_.bytes * c / c_.ranks; }
   int64_t ChunkBytes(int64_t c) const { return ChunkOffset(c + 1) - ChunkOffset(c); }
   int64_t SlotBytes() const { return (c_.bytes + c_.ranks - 1) / c_.ranks; }
   int Next(int r, int k = 1) const { return (r + k) % c_.ranks; }
   int Prev(int r, int k = 1) const { return ((r - k) % c_.ranks + c_.ranks) % c_.ranks; }
 
-  // Half h of a transfer of `n` bytes from rank `from` (at src_off in src) to
-  // rank `to` (at dst_off in dst), after `waits`; signals `to`'s arrival.
-  Status Send(int from, int h, BufferId src, int64_t src_off, int to, BufferId dst, int64_t dst_off,
-              int64_t n, std::vector<SemWait> waits) {
+  // The byte offset of rank r's part of buffer b.
+  int64_t Base(int r, BufferId b) const { return b == ranks_[r].data ? ranks_[r].data_offset : 0; }
+
+  // Appends `in` to rank r's half-h queue; the queue's first instruction
+  // also waits for the operands' start_after.
+  Status Emit(int r, int h, Instruction in) {
+    Rank& rank = ranks_[r];
+    if (!rank.started[h]) {
+      rank.started[h] = true;
+      if (!ops_.start_after.empty()) {
+        const std::vector<SemWait>& first = ops_.start_after[static_cast<size_t>(r) * c_.lnc + h];
+        in.waits.insert(in.waits.begin(), first.begin(), first.end());
+      }
+    }
+    return p_.Append(rank.queues[h], std::move(in));
+  }
+
+  // Adds rank r's done signals to an instruction that writes its result.
+  void SignalDone(int r, Instruction& in) const {
+    if (!ops_.done_signals.empty()) {
+      const std::vector<SemSignal>& done = ops_.done_signals[r];
+      in.signals.insert(in.signals.end(), done.begin(), done.end());
+    }
+  }
+
+  // Half h of a transfer of `n` bytes from rank `from` (at src_off in its
+  // data) to rank `to` (at dst_off in dst), after `waits`; signals `to`'s
+  // arrival, and its done signals unless the bytes are a reduction's
+  // partial sums (staging).
+  // `arrival`: the semaphore of `to` it signals instead of its arrival count.
+  Status Send(int from, int h, int64_t src_off, int to, BufferId dst, int64_t dst_off, int64_t n,
+              std::vector<SemWait> waits, SemId arrival = -1) {
     const auto [off, len] = Part(n, c_.lnc, h);
-    Instruction in = Instruction::DmaCopy(src, dst, len, 128, src_off + off, dst_off + off);
+    if (len == 0) return OkStatus();  // all-to-all-v: fewer bytes than physical cores
+    const BufferId src = ranks_[from].data;
+    Instruction in = Instruction::DmaCopy(src, dst, len, 128, Base(from, src) + src_off + off,
+                                          Base(to, dst) + dst_off + off);
     in.waits = std::move(waits);
-    in.signals = {{ranks_[to].arrived[h], 1}};
-    return p_.Append(ranks_[from].queues[h], std::move(in));
+    in.signals = {{arrival >= 0 ? arrival : ranks_[to].arrived[h], 1}};
+    if (!(IsReduction(c_.op) && dst == ranks_[to].staging)) SignalDone(to, in);
+    return Emit(from, h, std::move(in));
   }
 
   // Half h of adding `n` received bytes at `staging_off` into the rank's
@@ -108,34 +184,142 @@ class Lowering {
   Status Reduce(int r, int h, int64_t staging_off, int64_t data_off, int64_t n,
                 std::vector<SemWait> waits) {
     const auto [off, len] = Part(n, c_.lnc, h);
-    Instruction in = Instruction::DmaCopy(ranks_[r].staging, ranks_[r].data, len, 128,
-                                          staging_off + off, data_off + off);
+    Instruction in =
+        Instruction::DmaCopy(ranks_[r].staging, ranks_[r].data, len, 128, staging_off + off,
+                             ranks_[r].data_offset + data_off + off);
     in.accumulate = true;
     in.waits = std::move(waits);
-    return p_.Append(ranks_[r].queues[h], std::move(in));
+    SignalDone(r, in);
+    return Emit(r, h, std::move(in));
   }
 
   SemWait Arrived(int r, int h, int64_t count) const { return {ranks_[r].arrived[h], count}; }
 
+  // Recursive halving (reduce-scatter) then doubling (all-gather) over
+  // log2 R steps each; ranks are a power of two. Halving step j pairs rank
+  // r with r ^ (R >> (j + 1)): each keeps the half of its segment of
+  // chunks on its side of that bit, sends the other half into the
+  // partner's staging slot j (chunks R - R / 2^j onwards) and adds the
+  // partner's half of its own into its buffer; rank r ends with chunk r.
+  // Doubling step j pairs r with r ^ 2^j: each writes its segment (2^j
+  // chunks) into the partner's buffer at the same offsets.
+  // RDH's hypercube: position p holds rank rank_of_pos_[p]. The ranks of a
+  // chip take the high bits (the first, largest halving steps stay on the
+  // chip; the chips exchange bytes / ranks_per_chip at most), the chips the
+  // low bits; on a torus each full ring of 2 or 4 chips is Gray-coded
+  // (0, 1, 3, 2 around the ring), so that every exchange between chips
+  // crosses one link (trainium.md 10.3: the 4x4 torus as a 4-D hypercube).
+  void PlaceHypercube() {
+    const int R = c_.ranks;
+    const int local = std::min(R, c_.ranks_per_chip);
+    const bool split = (local & (local - 1)) == 0 && R % local == 0;
+    const int chips = split ? R / local : R;
+    int chip_bits = 0;
+    while ((1 << chip_bits) < chips) ++chip_bits;
+    const System* sys = p_.system();
+    rank_of_pos_.assign(R, 0);
+    for (int r = 0; r < R; ++r) {
+      const int chip = split ? r / c_.ranks_per_chip : r, l = split ? r % c_.ranks_per_chip : 0;
+      int label = chip;
+      if (sys != nullptr && sys->topology.kind == TopologyKind::kTorus) {
+        label = 0;
+        int shift = 0, remaining = chips, id = chip;
+        for (const TorusDim& d : sys->topology.dims) {
+          const int n = static_cast<int>(d.size.value), coord = id % n;
+          id /= n;
+          int bits = 0;
+          if (remaining >= n && (n & (n - 1)) == 0) {
+            while ((1 << bits) < n) ++bits;
+            label |= (coord ^ (coord >> 1)) << shift;
+            remaining /= n;
+          } else {
+            while ((1 << bits) < remaining) ++bits;
+            label |= coord << shift;
+            remaining = 1;
+          }
+          shift += bits;
+        }
+      }
+      rank_of_pos_[(l << chip_bits) | label] = r;
+    }
+    pos_of_rank_.assign(R, 0);
+    for (int p = 0; p < R; ++p) pos_of_rank_[rank_of_pos_[p]] = p;
+  }
+
+  Status LowerRankRdh(int r, int h) {
+    const int R = c_.ranks, steps = plan_.steps / (c_.op == CollectiveOp::kAllReduce ? 2 : 1);
+    // Step k's arrival into rank q (k counts halving steps, then doubling).
+    const auto arrival = [&](int q, int k) { return ranks_[q].step_arrived[h][k]; };
+    // Positions and chunks: the rank at position p ends the halving with
+    // chunk p, and starts the doubling with it.
+    const int p = pos_of_rank_[r];
+    int k = 0;
+    if (IsReduction(c_.op)) {
+      int lo = 0;  // rank r's segment of chunks: [lo, lo + 2d) before step j
+      for (int j = 0; j < steps; ++j, ++k) {
+        const int d = R >> (j + 1), partner = rank_of_pos_[p ^ d];
+        const int keep = (p & d) == 0 ? lo : lo + d, send = keep == lo ? lo + d : lo;
+        const int64_t slot = static_cast<int64_t>(R - (R >> j)) * SlotBytes();
+        if (Status s = Send(r, h, ChunkOffset(send), partner, ranks_[partner].staging, slot,
+                            ChunkOffset(send + d) - ChunkOffset(send), {}, arrival(partner, k));
+            !s.ok()) {
+          return s;
+        }
+        if (Status s = Reduce(r, h, slot, ChunkOffset(keep),
+                              ChunkOffset(keep + d) - ChunkOffset(keep), {{arrival(r, k), 1}});
+            !s.ok()) {
+          return s;
+        }
+        lo = keep;
+      }
+    }
+    if (c_.op == CollectiveOp::kReduceScatter) return OkStatus();
+    for (int j = 0; j < steps; ++j, ++k) {
+      const int d = 1 << j, partner = rank_of_pos_[p ^ d];
+      const int lo = p & ~(d - 1);  // the segment: chunks [lo, lo + d)
+      std::vector<SemWait> waits;
+      if (j > 0) waits.push_back({arrival(r, k - 1), 1});  // the previous partner's half of it
+      if (Status s =
+              Send(r, h, ChunkOffset(lo), partner, ranks_[partner].data, ChunkOffset(lo),
+                   ChunkOffset(lo + d) - ChunkOffset(lo), std::move(waits), arrival(partner, k));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return OkStatus();
+  }
+
   // Rank r's instructions on its half-h queue. Arrival counts of a rank are
   // known in advance from the schedule, so waits name absolute values.
   Status LowerRank(int r, int h) {
+    if (plan_.algorithm == CollectiveAlgorithm::kRdh) return LowerRankRdh(r, h);
     const int R = c_.ranks;
-    const Rank& me = ranks_[r];
     const bool ring = plan_.algorithm == CollectiveAlgorithm::kRing;
     switch (c_.op) {
       case CollectiveOp::kPermute:
-        return Send(r, h, me.data, 0, Next(r), ranks_[Next(r)].staging, 0, c_.bytes, {});
+        return Send(r, h, 0, Next(r), ranks_[Next(r)].staging, 0, c_.bytes, {});
       case CollectiveOp::kSendRecv: {
         const int peer = r % 2 == 0 ? r + 1 : r - 1;
-        return Send(r, h, me.data, 0, peer, ranks_[peer].staging, 0, c_.bytes, {});
+        return Send(r, h, 0, peer, ranks_[peer].staging, 0, c_.bytes, {});
       }
       case CollectiveOp::kAllToAll:
         for (int k = 1; k < R; ++k) {  // peer r + k: spreads the writes over the receivers
           const int to = Next(r, k);
-          if (Status s = Send(r, h, me.data, ChunkOffset(to), to, ranks_[to].staging,
-                              r * SlotBytes(), ChunkBytes(to), {});
+          if (Status s = Send(r, h, ChunkOffset(to), to, ranks_[to].staging, r * SlotBytes(),
+                              ChunkBytes(to), {});
               !s.ok()) {
+            return s;
+          }
+        }
+        return OkStatus();
+      case CollectiveOp::kAllToAllV:
+        for (int k = 1; k < R; ++k) {  // as all-to-all; rows and columns at their prefix sums
+          const int to = Next(r, k);
+          if (Size(r, to) == 0) continue;
+          int64_t src = 0, dst = 0;
+          for (int t = 0; t < to; ++t) src += Size(r, t);
+          for (int f = 0; f < r; ++f) dst += Size(f, to);
+          if (Status s = Send(r, h, src, to, ranks_[to].staging, dst, Size(r, to), {}); !s.ok()) {
             return s;
           }
         }
@@ -149,7 +333,7 @@ class Lowering {
       if (ring) {
         for (int k = 0; k + 1 < R; ++k) {
           const int send = Prev(r, k), recv = Prev(r, k + 1);
-          if (Status s = Send(r, h, me.data, ChunkOffset(send), Next(r), ranks_[Next(r)].staging,
+          if (Status s = Send(r, h, ChunkOffset(send), Next(r), ranks_[Next(r)].staging,
                               k * SlotBytes(), ChunkBytes(send), {});
               !s.ok()) {
             return s;
@@ -163,7 +347,7 @@ class Lowering {
       } else {
         for (int k = 1; k < R; ++k) {
           const int to = Next(r, k);  // r is k ranks behind `to`: slot R - 1 - k there
-          if (Status s = Send(r, h, me.data, ChunkOffset(to), to, ranks_[to].staging,
+          if (Status s = Send(r, h, ChunkOffset(to), to, ranks_[to].staging,
                               (R - 1 - k) * SlotBytes(), ChunkBytes(to), {});
               !s.ok()) {
             return s;
@@ -190,7 +374,7 @@ class Lowering {
         const int chunk = Prev(own, k);  // received in step k - 1 (own at k = 0)
         std::vector<SemWait> waits;
         if (k > 0) waits.push_back(Arrived(r, h, base + k));
-        if (Status s = Send(r, h, me.data, ChunkOffset(chunk), Next(r), ranks_[Next(r)].data,
+        if (Status s = Send(r, h, ChunkOffset(chunk), Next(r), ranks_[Next(r)].data,
                             ChunkOffset(chunk), ChunkBytes(chunk), std::move(waits));
             !s.ok()) {
           return s;
@@ -199,7 +383,7 @@ class Lowering {
     } else {
       for (int k = 1; k < R; ++k) {
         const int to = Next(r, k);
-        if (Status s = Send(r, h, me.data, ChunkOffset(own), to, ranks_[to].data, ChunkOffset(own),
+        if (Status s = Send(r, h, ChunkOffset(own), to, ranks_[to].data, ChunkOffset(own),
                             ChunkBytes(own), {});
             !s.ok()) {
           return s;
@@ -212,17 +396,27 @@ class Lowering {
   Program& p_;
   const CollectivePlan& plan_;
   const CollectiveConfig& c_;
+  const CollectiveOperands& ops_;
   std::vector<Rank> ranks_;
+  std::vector<int> rank_of_pos_, pos_of_rank_;  // RDH (PlaceHypercube)
+  int64_t queue_instructions_;                  // each queue's count (InstructionsPerQueue)
 };
 
 // Instructions per rank and half: sends, and reductions for the reduce ops.
 int64_t InstructionsPerQueue(const CollectivePlan& plan) {
+  // A transfer per step, and a reduction per reduce-scatter step.
+  if (plan.algorithm == CollectiveAlgorithm::kRdh) {
+    return plan.config.op == CollectiveOp::kAllGather
+               ? plan.steps
+               : plan.steps + plan.steps / (plan.config.op == CollectiveOp::kAllReduce ? 2 : 1);
+  }
   const int64_t R = plan.config.ranks;
   switch (plan.config.op) {
     case CollectiveOp::kPermute:
     case CollectiveOp::kSendRecv:
       return 1;
     case CollectiveOp::kAllToAll:
+    case CollectiveOp::kAllToAllV:  // at most
     case CollectiveOp::kAllGather:
       return R - 1;
     case CollectiveOp::kReduceScatter:
@@ -233,7 +427,136 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
   return 0;
 }
 
+// Instructions per rank that write its result (CollectiveOperands::done_signals).
+int64_t Completions(const CollectivePlan& plan) {
+  const int64_t lnc = plan.config.lnc;
+  // rdh: one write of the rank's result per step (a reduction or an arrival).
+  if (plan.algorithm == CollectiveAlgorithm::kRdh) return lnc * plan.steps;
+  const int64_t R = plan.config.ranks;
+  switch (plan.config.op) {
+    case CollectiveOp::kAllReduce:
+      return lnc * 2 * (R - 1);  // its reductions, then the gathered chunks
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllToAll:
+      return lnc * (R - 1);
+    case CollectiveOp::kPermute:
+    case CollectiveOp::kSendRecv:
+      return lnc;
+    case CollectiveOp::kAllToAllV:
+      return 0;
+  }
+  return 0;
+}
+
+// The ranks are simulated one by one. Where the routes between consecutive
+// chips differ (a torus row's wrap, a Trn3 rack's twin link), no rank's
+// timeline is another's shifted, so none can stand for another; say so.
+std::string WhySimulatedRankByRank(const System& system, int chips) {
+  if (chips < 2) return "every rank (one chip, no links)";
+  size_t shortest = SIZE_MAX, longest = 0;
+  int short_at = 0, long_at = 0;
+  for (int chip = 0; chip < chips; ++chip) {
+    const size_t hops = system.Route(chip, (chip + 1) % chips).size();
+    if (hops < shortest) shortest = hops, short_at = chip;
+    if (hops > longest) longest = hops, long_at = chip;
+  }
+  const auto pair = [&](int chip, size_t hops) {
+    return "chip " + std::to_string(chip) + " -> " + std::to_string((chip + 1) % chips) + ": " +
+           std::to_string(hops);
+  };
+  if (shortest == longest) {
+    return "every rank (the routes from chip c to chip c + 1 all take " + std::to_string(shortest) +
+           " link(s); symmetric ranks are not simulated once)";
+  }
+  return "every rank: the routes from chip c to chip c + 1 take " + std::to_string(shortest) +
+         " to " + std::to_string(longest) + " links (" + pair(short_at, shortest) + ", " +
+         pair(long_at, longest) + "), so no rank stands for another";
+}
+
+// All-to-all-v sizes against the resolved ranks and bytes, named by entry.
+Status CheckSizes(const CollectiveConfig& c) {
+  const size_t want = static_cast<size_t>(c.ranks) * c.ranks;
+  if (c.sizes.size() != want) {
+    return InvalidArgumentError("sizes has " + std::to_string(c.sizes.size()) +
+                                " entries; all-to-all-v over " + std::to_string(c.ranks) +
+                                " ranks needs " + std::to_string(c.ranks) + " x " +
+                                std::to_string(c.ranks));
+  }
+  for (int from = 0; from < c.ranks; ++from) {
+    int64_t row = 0;
+    for (int to = 0; to < c.ranks; ++to) {
+      const int64_t n = c.sizes[static_cast<size_t>(from) * c.ranks + to];
+      if (n < 0) {
+        return InvalidArgumentError("sizes[" + std::to_string(from) + "][" + std::to_string(to) +
+                                    "] = " + std::to_string(n) + " < 0");
+      }
+      row += n;
+      if (row > c.bytes) {
+        return InvalidArgumentError("sizes row " + std::to_string(from) +
+                                    " sums to more than bytes = " + std::to_string(c.bytes) +
+                                    " (the send buffer)");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+StatusOr<std::vector<int64_t>> ZipfAllToAllSizes(int ranks, int64_t bytes, double s) {
+  if (ranks < 1 || bytes < 0 || !(s >= 0) || !std::isfinite(s)) {
+    return InvalidArgumentError("zipf all-to-all-v sizes: ranks = " + std::to_string(ranks) +
+                                ", bytes = " + std::to_string(bytes) + ", s = " +
+                                std::to_string(s) + " (ranks >= 1, bytes >= 0, finite s >= 0)");
+  }
+  std::vector<double> weight(ranks);
+  double total = 0;
+  for (int j = 0; j < ranks; ++j) total += weight[j] = std::pow(j + 1.0, -s);
+  // Floors, then the bytes left one each to the largest remainders (ties: lower j).
+  std::vector<int64_t> row(ranks);
+  std::vector<std::pair<double, int>> rest(ranks);
+  int64_t given = 0;
+  for (int j = 0; j < ranks; ++j) {
+    const double share = static_cast<double>(bytes) * weight[j] / total;
+    row[j] = static_cast<int64_t>(std::floor(share));
+    given += row[j];
+    rest[j] = {share - static_cast<double>(row[j]), j};
+  }
+  std::stable_sort(rest.begin(), rest.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int64_t k = 0; k < bytes - given; ++k) ++row[rest[static_cast<size_t>(k % ranks)].second];
+  std::vector<int64_t> sizes;
+  sizes.reserve(static_cast<size_t>(ranks) * ranks);
+  for (int i = 0; i < ranks; ++i) sizes.insert(sizes.end(), row.begin(), row.end());
+  return sizes;
+}
+
+StatusOr<std::vector<int64_t>> ParseAllToAllSizes(std::string_view json_text) {
+  const nlohmann::json doc = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgumentError("all-to-all-v sizes: not valid JSON");
+  if (!doc.is_array() || doc.empty()) {
+    return InvalidArgumentError("all-to-all-v sizes: expected an array of R arrays of R integers");
+  }
+  const size_t ranks = doc.size();
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < ranks; ++i) {
+    const std::string row = "[" + std::to_string(i) + "]";
+    if (!doc[i].is_array() || doc[i].size() != ranks) {
+      return InvalidArgumentError("all-to-all-v sizes" + row + ": expected an array of " +
+                                  std::to_string(ranks) + " integers");
+    }
+    for (size_t j = 0; j < ranks; ++j) {
+      const nlohmann::json& v = doc[i][j];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+        return InvalidArgumentError("all-to-all-v sizes" + row + "[" + std::to_string(j) +
+                                    "]: expected an integer >= 0, got " + v.dump());
+      }
+      sizes.push_back(v.get<int64_t>());
+    }
+  }
+  return sizes;
+}
 
 std::string_view CollectiveOpName(CollectiveOp op) {
   switch (op) {
@@ -245,6 +568,8 @@ std::string_view CollectiveOpName(CollectiveOp op) {
       return "reduce-scatter";
     case CollectiveOp::kAllToAll:
       return "all-to-all";
+    case CollectiveOp::kAllToAllV:
+      return "all-to-all-v";
     case CollectiveOp::kPermute:
       return "permute";
     case CollectiveOp::kSendRecv:
@@ -256,12 +581,13 @@ std::string_view CollectiveOpName(CollectiveOp op) {
 StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name) {
   for (CollectiveOp op :
        {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
-        CollectiveOp::kAllToAll, CollectiveOp::kPermute, CollectiveOp::kSendRecv}) {
+        CollectiveOp::kAllToAll, CollectiveOp::kAllToAllV, CollectiveOp::kPermute,
+        CollectiveOp::kSendRecv}) {
     if (name == CollectiveOpName(op)) return op;
   }
   return InvalidArgumentError("unknown collective '" + std::string(name) +
-                              "' (all-reduce, all-gather, reduce-scatter, all-to-all, permute, "
-                              "send-recv)");
+                              "' (all-reduce, all-gather, reduce-scatter, all-to-all, "
+                              "all-to-all-v, permute, send-recv)");
 }
 
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
@@ -272,18 +598,23 @@ std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
       return "ring";
     case CollectiveAlgorithm::kMesh:
       return "mesh";
+    case CollectiveAlgorithm::kRdh:
+      return "rdh";
+    case CollectiveAlgorithm::kKangaRing:
+      return "kangaring";
   }
   return "?";
 }
 
 StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name) {
   for (CollectiveAlgorithm a :
-       {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kMesh}) {
+       {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kMesh,
+        CollectiveAlgorithm::kRdh, CollectiveAlgorithm::kKangaRing}) {
     if (name == CollectiveAlgorithmName(a)) return a;
   }
   return InvalidArgumentError("unknown collective algorithm '" + std::string(name) +
-                              "' (auto, ring, mesh; recursive halving/doubling, KangaRing and "
-                              "hierarchical schedules are not lowered yet)");
+                              "' (auto, ring, mesh, rdh, kangaring; hierarchical schedules are "
+                              "not lowered yet)");
 }
 
 std::string ByteSizeName(int64_t bytes) {
@@ -294,8 +625,7 @@ std::string ByteSizeName(int64_t bytes) {
   return std::to_string(bytes) + " B";
 }
 
-StatusOr<LoweredCollective> LowerCollective(const System& system, const CollectiveConfig& config,
-                                            const ProgramOptions& options) {
+StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveConfig& config) {
   CollectivePlan plan;
   plan.config = config;
   CollectiveConfig& c = plan.config;
@@ -336,12 +666,36 @@ StatusOr<LoweredCollective> LowerCollective(const System& system, const Collecti
                                 ": each rank's chunk needs a byte per physical core");
   }
   // The algorithm: what the op allows, what was asked, else the thresholds.
-  const bool mesh_only = c.op == CollectiveOp::kAllToAll || c.op == CollectiveOp::kSendRecv;
+  const bool mesh_only = c.op == CollectiveOp::kAllToAll || c.op == CollectiveOp::kAllToAllV ||
+                         c.op == CollectiveOp::kSendRecv;
+  if (c.op == CollectiveOp::kAllToAllV) {
+    if (Status s = CheckSizes(c); !s.ok()) return Status(s.code(), what + ": " + s.message());
+  } else if (!c.sizes.empty()) {
+    return InvalidArgumentError(what + ": sizes are for all-to-all-v only");
+  }
   const bool ring_only = c.op == CollectiveOp::kPermute;
-  if ((mesh_only && c.algorithm == CollectiveAlgorithm::kRing) ||
-      (ring_only && c.algorithm == CollectiveAlgorithm::kMesh)) {
+  const bool power_of_two = (c.ranks & (c.ranks - 1)) == 0;
+  if (c.algorithm == CollectiveAlgorithm::kKangaRing) {
+    // trainium.md 10.3: a ring over the primary ranks swapping roles over the
+    // two Hamiltonian cycles of a Trn2 torus, with DMA write duplication.
+    if (system.topology.kind != TopologyKind::kTorus) {
+      return InvalidArgumentError(what + ": KangaRing runs over the two Hamiltonian cycles of a " +
+                                  "Trn2 torus; " + system.name + " is " + DescribeTopology(system));
+    }
+    return InvalidArgumentError(what +
+                                ": KangaRing (primary ranks over the torus's two Hamiltonian "
+                                "cycles, DMA write duplication) is not modelled; use ring");
+  }
+  if ((mesh_only && c.algorithm != CollectiveAlgorithm::kAuto &&
+       c.algorithm != CollectiveAlgorithm::kMesh) ||
+      (ring_only && c.algorithm != CollectiveAlgorithm::kAuto &&
+       c.algorithm != CollectiveAlgorithm::kRing)) {
     return InvalidArgumentError(what + ": " + std::string(CollectiveOpName(c.op)) +
                                 " is lowered as " + (mesh_only ? "mesh" : "ring") + " only");
+  }
+  if (c.algorithm == CollectiveAlgorithm::kRdh && !power_of_two) {
+    return InvalidArgumentError(what + ": rdh pairs ranks by the bits of their index; ranks = " +
+                                std::to_string(c.ranks) + " is not a power of two");
   }
   if (mesh_only || ring_only) {
     plan.algorithm = mesh_only ? CollectiveAlgorithm::kMesh : CollectiveAlgorithm::kRing;
@@ -352,23 +706,40 @@ StatusOr<LoweredCollective> LowerCollective(const System& system, const Collecti
   } else {
     const int64_t mesh_max =
         system.collectives ? static_cast<int64_t>(system.collectives->mesh_max_bytes.value) : 0;
-    plan.algorithm = c.bytes <= mesh_max ? CollectiveAlgorithm::kMesh : CollectiveAlgorithm::kRing;
-    plan.why = ByteSizeName(c.bytes) + (c.bytes <= mesh_max ? " <= " : " > ") + "mesh_max_bytes " +
-               ByteSizeName(mesh_max) + " of " + system.name;
+    const int64_t rdh_max =
+        system.collectives ? static_cast<int64_t>(system.collectives->rdh_max_bytes.value) : 0;
+    const std::string of = " of " + system.name;
+    if (c.bytes <= mesh_max) {
+      plan.algorithm = CollectiveAlgorithm::kMesh;
+      plan.why = ByteSizeName(c.bytes) + " <= mesh_max_bytes " + ByteSizeName(mesh_max) + of;
+    } else if (c.bytes <= rdh_max && power_of_two) {
+      plan.algorithm = CollectiveAlgorithm::kRdh;
+      plan.why = ByteSizeName(c.bytes) + " <= rdh_max_bytes " + ByteSizeName(rdh_max) + of;
+    } else {
+      plan.algorithm = CollectiveAlgorithm::kRing;
+      plan.why = c.bytes <= rdh_max
+                     ? ByteSizeName(c.bytes) + " <= rdh_max_bytes " + ByteSizeName(rdh_max) + of +
+                           " but " + std::to_string(c.ranks) + " ranks are not a power of two"
+                     : ByteSizeName(c.bytes) + " > rdh_max_bytes " + ByteSizeName(rdh_max) + of;
+    }
   }
   const bool ring = plan.algorithm == CollectiveAlgorithm::kRing;
+  const bool rdh = plan.algorithm == CollectiveAlgorithm::kRdh;
   const int R = c.ranks;
+  int log2_r = 0;
+  while ((1 << log2_r) < R) ++log2_r;
   switch (c.op) {
     case CollectiveOp::kAllReduce:
-      plan.steps = ring ? 2 * (R - 1) : 2;
+      plan.steps = ring ? 2 * (R - 1) : rdh ? 2 * log2_r : 2;
       plan.bus_factor = 2.0 * (R - 1) / R;
       break;
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
-      plan.steps = ring ? R - 1 : 1;
+      plan.steps = ring ? R - 1 : rdh ? log2_r : 1;
       plan.bus_factor = static_cast<double>(R - 1) / R;
       break;
     case CollectiveOp::kAllToAll:
+    case CollectiveOp::kAllToAllV:
       plan.steps = 1;
       plan.bus_factor = static_cast<double>(R - 1) / R;
       break;
@@ -382,18 +753,125 @@ StatusOr<LoweredCollective> LowerCollective(const System& system, const Collecti
   plan.chunk_bytes = whole ? c.bytes : (c.bytes + R - 1) / R;
   plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
 
-  const int64_t instructions = InstructionsPerQueue(plan) * R * c.lnc;
-  if (instructions > options.max_instructions) {
+  plan.simulated = WhySimulatedRankByRank(system, plan.chips);
+  plan.instructions = InstructionsPerQueue(plan) * R * c.lnc;
+  if (c.op == CollectiveOp::kAllToAllV) {  // the transfers that move bytes, in halves of >= 1 B
+    plan.instructions = 0;
+    plan.chunk_bytes = 0;
+    for (int from = 0; from < R; ++from) {
+      for (int to = 0; to < R; ++to) {
+        const int64_t n = c.sizes[static_cast<size_t>(from) * R + to];
+        if (from != to) plan.instructions += std::min<int64_t>(n, c.lnc);
+        if (from != to) plan.chunk_bytes = std::max(plan.chunk_bytes, n);
+      }
+    }
+  }
+  plan.completions = Completions(plan);
+  return plan;
+}
+
+namespace {
+
+std::string Describe(const CollectivePlan& plan, const std::string& where) {
+  const CollectiveConfig& c = plan.config;
+  return std::string(CollectiveOpName(c.op)) + " of " + ByteSizeName(c.bytes) + " on " + where;
+}
+
+// Operands that cannot serve the plan in `program`, named by their field.
+Status CheckOperands(const Program& program, const CollectivePlan& plan,
+                     const CollectiveOperands& ops) {
+  const CollectiveConfig& c = plan.config;
+  const size_t ranks = static_cast<size_t>(c.ranks);
+  if (plan.chips > program.chips() || c.ranks_per_chip * c.lnc > program.cores_per_chip()) {
+    return InvalidArgumentError("the plan needs " + std::to_string(plan.chips) + " chip(s) x " +
+                                std::to_string(c.ranks_per_chip * c.lnc) +
+                                " core(s); the program has " + std::to_string(program.chips()) +
+                                " x " + std::to_string(program.cores_per_chip()));
+  }
+  if (plan.chips > 1 && program.system() == nullptr) {
+    return InvalidArgumentError("the ranks span " + std::to_string(plan.chips) +
+                                " chips; the program needs a System (its links)");
+  }
+  const auto count = [&](const char* field, size_t have, size_t want) -> Status {
+    if (have != 0 && have != want) {
+      return InvalidArgumentError(std::string("operands.") + field + " has " +
+                                  std::to_string(have) + " entries; needs 0 or " +
+                                  std::to_string(want));
+    }
+    return OkStatus();
+  };
+  if (Status s = count("data", ops.data.size(), ranks); !s.ok()) return s;
+  if (Status s = count("data_offset", ops.data_offset.size(), ops.data.empty() ? 0 : ranks);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = count("start_after", ops.start_after.size(), ranks * c.lnc); !s.ok()) return s;
+  if (Status s = count("done_signals", ops.done_signals.size(), ranks); !s.ok()) return s;
+  if (c.op == CollectiveOp::kAllToAllV && !ops.done_signals.empty()) {
+    return InvalidArgumentError(
+        "operands.done_signals: the ranks of an all-to-all-v receive different numbers of "
+        "transfers, so no one count completes them");
+  }
+  for (size_t r = 0; r < ops.data.size(); ++r) {
+    const std::string field = "operands.data[" + std::to_string(r) + "]";
+    const BufferId id = ops.data[r];
+    if (id < 0 || id >= static_cast<BufferId>(program.buffers().size())) {
+      return InvalidArgumentError(field + " = " + std::to_string(id) + " is not a buffer");
+    }
+    const Buffer& b = program.buffers()[id];
+    const int chip = static_cast<int>(r) / c.ranks_per_chip;
+    const int64_t offset = ops.data_offset.empty() ? 0 : ops.data_offset[r];
+    if (!b.live || b.space != MemSpace::kHbm || b.chip != chip) {
+      return InvalidArgumentError(field + " '" + b.name + "' must be a live HBM buffer of chip " +
+                                  std::to_string(chip) + " (rank " + std::to_string(r) + ")");
+    }
+    if (offset < 0 || offset > b.bytes - c.bytes) {
+      return InvalidArgumentError(field + " '" + b.name + "' holds " + std::to_string(b.bytes) +
+                                  " B; the rank's " + ByteSizeName(c.bytes) + " at offset " +
+                                  std::to_string(offset) + " do not fit");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<LoweredCollectiveKernel> LowerCollectiveInto(Program& program, const CollectivePlan& plan,
+                                                      const CollectiveOperands& operands) {
+  const std::string what =
+      Describe(plan, program.system() != nullptr ? program.system()->name : program.machine().name);
+  if (Status s = CheckOperands(program, plan, operands); !s.ok()) {
+    return Status(s.code(), what + ": " + s.message());
+  }
+  const int64_t room = program.max_instructions() - program.instruction_count();
+  if (plan.instructions > room) {
     return ResourceExhaustedError(
-        what + ": " + std::to_string(R) + " ranks need " + std::to_string(instructions) +
-        " instructions; the program budget is " + std::to_string(options.max_instructions) +
+        what + ": " + std::to_string(plan.config.ranks) + " ranks need " +
+        std::to_string(plan.instructions) + " instructions; the program has room for " +
+        std::to_string(room) + " of its budget " + std::to_string(program.max_instructions()) +
         " (ProgramOptions::max_instructions)");
   }
-  StatusOr<Program> prog = Program::Create(system, cores, plan.chips, options);
-  if (!prog.ok()) return prog.status();
-  Lowering lowering(*prog, plan);
+  Lowering lowering(program, plan, operands, InstructionsPerQueue(plan));
   if (Status s = lowering.Run(); !s.ok()) return Status(s.code(), what + ": " + s.message());
-  return LoweredCollective{std::move(*prog), std::move(plan)};
+  return LoweredCollectiveKernel{plan};
+}
+
+StatusOr<LoweredCollective> LowerCollective(const System& system, const CollectiveConfig& config,
+                                            const ProgramOptions& options) {
+  StatusOr<CollectivePlan> plan = PlanCollective(system, config);
+  if (!plan.ok()) return plan.status();
+  const std::string what = Describe(*plan, system.name);
+  if (plan->instructions > options.max_instructions) {
+    return ResourceExhaustedError(
+        what + ": " + std::to_string(plan->config.ranks) + " ranks need " +
+        std::to_string(plan->instructions) + " instructions; the program budget is " +
+        std::to_string(options.max_instructions) + " (ProgramOptions::max_instructions)");
+  }
+  StatusOr<Program> prog = Program::Create(system, system.chip.core_count(), plan->chips, options);
+  if (!prog.ok()) return prog.status();
+  StatusOr<LoweredCollectiveKernel> k = LowerCollectiveInto(*prog, *plan, {});
+  if (!k.ok()) return k.status();
+  return LoweredCollective{std::move(*prog), std::move(*plan)};
 }
 
 CollectiveFigures Figures(const CollectivePlan& plan, const SimResult& result) {

@@ -1027,6 +1027,23 @@ StatusOr<LoweredGemmKernel> LowerGemmInto(Program& p, const GemmPlan& plan,
   return kernel;
 }
 
+StatusOr<GemmOperands> AllocGemmOperands(Program& p, const GemmConfig& c, int chip,
+                                         const std::string& prefix) {
+  const HbmOperand shape{'a', -1, -1, GemmElementBytes(c.dtype), c.k};
+  GemmOperands ops;
+  ops.chip = chip;
+  TRY_ASSIGN(ops.a, p.AllocHbm(prefix + "A", shape.Bytes(c.m, c.k), chip));
+  TRY_ASSIGN(ops.b, p.AllocHbm(prefix + "B", shape.Bytes(c.n, c.k), chip));
+  TRY_ASSIGN(ops.c, p.AllocHbm(prefix + "C", c.m * c.n * 2, chip));
+  if (IsMx(c.dtype)) {
+    TRY_ASSIGN(ops.a_scales,
+               p.AllocHbm(prefix + "A_scale", HbmOperand::ScaleBytes(c.m, c.k), chip));
+    TRY_ASSIGN(ops.b_scales,
+               p.AllocHbm(prefix + "B_scale", HbmOperand::ScaleBytes(c.n, c.k), chip));
+  }
+  return ops;
+}
+
 StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config,
                                 const ProgramOptions& options) {
   StatusOr<GemmPlan> plan = PlanGemm(machine, config);
@@ -1035,17 +1052,9 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   StatusOr<Program> prog = Program::Create(machine, c.cores, options);
   if (!prog.ok()) return prog.status();
   Program& p = *prog;
-  const double eb = GemmElementBytes(c.dtype);
-  const HbmOperand shape{'a', -1, -1, eb, c.k};
-  GemmOperands ops;
-  TRY_ASSIGN(ops.a, p.AllocHbm("A", shape.Bytes(c.m, c.k)));
-  TRY_ASSIGN(ops.b, p.AllocHbm("B", shape.Bytes(c.n, c.k)));
-  TRY_ASSIGN(ops.c, p.AllocHbm("C", c.m * c.n * 2));
-  if (IsMx(c.dtype)) {
-    TRY_ASSIGN(ops.a_scales, p.AllocHbm("A_scale", HbmOperand::ScaleBytes(c.m, c.k)));
-    TRY_ASSIGN(ops.b_scales, p.AllocHbm("B_scale", HbmOperand::ScaleBytes(c.n, c.k)));
-  }
-  StatusOr<LoweredGemmKernel> kernel = LowerGemmInto(p, *plan, ops);
+  StatusOr<GemmOperands> ops = AllocGemmOperands(p, c);
+  if (!ops.ok()) return ops.status();
+  StatusOr<LoweredGemmKernel> kernel = LowerGemmInto(p, *plan, *ops);
   if (!kernel.ok()) return kernel.status();
   return LoweredGemm{std::move(p), std::move(kernel->plan), std::move(kernel->tile_ops)};
 }

@@ -731,6 +731,17 @@ std::string Program::Site::operator()() const {
          std::string(OpcodeName(op));
 }
 
+Status Program::Reserve(StreamId stream, int64_t instructions) {
+  if (stream < 0 || stream >= static_cast<StreamId>(streams_.size())) {
+    return InvalidArgumentError("Reserve: no stream " + std::to_string(stream));
+  }
+  std::vector<Instruction>& list = streams_[stream].instructions;
+  // Never past the budget: Append() refuses those instructions anyway.
+  const int64_t room = std::min(instructions, options_.max_instructions - instruction_count_);
+  if (room > 0) list.reserve(list.size() + static_cast<size_t>(room));
+  return OkStatus();
+}
+
 Status Program::Append(StreamId stream, Instruction instruction) {
   if (stream < 0 || stream >= static_cast<StreamId>(streams_.size())) {
     return InvalidArgumentError("Append: no stream " + std::to_string(stream));

@@ -112,8 +112,30 @@ struct SemState {
   std::vector<StreamId> waiters;
 };
 
+// What the event loop needs of one instruction, resolved before it starts.
+// A large program (a collective over hundreds of ranks: millions of
+// instructions over thousands of streams) is visited stream after stream in
+// time order, so every instruction is a cache miss; this record and the flat
+// wait and signal lists keep each visit to one cache line of records and
+// the lists' next entries (Sim::Issue fetches them ahead), instead of the
+// instruction and its two heap-allocated lists.
+struct Op {
+  // Transfer queues: the cost (cost.h), a function of the instruction only.
+  int64_t engine_ps = 0, hbm_ps = 0, remote_hbm_ps = 0;
+  int64_t bytes = 0;                          // moved
+  uint32_t waits = 0, signals = 0;            // first index into Sim::waits_ / signals_
+  uint32_t wait_count = 0, signal_count = 0;  // list lengths
+  int32_t route = -1;                         // Sim::routes_ index of a write into another chip
+  int32_t stack = -1;         // program-wide HBM stack of the core's reads and writes (-1: none)
+  int32_t remote_stack = -1;  // program-wide HBM stack written on the other chip
+  int16_t first_engine = 0, engines = 0;
+};
+static_assert(sizeof(Op) == 64, "one cache line per instruction");
+
 struct StreamState {
   size_t pc = 0;
+  size_t size = 0;   // instructions
+  int64_t base = 0;  // index of its first instruction in Sim::ops_
   bool blocked = false;
   bool issue_scheduled = false;
   int64_t unit_free = 0;  // Vector/Scalar/GpSimd
@@ -146,11 +168,16 @@ class Sim {
     sems_.resize(p.semaphores().size());
     tensor_.resize(p.cores());
     engines_ = static_cast<int>(m_.dma.engines.value);
-    dma_engines_.resize(static_cast<size_t>(p.cores()) * engines_);
+    const size_t engine_slots = static_cast<size_t>(p.cores()) * engines_;
+    engine_free_ps_.assign(engine_slots, 0);
+    engine_busy_ps_.assign(engine_slots, 0);
     stacks_per_chip_ = static_cast<int>(m_.hbm.stacks.value);
     hbm_stacks_.resize(static_cast<size_t>(p.chips()) * stacks_per_chip_);
     if (p.system() != nullptr) {
       links_.resize(p.system()->links.size());
+      for (const SystemLink& l : p.system()->links) {
+        link_bandwidth_.push_back(l.bandwidth_bytes_per_s.value);
+      }
     }
     window_ps_ = static_cast<int64_t>(m_.tensor.throttle_window_ns.value) * kPsPerNs;
     ramp_ps_ = static_cast<int64_t>(m_.tensor.throttle_ramp_ns.value) * kPsPerNs;
@@ -162,14 +189,18 @@ class Sim {
     clock_hz_[static_cast<int>(EngineKind::kGpSimd)] = ClockHz(m_.gpsimd.clock_hz);
     const int64_t lat = static_cast<int64_t>(m_.sync.semaphore_latency_cycles.value);
     for (int e = 0; e < kComputeEngines; ++e) sem_lat_[e] = PsOfCycles(lat, clock_hz_[e]);
-    sem_lat_[static_cast<int>(EngineKind::kDma)] =
-        static_cast<int64_t>(std::llround(m_.dma.dependency_start_ns.value * kPsPerNs));
+    sem_lat_[static_cast<int>(EngineKind::kDma)] = DmaWaitLatencyPs(m_);
     sem_lat_[static_cast<int>(EngineKind::kCollective)] =
         sem_lat_[static_cast<int>(EngineKind::kDma)];
     if (opt_.record_trace) res_.trace.reserve(static_cast<size_t>(p.instruction_count()));
+    compiled_ = Compile();
   }
 
   StatusOr<SimResult> Run() {
+    if (!compiled_) {
+      return ResourceExhaustedError(
+          "the program's semaphore waits or signals pass 2^32 entries, the simulator's limit");
+    }
     for (StreamId s = 0; s < static_cast<StreamId>(st_.size()); ++s) Issue(s, 0);
     while (!queue_.empty() && !time_overflow_) {
       const Event e = queue_.Pop();
@@ -207,6 +238,80 @@ class Sim {
   }
 
  private:
+  // Fills ops_, waits_, signals_ and routes_, and adds up what does not
+  // depend on the schedule: the bytes each stream, link and HBM moves.
+  // False when the wait or signal lists pass 2^32 entries.
+  bool Compile() {
+    const auto& streams = p_.streams();
+    ops_.reserve(static_cast<size_t>(p_.instruction_count()) + 1);
+    std::unordered_map<int64_t, int32_t> route_of;  // from chip x chips + to chip -> routes_
+    for (StreamId s = 0; s < static_cast<StreamId>(streams.size()); ++s) {
+      const Stream& stream = streams[s];
+      st_[s].base = static_cast<int64_t>(ops_.size());
+      st_[s].size = stream.instructions.size();
+      const bool transfer = IsTransferQueue(stream.engine);
+      for (const Instruction& in : stream.instructions) {
+        Op op;
+        op.waits = static_cast<uint32_t>(waits_.size());
+        op.signals = static_cast<uint32_t>(signals_.size());
+        op.wait_count = static_cast<uint32_t>(in.waits.size());
+        op.signal_count = static_cast<uint32_t>(in.signals.size());
+        if (waits_.size() + in.waits.size() > UINT32_MAX ||
+            signals_.size() + in.signals.size() > UINT32_MAX) {
+          return false;
+        }
+        waits_.insert(waits_.end(), in.waits.begin(), in.waits.end());
+        signals_.insert(signals_.end(), in.signals.begin(), in.signals.end());
+        res_.streams[s].bytes += in.bytes;  // DMA queues (0 elsewhere)
+        if (transfer) CompileTransfer(stream.core, in, route_of, op);
+        ops_.push_back(op);
+      }
+    }
+    // Issue() fetches one record and list entry past a stream's last.
+    ops_.emplace_back();
+    waits_.emplace_back();
+    signals_.emplace_back();
+    return true;
+  }
+
+  void CompileTransfer(int core, const Instruction& in,
+                       std::unordered_map<int64_t, int32_t>& route_of, Op& op) {
+    const DmaCost c = cost_.Dma(p_, in);
+    op.engine_ps = c.engine_ps;
+    op.bytes = in.bytes;
+    op.first_engine = static_cast<int16_t>(c.first_engine);
+    op.engines = static_cast<int16_t>(c.engines);
+    if (c.hbm_bytes > 0) {
+      op.stack = p_.ChipOfCore(core) * stacks_per_chip_ + HbmStackOfCore(m_, p_.LocalCore(core));
+      op.hbm_ps = c.hbm_ps;
+    }
+    const Buffer& src = p_.buffers()[in.src0];
+    const Buffer& dst = p_.buffers()[in.dst];
+    if (c.remote_hbm_bytes > 0) {
+      const int64_t key = static_cast<int64_t>(src.chip) * p_.chips() + dst.chip;
+      auto it = route_of.find(key);
+      if (it == route_of.end()) {
+        Route r;
+        r.links = p_.system()->Route(src.chip, dst.chip);
+        r.latency_ps = internal::RouteLatencyPs(*p_.system(), r.links);
+        it = route_of.emplace(key, static_cast<int32_t>(routes_.size())).first;
+        routes_.push_back(std::move(r));
+      }
+      op.route = it->second;
+      for (int id : routes_[op.route].links) links_[id].bytes += in.bytes;
+      op.remote_stack =
+          dst.chip * stacks_per_chip_ + HbmStackOfAddress(m_, dst.offset + in.dst_offset);
+      op.remote_hbm_ps = c.remote_hbm_ps;
+      res_.link_transfer_bytes += in.bytes;
+    }
+    if (src.space == MemSpace::kHbm) res_.hbm_read_bytes += in.bytes;
+    if (dst.space == MemSpace::kHbm) {
+      res_.hbm_write_bytes += in.bytes;
+      if (in.accumulate) res_.hbm_read_bytes += in.bytes;  // DMA compute reads dst too
+    }
+    res_.dma_bytes += in.bytes;
+  }
+
   static bool IsTransferQueue(EngineKind e) {
     return e == EngineKind::kDma || e == EngineKind::kCollective;
   }
@@ -237,10 +342,12 @@ class Sim {
     StreamState& ss = st_[s];
     const Stream& stream = p_.streams()[s];
     const int64_t wait_latency = sem_lat_[static_cast<int>(stream.engine)];
-    while (ss.pc < stream.instructions.size() && !time_overflow_) {
-      const Instruction& in = stream.instructions[ss.pc];
+    const bool transfer = IsTransferQueue(stream.engine);
+    while (ss.pc < ss.size && !time_overflow_) {
+      const Op* op = &ops_[ss.base + ss.pc];
       int64_t ready = now;
-      for (const SemWait& w : in.waits) {
+      for (uint32_t i = 0; i < op->wait_count; ++i) {
+        const SemWait& w = waits_[op->waits + i];
         SemState& sem = sems_[w.sem];
         if (sem.value < w.value) {
           if (!ss.blocked) {
@@ -256,22 +363,32 @@ class Sim {
         return;
       }
       int64_t start = 0, end = 0;
-      Execute(s, stream, in, now, start, end);
       StreamStats& stats = res_.streams[s];
-      // LoadStationary runs in the background of the MM unit (section 5).
-      (in.op == Opcode::kLoadStationary ? stats.background_ps : stats.busy_ps) += end - start;
+      if (transfer) {
+        ExecuteTransfer(s, stream.core, *op, now, start, end);
+        stats.busy_ps += end - start;
+      } else {
+        const Instruction& in = stream.instructions[ss.pc];
+        Execute(s, stream, in, now, start, end);
+        // LoadStationary runs in the background of the MM unit (section 5).
+        (in.op == Opcode::kLoadStationary ? stats.background_ps : stats.busy_ps) += end - start;
+      }
       ++stats.instructions;
-      stats.bytes += in.bytes;  // DMA queues (0 elsewhere)
       if (opt_.record_trace) {
         res_.trace.push_back(TraceRecord{s, static_cast<int32_t>(ss.pc), start, end});
       }
       res_.end_ps = std::max(res_.end_ps, end);
       if (end > kMaxTimePs) time_overflow_ = true;
-      if (!in.signals.empty()) Push(end, s, static_cast<int32_t>(ss.pc));
+      if (op->signal_count > 0) Push(end, s, static_cast<int32_t>(ss.pc));
       ++ss.pc;
+      // The stream comes back to its next instruction after other streams'
+      // events: fetch its record and lists now (they follow this one's).
+      __builtin_prefetch(op + 1);
+      __builtin_prefetch(&waits_[op->waits + op->wait_count]);
+      __builtin_prefetch(&signals_[op->signals + op->signal_count]);
       // A DMA queue hands its next transfer to the engines when this one
       // starts, so that queues sharing engines interleave transfer by transfer.
-      if (IsTransferQueue(stream.engine) && start > now) {
+      if (transfer && start > now) {
         ScheduleIssue(ss, s, start);
         return;
       }
@@ -279,9 +396,10 @@ class Sim {
   }
 
   void Complete(StreamId s, int32_t index, int64_t now) {
-    const Instruction& in = p_.streams()[s].instructions[index];
+    const Op& op = ops_[st_[s].base + index];
     wake_.clear();
-    for (const SemSignal& g : in.signals) {
+    for (uint32_t i = 0; i < op.signal_count; ++i) {
+      const SemSignal& g = signals_[op.signals + i];
       SemState& sem = sems_[g.sem];
       sem.value += g.increment;
       sem.history.emplace_back(sem.value, now);
@@ -299,16 +417,9 @@ class Sim {
 
   void Execute(StreamId s, const Stream& stream, const Instruction& in, int64_t now, int64_t& start,
                int64_t& end) {
-    switch (stream.engine) {
-      case EngineKind::kTensor:
-        ExecuteTensor(stream.core, in, now, start, end);
-        return;
-      case EngineKind::kDma:
-      case EngineKind::kCollective:
-        ExecuteDma(s, stream.core, in, now, start, end);
-        return;
-      default:
-        break;
+    if (stream.engine == EngineKind::kTensor) {
+      ExecuteTensor(stream.core, in, now, start, end);
+      return;
     }
     StreamState& ss = st_[s];
     start = std::max(now, ss.unit_free);
@@ -377,81 +488,50 @@ class Sim {
   }
 
   // The DMA engines that serve the transfer are taken together once all are
-  // free; bytes read or written in HBM hold the core's stack from then on.
-  // The engines stay held until the last byte has moved.
-  // The DMA engines that serve the transfer are taken together once all are
   // free; bytes read or written in HBM hold the core's stack from then on,
   // and a write into another chip's HBM holds every link of the route and
   // the destination stack too (cut through). The engines stay held until the
   // last byte has left; the transfer completes the route's latency later.
-  void ExecuteDma(StreamId s, int core, const Instruction& in, int64_t now, int64_t& start,
-                  int64_t& end) {
-    const DmaCost c = cost_.Dma(p_, in);
-    BandwidthResource* engines = &dma_engines_[static_cast<size_t>(core) * engines_];
+  void ExecuteTransfer(StreamId s, int core, const Op& op, int64_t now, int64_t& start,
+                       int64_t& end) {
+    const size_t first = static_cast<size_t>(core) * engines_ + op.first_engine;
+    int64_t* engine_free = &engine_free_ps_[first];
     start = now;
-    for (int e = c.first_engine; e < c.first_engine + c.engines; ++e)
-      start = std::max(start, engines[e].free_ps);
-    int64_t data_end = start + c.engine_ps;
-    const Buffer& src = p_.buffers()[in.src0];
-    const Buffer& dst = p_.buffers()[in.dst];
-    if (c.hbm_bytes > 0) {
-      const int stack =
-          p_.ChipOfCore(core) * stacks_per_chip_ + HbmStackOfCore(m_, p_.LocalCore(core));
-      data_end = std::max(data_end, hbm_stacks_[stack].Hold(start, c.hbm_ps));
-    }
+    for (int e = 0; e < op.engines; ++e) start = std::max(start, engine_free[e]);
+    int64_t data_end = start + op.engine_ps;
+    if (op.stack >= 0) data_end = std::max(data_end, hbm_stacks_[op.stack].Hold(start, op.hbm_ps));
     int64_t latency = 0;
-    if (c.remote_hbm_bytes > 0) {
-      const Route& route = RouteOf(src.chip, dst.chip);
+    if (op.route >= 0) {
+      const Route& route = routes_[op.route];
       for (int id : route.links) {
-        const int64_t hold = internal::LinkPs(p_.system()->links[id], in.bytes);
+        const int64_t hold = internal::CeilPs(static_cast<double>(op.bytes) / link_bandwidth_[id]);
         const int64_t link_end = links_[id].Hold(start, hold);
-        links_[id].bytes += in.bytes;
         if (opt_.record_trace) {
           res_.link_trace.push_back(
               LinkTraceRecord{id, s, static_cast<int32_t>(st_[s].pc), link_end - hold, link_end});
         }
         data_end = std::max(data_end, link_end);
       }
-      const int stack =
-          dst.chip * stacks_per_chip_ + HbmStackOfAddress(m_, dst.offset + in.dst_offset);
-      data_end = std::max(data_end, hbm_stacks_[stack].Hold(start, c.remote_hbm_ps));
+      data_end = std::max(data_end, hbm_stacks_[op.remote_stack].Hold(start, op.remote_hbm_ps));
       latency = route.latency_ps;
-      res_.link_transfer_bytes += in.bytes;
     }
-    if (src.space == MemSpace::kHbm) res_.hbm_read_bytes += in.bytes;
-    if (dst.space == MemSpace::kHbm) {
-      res_.hbm_write_bytes += in.bytes;
-      if (in.accumulate) res_.hbm_read_bytes += in.bytes;  // DMA compute reads dst too
-    }
-    for (int e = c.first_engine; e < c.first_engine + c.engines; ++e) {
-      // Engine time proper; waiting on a backlogged stack or link counts as theirs.
-      engines[e].busy_ps += c.engine_ps;
-      engines[e].free_ps = data_end;
+    // Engine time proper; waiting on a backlogged stack or link counts as theirs.
+    int64_t* engine_busy = &engine_busy_ps_[first];
+    for (int e = 0; e < op.engines; ++e) {
+      engine_busy[e] += op.engine_ps;
+      engine_free[e] = data_end;
     }
     end = data_end + latency;
-    res_.dma_bytes += in.bytes;
   }
 
-  // The links and latency from chip `from` to chip `to`, found once per pair.
+  // The links and latency from one chip to another.
   struct Route {
     std::vector<int> links;
     int64_t latency_ps = 0;
   };
-  const Route& RouteOf(int from, int to) {
-    const int64_t key = static_cast<int64_t>(from) * p_.chips() + to;
-    auto it = routes_.find(key);
-    if (it == routes_.end()) {
-      Route r;
-      r.links = p_.system()->Route(from, to);
-      r.latency_ps = internal::RouteLatencyPs(*p_.system(), r.links);
-      it = routes_.emplace(key, std::move(r)).first;
-    }
-    return it->second;
-  }
 
   SimResult Finish() {
-    res_.dma_engine_busy_ps.reserve(dma_engines_.size());
-    for (const BandwidthResource& r : dma_engines_) res_.dma_engine_busy_ps.push_back(r.busy_ps);
+    res_.dma_engine_busy_ps = std::move(engine_busy_ps_);
     res_.hbm_stack_busy_ps.reserve(hbm_stacks_.size());
     for (const BandwidthResource& r : hbm_stacks_) res_.hbm_stack_busy_ps.push_back(r.busy_ps);
     res_.link_busy_ps.reserve(links_.size());
@@ -468,10 +548,15 @@ class Sim {
   std::vector<StreamState> st_;
   std::vector<SemState> sems_;
   std::vector<TensorState> tensor_;
-  std::vector<BandwidthResource> dma_engines_;  // [core * engines + engine]
-  std::vector<BandwidthResource> hbm_stacks_;   // [chip * stacks + stack]
-  std::vector<BandwidthResource> links_;        // the system's links, by id
-  std::unordered_map<int64_t, Route> routes_;
+  std::vector<Op> ops_;  // every stream's instructions, stream after stream, then a spare
+  std::vector<SemWait> waits_;
+  std::vector<SemSignal> signals_;
+  std::vector<Route> routes_;
+  // DMA engines [core * engines + engine]: when each is free, and its busy time.
+  std::vector<int64_t> engine_free_ps_, engine_busy_ps_;
+  std::vector<BandwidthResource> hbm_stacks_;  // [chip * stacks + stack]
+  std::vector<BandwidthResource> links_;       // the system's links, by id
+  std::vector<double> link_bandwidth_;         // bytes/s per direction, by link id
   std::vector<StreamId> wake_;
   int engines_ = 16, stacks_per_chip_ = 4;
   int64_t window_ps_ = 0, ramp_ps_ = 0, start_ppm_ = kPpm;
@@ -483,6 +568,7 @@ class Sim {
   // (cost_model.h), so the few sums formed before the check fit in int64.
   static constexpr int64_t kMaxTimePs = int64_t{1} << 62;
   bool time_overflow_ = false;
+  bool compiled_ = false;
 };
 
 }  // namespace

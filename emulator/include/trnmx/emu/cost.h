@@ -51,6 +51,9 @@ int64_t TensorCycles(const Machine& m, const Instruction& in);
 int64_t ElementwiseCycles(const Program& p, EngineKind engine, const Instruction& in);
 // DMA efficiency at `bytes_per_partition` (1 at and above the knee).
 double DmaEfficiency(const Machine& m, double bytes_per_partition);
+// From the semaphore a DMA or collective queue waits for reaching its value
+// to the transfer starting: dma.dependency_start_ns in picoseconds.
+int64_t DmaWaitLatencyPs(const Machine& m);
 
 struct DmaCost {
   int first_engine = 0;

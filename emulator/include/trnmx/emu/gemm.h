@@ -174,6 +174,11 @@ struct LoweredGemmKernel {
 StatusOr<LoweredGemmKernel> LowerGemmInto(Program& program, const GemmPlan& plan,
                                           const GemmOperands& operands);
 
+// A, B, C (and the MX scales) of `config` in the HBM of `chip`, named
+// prefix + "A", "B", "C", "A_scale", "B_scale", as GemmOperands of that chip.
+StatusOr<GemmOperands> AllocGemmOperands(Program& program, const GemmConfig& config, int chip = 0,
+                                         const std::string& prefix = "");
+
 // PlanGemm, a program of config.cores cores with A, B, C (and the MX scales,
 // "A_scale", "B_scale") in HBM, and LowerGemmInto.
 StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config,

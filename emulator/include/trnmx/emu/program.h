@@ -204,6 +204,10 @@ class Program {
   // DMA engines as the core's DMA queues (at most sync.cc_cores per core).
   StatusOr<StreamId> AddCollectiveQueue(int core, std::string name);
   StreamId EngineStream(int core, EngineKind engine) const;
+  // Makes room for `instructions` more instructions in `stream`, so that a
+  // lowering that knows its counts (a collective: millions of transfers)
+  // appends without regrowing the stream. Changes nothing else.
+  Status Reserve(StreamId stream, int64_t instructions);
 
   // Validates and appends; the error names the stream, the instruction index
   // and the buffer at fault. Semaphore waits need a value >= 1 on a
