@@ -7,12 +7,13 @@
 // (moe.h) and attention's softmax is meant to reuse them.
 //
 // Method (double internally, one final rounding to FP32):
-//   ExpDouble(x): n = nearest integer to x * log2(e) (ties: round half even,
-//     by the 1.5 * 2^52 addition), r = (x - n * Ln2Hi) - n * Ln2Lo with
-//     Ln2Hi exact in 32 bits (fdlibm's split), so |r| <= 0.3466 and n * Ln2Hi
-//     is exact; exp(r) = the Taylor polynomial of degree 13 in Horner form
-//     (truncation < 4e-18 relative); the result times 2^n, applied as two
-//     exact power-of-two factors. Relative error about 2^-52.
+//   ExpDouble(x): N = nearest integer to x * 64 / ln 2 (ties: round half
+//     even, by the 1.5 * 2^52 addition), N = 64 m + j with j in [0, 64);
+//     r = (x - N * Ln2Hi/64) - N * Ln2Lo/64 with Ln2Hi of 32 significant
+//     bits (fdlibm's split), so |r| <= ln2/128 and N * Ln2Hi/64 is exact;
+//     exp(x) = 2^m * (T[j] * P(r)) with T[j] = 2^(j/64) (a table of nearest
+//     doubles) and P the Taylor polynomial of degree 5 (truncation < 4e-17
+//     relative), the product with 2^m exact. Relative error a few 2^-53.
 //   LogDouble(x), x > 0 finite: x = m * 2^e with m in [sqrt(1/2), sqrt(2))
 //     (exact, by frexp), f = (m - 1) / (m + 1), log(m) = 2 atanh(f) = 2f (1 +
 //     f^2/3 + ... + f^22/23) (truncation < 1e-18), log(x) = e * Ln2Hi + (e *
@@ -46,44 +47,58 @@
 
 namespace trnmx::internal {
 
-// fdlibm's split of ln 2: Ln2Hi has its low 32 bits zero, so n * Ln2Hi is
-// exact for |n| < 2^20.
+// fdlibm's split of ln 2: Ln2Hi has 32 significant bits (its low 21 are
+// zero), so n * Ln2Hi and n * Ln2Hi / 64 are exact for |n| < 2^21.
 inline constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 0x3FE62E42FEE00000
 inline constexpr double kLn2Lo = 1.90821492927058770002e-10;  // 0x3DEA39EF35793C76
-inline constexpr double kLog2E = 1.44269504088896338700e+00;
 
 // 2^k as a double for k in [-1022, 1023] (exact, from the bits).
 inline double Pow2Double(int k) {
   return std::bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52);
 }
 
-// exp(x) in double for x in [-745, 710] (callers clamp; see the top).
+// 2^(j/64) for j = 0..63, each the double nearest the exact value
+// (generated with Python's decimal module at 60 digits).
+inline constexpr double kExp2Table[64] = {
+    0x1.0000000000000p+0, 0x1.02c9a3e778061p+0, 0x1.059b0d3158574p+0, 0x1.0874518759bc8p+0,
+    0x1.0b5586cf9890fp+0, 0x1.0e3ec32d3d1a2p+0, 0x1.11301d0125b51p+0, 0x1.1429aaea92de0p+0,
+    0x1.172b83c7d517bp+0, 0x1.1a35beb6fcb75p+0, 0x1.1d4873168b9aap+0, 0x1.2063b88628cd6p+0,
+    0x1.2387a6e756238p+0, 0x1.26b4565e27cddp+0, 0x1.29e9df51fdee1p+0, 0x1.2d285a6e4030bp+0,
+    0x1.306fe0a31b715p+0, 0x1.33c08b26416ffp+0, 0x1.371a7373aa9cbp+0, 0x1.3a7db34e59ff7p+0,
+    0x1.3dea64c123422p+0, 0x1.4160a21f72e2ap+0, 0x1.44e086061892dp+0, 0x1.486a2b5c13cd0p+0,
+    0x1.4bfdad5362a27p+0, 0x1.4f9b2769d2ca7p+0, 0x1.5342b569d4f82p+0, 0x1.56f4736b527dap+0,
+    0x1.5ab07dd485429p+0, 0x1.5e76f15ad2148p+0, 0x1.6247eb03a5585p+0, 0x1.6623882552225p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.6dfb23c651a2fp+0, 0x1.71f75e8ec5f74p+0, 0x1.75feb564267c9p+0,
+    0x1.7a11473eb0187p+0, 0x1.7e2f336cf4e62p+0, 0x1.82589994cce13p+0, 0x1.868d99b4492edp+0,
+    0x1.8ace5422aa0dbp+0, 0x1.8f1ae99157736p+0, 0x1.93737b0cdc5e5p+0, 0x1.97d829fde4e50p+0,
+    0x1.9c49182a3f090p+0, 0x1.a0c667b5de565p+0, 0x1.a5503b23e255dp+0, 0x1.a9e6b5579fdbfp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b33a2b84f15fbp+0, 0x1.b7f76f2fb5e47p+0, 0x1.bcc1e904bc1d2p+0,
+    0x1.c199bdd85529cp+0, 0x1.c67f12e57d14bp+0, 0x1.cb720dcef9069p+0, 0x1.d072d4a07897cp+0,
+    0x1.d5818dcfba487p+0, 0x1.da9e603db3285p+0, 0x1.dfc97337b9b5fp+0, 0x1.e502ee78b3ff6p+0,
+    0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0, 0x1.fa7c1819e90d8p+0,
+};
+
+// exp(x) in double for x in [-700, 709] (callers clamp; see the top), where
+// 2^m and the result are normal doubles.
 inline double ExpDouble(double x) {
-  // Round x * log2(e) to the nearest integer: adding 1.5 * 2^52 leaves no
-  // fraction bits (round to nearest even, the IEEE default mode).
-  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
-  const double n = (x * kLog2E + kRound) - kRound;
-  const double r = (x - n * kLn2Hi) - n * kLn2Lo;
-  // Taylor coefficients 1/j!, j = 13 down to 2 (exactly rounded doubles).
-  double p = 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
+  // N = x * 64 / ln 2 rounded to the nearest integer: adding 1.5 * 2^52
+  // leaves no fraction bits (round to nearest even, the IEEE default mode).
+  constexpr double kRound = 6755399441055744.0;   // 1.5 * 2^52
+  constexpr double k64OverLn2 = 92.332482616893656;
+  const double n = (x * k64OverLn2 + kRound) - kRound;
+  // r = x - N ln2 / 64, |r| <= ln2 / 128: N * (kLn2Hi / 64) is exact.
+  const double r = (x - n * (kLn2Hi / 64.0)) - n * (kLn2Lo / 64.0);
+  // exp(r): Taylor to degree 5 (truncation < 4e-17 relative), Horner.
+  double p = 1.0 / 120.0;
   p = p * r + 1.0 / 24.0;
   p = p * r + 1.0 / 6.0;
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  // 2^n in two exact factors, so that n in [-1075, 1024] never leaves the
-  // normal exponent range of either factor.
-  const int k = static_cast<int>(n);
-  const int k1 = k / 2;
-  return p * Pow2Double(k1) * Pow2Double(k - k1);
+  // exp(x) = 2^m * 2^(j/64) * exp(r) with N = 64 m + j.
+  const int big_n = static_cast<int>(n);
+  const int j = big_n & 63;
+  return (kExp2Table[j] * p) * Pow2Double((big_n - j) / 64);
 }
 
 // log(x) in double for x > 0 finite.

@@ -141,6 +141,9 @@ Status CheckParams(const RouterParams& p, std::size_t tokens, std::size_t expert
   return OkStatus();
 }
 
+std::uint32_t Bits(float x) { return std::bit_cast<std::uint32_t>(x); }
+std::uint32_t Bits(Bf16 x) { return static_cast<std::uint32_t>(x.bits) << 16; }
+
 template <class T>
 Status CheckLogits(const StridedMatrix<const T>& m) {
   if (m.rows == 0) return OkStatus();
@@ -152,8 +155,14 @@ Status CheckLogits(const StridedMatrix<const T>& m) {
     return InvalidArgumentError("router: logits row_stride " + Str(m.row_stride) +
                                 " is less than the " + Str(m.cols) + " experts");
   }
+  constexpr std::uint32_t kExponent = 0x7F800000u;  // All ones: Inf or NaN.
   for (std::size_t t = 0; t < m.rows; ++t) {
     const T* row = m.data + t * m.row_stride;
+    // A branch-free scan of the row (it vectorises); the search for the
+    // culprit runs only on a bad row.
+    bool bad = false;
+    for (std::size_t e = 0; e < m.cols; ++e) bad |= (Bits(row[e]) & kExponent) == kExponent;
+    if (!bad) continue;
     for (std::size_t e = 0; e < m.cols; ++e) {
       const float x = Widen(row[e]);
       if (!IsFinite(x)) {
@@ -183,19 +192,42 @@ SoftmaxSums Softmax(const float* x, std::size_t n, float* p) {
 
 // The k best of values[i] for i in [0, n) with eligible[i] (all when null),
 // best first (moe_internal::Better: higher value, then lower index).
+// Indices are visited in increasing order, so a candidate that only ties the
+// current k-th value loses to it: it enters iff it is eligible and above the
+// k-th value. Once k are held, blocks of kBlock candidates are first tested
+// with a branch-free scan (it vectorises) and skipped when none enters; the
+// result is the same as visiting them one by one.
 void TopK(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
           std::uint32_t* best) {
+  constexpr std::size_t kBlock = 16;
   std::size_t have = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (eligible != nullptr && eligible[i] == 0) continue;
-    if (have == k && !Better(values[i], i, values[best[k - 1]], best[k - 1])) continue;
+  float kth = 0.0f;  // values[best[k - 1]] once have == k.
+  auto consider = [&](std::size_t i) {
+    if (eligible != nullptr && eligible[i] == 0) return;
+    const float v = values[i];
+    if (have == k && !(v > kth)) return;
     std::size_t pos = have < k ? have++ : k - 1;
-    while (pos > 0 && Better(values[i], i, values[best[pos - 1]], best[pos - 1])) {
+    while (pos > 0 && Better(v, i, values[best[pos - 1]], best[pos - 1])) {
       best[pos] = best[pos - 1];
       --pos;
     }
     best[pos] = static_cast<std::uint32_t>(i);
+    if (have == k) kth = values[best[k - 1]];
+  };
+  std::size_t i = 0;
+  while (i < n && have < k) consider(i++);
+  for (; i + kBlock <= n; i += kBlock) {
+    bool any = false;
+    if (eligible == nullptr) {
+      for (std::size_t j = 0; j < kBlock; ++j) any |= values[i + j] > kth;
+    } else {
+      for (std::size_t j = 0; j < kBlock; ++j)
+        any |= (values[i + j] > kth) & (eligible[i + j] != 0);
+    }
+    if (!any) continue;
+    for (std::size_t j = 0; j < kBlock; ++j) consider(i + j);
   }
+  for (; i < n; ++i) consider(i);
 }
 
 // Per-task scratch, sized for one token.
@@ -233,13 +265,13 @@ void RouteToken(const Shape& s, const RouterParams& p, Scratch& w, const float* 
     have_sums = true;
   } else if (p.score == RouterScore::kSigmoid) {
     for (std::size_t e = 0; e < E; ++e) w.score[e] = FixedSigmoid(x[e]);
-  } else {
-    std::copy(x, x + E, w.score.begin());
   }
+  // kSoftmaxOverTopK scores are the logits themselves.
+  const float* score = p.score == RouterScore::kSoftmaxOverTopK ? x : w.score.data();
   // 2. Selection scores.
-  const float* choice = w.score.data();
+  const float* choice = score;
   if (s.has_bias) {
-    for (std::size_t e = 0; e < E; ++e) w.choice[e] = w.score[e] + p.expert_bias[e];
+    for (std::size_t e = 0; e < E; ++e) w.choice[e] = score[e] + p.expert_bias[e];
     choice = w.choice.data();
   }
   // 3. Groups.
