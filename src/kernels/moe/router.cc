@@ -14,6 +14,7 @@
 #include "internal/calling_thread.h"
 #include "internal/checks.h"
 #include "internal/fixed_math.h"
+#include "internal/fixed_math_array.h"
 #include "internal/status_macros.h"
 #include "kernels/moe/moe_internal.h"
 #include "trnmx/moe.h"
@@ -21,9 +22,6 @@
 namespace trnmx {
 namespace {
 
-using internal::FixedExp;
-using internal::FixedLog;
-using internal::FixedSigmoid;
 using moe_internal::Better;
 using moe_internal::Str;
 
@@ -182,10 +180,9 @@ struct SoftmaxSums {
 SoftmaxSums Softmax(const float* x, std::size_t n, float* p) {
   SoftmaxSums r{x[0], 0.0f};
   for (std::size_t i = 1; i < n; ++i) r.max = std::max(r.max, x[i]);
-  for (std::size_t i = 0; i < n; ++i) {
-    p[i] = FixedExp(x[i] - r.max);
-    r.sum += p[i];
-  }
+  for (std::size_t i = 0; i < n; ++i) p[i] = x[i] - r.max;
+  internal::FixedExpArray(p, p, n);
+  for (std::size_t i = 0; i < n; ++i) r.sum += p[i];
   for (std::size_t i = 0; i < n; ++i) p[i] /= r.sum;
   return r;
 }
@@ -264,7 +261,7 @@ void RouteToken(const Shape& s, const RouterParams& p, Scratch& w, const float* 
     sums = Softmax(x, E, w.score.data());
     have_sums = true;
   } else if (p.score == RouterScore::kSigmoid) {
-    for (std::size_t e = 0; e < E; ++e) w.score[e] = FixedSigmoid(x[e]);
+    internal::FixedSigmoidArray(x, w.score.data(), E);
   }
   // kSoftmaxOverTopK scores are the logits themselves.
   const float* score = p.score == RouterScore::kSoftmaxOverTopK ? x : w.score.data();

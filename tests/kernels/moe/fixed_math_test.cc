@@ -1,6 +1,7 @@
 // trnmx's own exp, sigmoid and log (src/internal/fixed_math.h) against long
 // double expl/logl over a sweep of FP32 inputs: the accuracy its header
-// documents (within 0.5 + 2^-20 ulp) and its special values.
+// documents (within 0.5 + 2^-20 ulp) and its special values; and the array
+// forms (fixed_math_array.h) equal to the scalar ones on every Highway target.
 #include "internal/fixed_math.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <vector>
+
+#include "internal/fixed_math_array.h"
+#include "support/hwy_targets.h"
 
 namespace trnmx::internal {
 namespace {
@@ -99,6 +104,10 @@ TEST(FixedMath, SpecialValues) {
   EXPECT_EQ(FixedExp(0.0f), 1.0f);
   EXPECT_EQ(FixedExp(-0.0f), 1.0f);
   EXPECT_EQ(FixedExp(1.0f), 2.71828182845904523536f);  // Correctly rounded e.
+  // The overflow threshold (fixed_math-inl.h relies on it): exp of
+  // 0x1.62e42ep+6 is finite, of 0x1.62e43p+6 = 88.72283935546875 it is +Inf.
+  EXPECT_EQ(FixedExp(0x1.62e42ep+6f), std::bit_cast<float>(0x7F7FFF84u));
+  EXPECT_EQ(FixedExp(0x1.62e43p+6f), inf);
   EXPECT_EQ(FixedExp(89.0f), inf);
   EXPECT_EQ(FixedExp(1000.0f), inf);
   EXPECT_EQ(FixedExp(inf), inf);
@@ -118,6 +127,57 @@ TEST(FixedMath, SpecialValues) {
   EXPECT_TRUE(std::isnan(FixedLog(-1.0f)));
   EXPECT_TRUE(std::isnan(FixedLog(nan)));
   EXPECT_EQ(FixedLog(std::bit_cast<float>(1u)), -103.278929903431851103f);  // log(2^-149).
+}
+
+// Inputs for the array forms: every 4099th bit pattern (NaNs, infinities,
+// subnormals and both clamps included) and the clamp edges.
+std::vector<float> ArrayInputs() {
+  std::vector<float> v;
+  for (std::uint64_t b = 0; b <= 0xFFFFFFFFull; b += 4099) {
+    v.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(b)));
+  }
+  for (float edge : {-110.0f, 100.0f, 40.0f, 0.0f, -0.0f, 88.72f, -103.9f}) {
+    for (float x = std::nextafter(edge, -1000.0f), i = 0; i < 3; ++i) {
+      v.push_back(x);
+      x = std::nextafter(x, 1000.0f);
+    }
+  }
+  v.push_back(std::bit_cast<float>(0x7FA00001u));  // A signaling NaN.
+  return v;
+}
+
+class FixedMathPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(FixedMathPerTarget);
+
+TEST_P(FixedMathPerTarget, ArraysEqualScalar) {
+  const std::vector<float> x = ArrayInputs();
+  for (bool sigmoid : {false, true}) {
+    std::vector<float> y(x.size());
+    (sigmoid ? FixedSigmoidArray : FixedExpArray)(x.data(), y.data(), x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float want = sigmoid ? FixedSigmoid(x[i]) : FixedExp(x[i]);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(y[i])) << i;
+      } else {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want))
+            << (sigmoid ? "sigmoid(" : "exp(") << x[i] << ")";
+      }
+    }
+    // Every length up to 17 and every offset up to 3 (tails), in place.
+    for (std::size_t off = 0; off < 4; ++off) {
+      for (std::size_t n = 0; n <= 17; ++n) {
+        std::vector<float> z(x.begin() + 1000, x.begin() + 1000 + off + n);
+        (sigmoid ? FixedSigmoidArray : FixedExpArray)(z.data() + off, z.data() + off, n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const float in = x[1000 + off + i];
+          const float want = sigmoid ? FixedSigmoid(in) : FixedExp(in);
+          if (!std::isnan(want)) {
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(z[off + i]), std::bit_cast<std::uint32_t>(want));
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
