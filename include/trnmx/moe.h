@@ -8,7 +8,8 @@
 // Numerics contract (bits, not tolerances; identical on every target and for
 // every Executor / thread count). exp, sigmoid and log are trnmx's own
 // functions (src/internal/fixed_math.h: double arithmetic, one rounding to
-// FP32, measured within 0.5 + 2^-20 ulp), never libm's. fl32(.) is one FP32
+// FP32, measured within 0.5 + 2^-20 ulp; the vector forms run the same
+// operations lane by lane), never libm's. fl32(.) is one FP32
 // rounding; BF16 logits are widened exactly. For each token t, with x_e its
 // E logits (e = 0..E-1):
 //   1. Scores s_e:
@@ -37,8 +38,8 @@
 //   6. Shared experts (num_shared_experts S): slots k..k+S-1 of every token
 //      hold experts E..E+S-1 with weight 1.0, never dropped.
 //   7. Capacity (capacity_factor f > 0): capacity C = ceil(f * T * k / E),
-//      computed in double as ceil(double(f) * double(T * k) / double(E))
-//      (raised to min_capacity). Each routed expert keeps at most C of its
+//      computed in double as ceil(double(f) * double(T * k) / double(E)),
+//      at most T (a token holds an expert once), then raised to min_capacity. Each routed expert keeps at most C of its
 //      assignments: DropPolicy::kProbability keeps the C highest weights
 //      (final w_j; ties: lower token index), kPosition the C lowest token
 //      indices. A dropped slot keeps its place with id kDroppedExpert (-1)
@@ -136,6 +137,7 @@ struct RouterParams {
   GroupScore group_score = GroupScore::kAuto;
   // E values added to the scores for selection only (aux-loss-free
   // balancing, DeepSeek-V3); empty: no bias. Update with UpdateExpertBias.
+  // A view: the values must outlive the Route calls that use them.
   std::span<const float> expert_bias{};
   // Capacity (step 7); 0 = dropless.
   float capacity_factor = 0.0f;
