@@ -104,6 +104,20 @@ TEST(MoeDispatch, RouterRoundTripMatchesReferenceOrder) {
     ASSERT_TRUE(PermuteTokens(plan, Fp32MatrixView{x.data(), T, H, H},
                               Fp32MatrixSpan{permuted.data(), plan.rows, H, H})
                     .ok());
+    for (std::size_t r = 0; r < plan.rows; ++r) {
+      const std::size_t t = plan.row_token[r];
+      for (std::size_t c = 0; c < H; ++c) {
+        ASSERT_EQ(permuted[r * H + c], t == kNone ? 0.0f : x[t * H + c]) << r;
+      }
+    }
+    {
+      ThreadPoolExecutor pool(3);
+      std::vector<float> threaded(plan.rows * H, 9.0f);
+      ASSERT_TRUE(PermuteTokens(plan, Fp32MatrixView{x.data(), T, H, H},
+                                Fp32MatrixSpan{threaded.data(), plan.rows, H, H}, &pool)
+                      .ok());
+      EXPECT_EQ(threaded, permuted);
+    }
     // Expert e scales its rows by (e + 1) / 8 (exact).
     std::vector<float> out(permuted.size());
     for (std::size_t e = 0; e <= E; ++e) {

@@ -407,6 +407,9 @@ TEST(MoeRouter, BiasUpdateStep) {
   EXPECT_EQ(b2, (std::vector<float>{1.0f, -1.0f}));
   EXPECT_EQ(UpdateExpertBias(load, 0.1f, b2).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(UpdateExpertBias(load, NAN, bias).code(), StatusCode::kInvalidArgument);
+  // Errors write nothing.
+  EXPECT_EQ(b2, (std::vector<float>{1.0f, -1.0f}));
+  EXPECT_EQ(bias, (std::vector<float>{0.5f, 0.125f, -0.875f, 0.375f, -0.125f}));
 }
 
 // ---------------------------------------------------------------------------
