@@ -39,8 +39,8 @@
 //      hold experts E..E+S-1 with weight 1.0, never dropped.
 //   7. Capacity (capacity_factor f > 0): capacity C = ceil(f * T * k / E),
 //      computed in double as ceil(double(f) * double(T * k) / double(E)),
-//      at most T (a token holds an expert once), then raised to min_capacity. Each routed expert keeps at most C of its
-//      assignments: DropPolicy::kProbability keeps the C highest weights
+//      at most T (a token holds an expert once), then raised to min_capacity. Each routed expert
+//      keeps at most C of its assignments: DropPolicy::kProbability keeps the C highest weights
 //      (final w_j; ties: lower token index), kPosition the C lowest token
 //      indices. A dropped slot keeps its place with id kDroppedExpert (-1)
 //      and weight +0.0.
@@ -78,14 +78,20 @@
 // count gives the same bits. executor == nullptr runs on the calling thread.
 //
 // Example (DeepSeek-V3: 256 experts, 8 groups, top-4 groups, top-8, sigmoid,
-// bias for selection, renormalised, scaled by 2.5):
+// bias for selection, renormalised, scaled by 2.5, one shared expert: 9
+// slots per token over 257 experts; tests/kernels/moe runs this code):
 //   trnmx::RouterParams p = trnmx::DeepSeekV3RouterParams(bias);  // bias: 256 floats
-//   std::vector<std::int32_t> ids(T * 8);
-//   std::vector<float> w(T * 8);
+//   std::vector<std::int32_t> ids(T * 9);
+//   std::vector<float> w(T * 9);
 //   trnmx::StatusOr<trnmx::RouterResult> r =
 //       trnmx::Route(trnmx::Fp32MatrixView{logits, T, 256, 256}, p, ids, w);
 //   if (!r.ok()) return r.status();
-//   trnmx::StatusOr<trnmx::DispatchPlan> plan = trnmx::PlanDispatch(ids, T, 8, 256);
+//   trnmx::StatusOr<trnmx::DispatchPlan> plan = trnmx::PlanDispatch(ids, T, 9, 257);
+//   if (!plan.ok()) return plan.status();
+//   // Expert e's tokens: rows [plan->offsets[e], plan->offsets[e + 1]) after
+//   // PermuteTokens; CombineTokens(*plan, w, ...) sums their outputs back.
+//   trnmx::Status s = trnmx::UpdateExpertBias(r->selected_per_expert, 1e-3f,
+//                                             std::span(bias).first(256));
 #ifndef TRNMX_MOE_H_
 #define TRNMX_MOE_H_
 

@@ -4,12 +4,14 @@
 // losses in closed form, the bias update; thread counts; errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -288,6 +290,44 @@ TEST(MoeRouter, DeepSeekV3GroupsBiasRenormScale) {
   p.group_score = GroupScore::kSumTop2;
   const Routed nobias = RouteOk(logits, 1, 16, p);
   EXPECT_EQ(nobias.ids, (std::vector<std::int32_t>{14, 0, 2, 3, 16}));
+}
+
+// The example at the top of moe.h, as written there.
+Status HeaderExample(const float* logits, std::size_t T, std::vector<float>& bias,
+                     std::vector<std::int32_t>& ids_out) {
+  trnmx::RouterParams p = trnmx::DeepSeekV3RouterParams(bias);  // bias: 256 floats
+  std::vector<std::int32_t> ids(T * 9);
+  std::vector<float> w(T * 9);
+  trnmx::StatusOr<trnmx::RouterResult> r =
+      trnmx::Route(trnmx::Fp32MatrixView{logits, T, 256, 256}, p, ids, w);
+  if (!r.ok()) return r.status();
+  trnmx::StatusOr<trnmx::DispatchPlan> plan = trnmx::PlanDispatch(ids, T, 9, 257);
+  if (!plan.ok()) return plan.status();
+  trnmx::Status s =
+      trnmx::UpdateExpertBias(r->selected_per_expert, 1e-3f, std::span(bias).first(256));
+  ids_out = ids;
+  return s;
+}
+
+TEST(MoeRouter, HeaderExampleRuns) {
+  Rng rng(Seed() + 4);
+  const std::size_t T = 40;
+  const std::vector<float> logits = RandomLogits(rng, T * 256, 1.0f);
+  std::vector<float> bias(256, 0.0f);
+  std::vector<std::int32_t> ids;
+  ASSERT_TRUE(HeaderExample(logits.data(), T, bias, ids).ok());
+  ASSERT_EQ(ids.size(), T * 9);
+  for (std::size_t t = 0; t < T; ++t) {
+    EXPECT_EQ(ids[t * 9 + 8], 256);  // The shared expert.
+    // The 8 routed experts lie in at most 4 groups of 32.
+    std::vector<bool> group(8, false);
+    for (std::size_t j = 0; j < 8; ++j) group[static_cast<std::size_t>(ids[t * 9 + j]) / 32] = true;
+    EXPECT_LE(std::count(group.begin(), group.end(), true), 4);
+  }
+  // 40 tokens x 8 = 320 selections over 256 experts: mean 1.25; experts above
+  // it moved down by 1e-3, those below up.
+  EXPECT_NE(std::count(bias.begin(), bias.end(), 1e-3f), 0);
+  EXPECT_NE(std::count(bias.begin(), bias.end(), -1e-3f), 0);
 }
 
 // ---------------------------------------------------------------------------
