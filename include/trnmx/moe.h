@@ -9,8 +9,8 @@
 // every Executor / thread count). exp, sigmoid and log are trnmx's own
 // functions (src/internal/fixed_math.h: double arithmetic, one rounding to
 // FP32, measured within 0.5 + 2^-20 ulp; the vector forms run the same
-// operations lane by lane), never libm's. fl32(.) is one FP32
-// rounding; BF16 logits are widened exactly. For each token t, with x_e its
+// operations lane by lane), never libm's. fl32(.) is one FP32 rounding;
+// BF16 logits are widened exactly. For each token t, with x_e its
 // E logits (e = 0..E-1):
 //   1. Scores s_e:
 //      kSoftmax: m = max_e x_e; u_e = exp(fl32(x_e - m)); z = u_0 + u_1 +
@@ -39,19 +39,20 @@
 //      hold experts E..E+S-1 with weight 1.0, never dropped.
 //   7. Capacity (capacity_factor f > 0): capacity C = ceil(f * T * k / E),
 //      computed in double as ceil(double(f) * double(T * k) / double(E)),
-//      at most T (a token holds an expert once), then raised to min_capacity. Each routed expert
-//      keeps at most C of its assignments: DropPolicy::kProbability keeps the C highest weights
-//      (final w_j; ties: lower token index), kPosition the C lowest token
-//      indices. A dropped slot keeps its place with id kDroppedExpert (-1)
-//      and weight +0.0.
+//      at most T (a token holds an expert once), then raised to
+//      min_capacity. Each routed expert keeps at most C of its assignments:
+//      DropPolicy::kProbability keeps the C highest weights (final w_j;
+//      ties: lower token index), kPosition the C lowest token indices. A
+//      dropped slot keeps its place with id kDroppedExpert (-1) and weight
+//      +0.0.
 // Output layout: slot j of token t at index t * slots + j, slots = k + S.
 //
 // Losses (RouterParams::compute_losses; values without coefficients, summed
 // in double in the order given). P_te, the token's probability over all E
 // experts: the full softmax of step 1 (kSoftmax and kSoftmaxOverTopK) or
 // fl32(sigmoid_e / z) with z the FP32 sum of the E sigmoids in increasing e
-// (kSigmoid; Megatron's normalised scores; 0 if z = 0). n_e: tokens whose top-k holds
-// expert e, before capacity drops.
+// (kSigmoid; Megatron's normalised scores; 0 if z = 0). n_e: tokens whose
+// top-k holds expert e, before capacity drops.
 //   z_loss = (sum_t lse_t^2) / T, lse_t = m + log(z) (step 1's m and z; for
 //     kSigmoid the softmax sums of the logits), sums in token order (ST-MoE).
 //   load_balancing_loss (Switch / GShard, Megatron's switch_load_balancing):
