@@ -20,6 +20,7 @@
 //               the format registry and the bulk SIMD codecs
 //   mx.h        MX tensors: QuantizeMx, DequantizeMx, views, GGML interchange
 //   gemm.h      Gemm, PackedWeights
+//   moe.h       MoE router, dispatch / combine, routing statistics
 //   executor.h  Executor, SerialExecutor, ThreadPoolExecutor, DefaultExecutor
 //   status.h    Status, StatusOr
 //   version.h   TRNMX_VERSION_* macros
@@ -34,6 +35,7 @@
 #include "trnmx/formats/mx_pack.h"
 #include "trnmx/formats/stochastic.h"
 #include "trnmx/gemm.h"
+#include "trnmx/moe.h"
 #include "trnmx/mx.h"
 #include "trnmx/status.h"
 #include "trnmx/version.h"

@@ -31,7 +31,9 @@ for api in 'trnmx::Gemm(' 'trnmx::PackedWeights::Pack(' 'trnmx::QuantizeMx(' \
            'trnmx::ImportGgmlMxfp4(' 'trnmx::BulkEncode(' 'trnmx::BulkDecodePackedFp4(' \
            'trnmx::EncodeScalars(' 'trnmx::ParseFormatName(' 'trnmx::DefaultExecutor(' \
            'trnmx::ThreadPoolExecutor::ThreadPoolExecutor(' 'typeinfo for trnmx::Executor' \
-           'trnmx::Status::ToString' 'trnmx::internal::AbortOnErrorValueAccess('; do
+           'trnmx::Status::ToString' 'trnmx::internal::AbortOnErrorValueAccess(' \
+           'trnmx::Route(' 'trnmx::PlanDispatch(' 'trnmx::CombineTokens(' \
+           'trnmx::ComputeRoutingStats(' 'trnmx::SyntheticRouterLogits('; do
   grep -qF -- "$api" <<<"$symbols" || fail "public API symbol missing: $api"
 done
 printf 'abi.exports: %s exports %d symbols, all public API\n' "$(basename "$lib")" "$count"
