@@ -394,8 +394,9 @@ TEST(CollectiveHierarchical, TwoServersAreTheClosedForm) {
 // All 576 ranks of trn3-ultraserver-gen2 at 1 GiB: auto composes the
 // all-reduce (36 servers x 16 ranks) in 100 steps and 172,800 instructions
 // where the flat ring takes 1,150 steps and 1.99 M, and finishes sooner: the
-// ring's cross-rack hops put 1 GiB x 2 (R - 1) / R through each twin link
-// (128 GB/s), the inter-server ring only 1 / 16 of it.
+// ring's rank at each rack boundary puts 2 (R - 1) / R x 1 GiB through one
+// twin link (128 GB/s: 16.8 ms alone); the four inter-server rings of that
+// chip's ranks put bytes / 16 each through it, a quarter of that.
 TEST(CollectiveHierarchical, BeatsTheFlatRingOverBothRacks) {
   const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
   const int64_t bytes = int64_t{1} << 30;
