@@ -414,6 +414,25 @@ TEST(CollectiveHierarchical, BeatsTheFlatRingOverBothRacks) {
               hier.result.end_ps * 1e-9, ring.result.end_ps * 1e-9);
 }
 
+// Two trn2-servers joined by EFA (MakeCluster), one rank per chip: the
+// inter-server ring of each chunk crosses EFA, 2 (S - 1) / S x bytes / 16
+// through each chip's NIC, where the flat ring sends 2 (R - 1) / R x bytes
+// through the NICs of the two chips at the servers' boundary.
+TEST(CollectiveHierarchical, AcrossEfaBeatsTheFlatRing) {
+  const System cluster = MakeCluster(Trn2Server(), 2).value();
+  const int64_t bytes = 64 << 20;
+  const Timed hier = Simulated(cluster, Config(CollectiveOp::kAllReduce, bytes, 32, 2, 1));
+  EXPECT_EQ(hier.plan.algorithm, CollectiveAlgorithm::kHierarchical);
+  EXPECT_EQ(hier.plan.ranks_per_server, 16);
+  EXPECT_EQ(hier.plan.steps, 2 * 15 + 2 * 1);
+  const Timed ring = Simulated(
+      cluster, Config(CollectiveOp::kAllReduce, bytes, 32, 2, 1, CollectiveAlgorithm::kRing));
+  EXPECT_LT(hier.result.end_ps, ring.result.end_ps);
+  std::printf(
+      "64 MiB all-reduce, 2 x trn2-server over EFA: hierarchical %.3f ms, flat ring %.3f ms\n",
+      hier.result.end_ps * 1e-9, ring.result.end_ps * 1e-9);
+}
+
 TEST(CollectiveHierarchical, NeedsWholeServersAndAnAllReduce) {
   const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
   auto refused = [](const System& s, const CollectiveConfig& c, const std::string& fragment) {
