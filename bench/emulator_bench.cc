@@ -109,8 +109,9 @@ BENCHMARK(BM_LowerAndSimulate8192Mxfp8Chip)->Unit(benchmark::kMillisecond);
 
 // Issue 10's speed bars on trn3-ultraserver-gen2 (144 chips), wall time of
 // lowering plus simulation (the bar: each < 1 s):
-//   * a 1 GiB all-reduce over every rank (576 at LNC 2; ring, 1.99 M
-//     transfers, simulated rank by rank: the ranks' routes differ);
+//   * a 1 GiB all-reduce over every rank (576 at LNC 2; auto's
+//     hierarchical schedule, 36 servers x 16 ranks, 172,800 transfers where
+//     the flat ring has 1.99 M; simulated rank by rank: the routes differ);
 //   * an 8192^3 MXFP8 GEMM on each chip (8 cores) followed by the
 //     all-reduce of the outputs (128 MiB per chip, one rank per chip), the
 //     identical chips' GEMM simulated once (parallel.h).

@@ -180,7 +180,7 @@ int RunSweep(const System& system, CollectiveArgs args) {
               system.name.c_str(),
               args.config.ranks == 0 ? "all" : std::to_string(args.config.ranks).c_str(),
               args.config.lnc);
-  std::printf("%10s %-9s %12s %12s %12s  %s\n", "size", "algorithm", "time us", "algbw GB/s",
+  std::printf("%10s %-12s %12s %12s %12s  %s\n", "size", "algorithm", "time us", "algbw GB/s",
               "busbw GB/s", "limiting");
   for (int64_t bytes = 1 << 10; bytes <= (int64_t{1} << 30); bytes *= 4) {
     args.config.bytes = bytes;
@@ -196,7 +196,7 @@ int RunSweep(const System& system, CollectiveArgs args) {
     }
     const CollectiveFigures f = Figures(run->lowered.plan, run->result);
     const Report rep = MakeReport(run->lowered.program, run->result, 0, MatmulDtype::kBf16);
-    std::printf("%10s %-9s %12.3f %12.2f %12.2f  %s\n", ByteSizeName(bytes).c_str(),
+    std::printf("%10s %-12s %12.3f %12.2f %12.2f  %s\n", ByteSizeName(bytes).c_str(),
                 std::string(CollectiveAlgorithmName(run->lowered.plan.algorithm)).c_str(),
                 f.seconds * 1e6, f.algbw_bytes_per_s / 1e9, f.busbw_bytes_per_s / 1e9,
                 rep.limiting != "links" ? rep.limiting.c_str()
@@ -227,7 +227,8 @@ void AddCollectiveCommand(CLI::App& app, int& exit_code) {
                   "ranks on each chip (0 = all its logical cores; 1 = one per chip)")
       ->capture_default_str();
   cmd->add_option("--algorithm", args->algorithm,
-                  "auto, ring, mesh, rdh (kangaring: refused, not modelled)")
+                  "auto, ring, mesh, rdh, hierarchical (all-reduce over whole servers; kangaring: "
+                  "refused, not modelled)")
       ->capture_default_str();
   cmd->add_option("--skew", args->skew,
                   "all-to-all-v: zipf:S, each rank's bytes split over the receivers as "

@@ -311,7 +311,8 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--lnc", args->lnc, "physical cores per all-reduce rank (1 or 2)")
       ->capture_default_str();
-  cmd->add_option("--algorithm", args->algorithm, "all-reduce algorithm: auto, ring, mesh, rdh")
+  cmd->add_option("--algorithm", args->algorithm,
+                  "all-reduce algorithm: auto, ring, mesh, rdh, hierarchical")
       ->capture_default_str();
   cmd->add_flag("--no-dedup", args->no_dedup,
                 "simulate every chip's GEMM instead of one for all (same result, slower)");

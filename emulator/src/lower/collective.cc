@@ -30,6 +30,9 @@ struct Rank {
   int chip = 0;
   std::vector<StreamId> queues;  // [half]
   std::vector<SemId> arrived;    // [half]: +1 when a transfer into this rank lands
+  // Hierarchical: [half], +1 per arrival of the inter-server all-reduce
+  // (`arrived` counts the intra-server rings').
+  std::vector<SemId> inter_arrived;
   // RDH: [half][step], one semaphore per step, since a later step's partner
   // may deliver before an earlier step's.
   std::vector<std::vector<SemId>> step_arrived;
@@ -58,8 +61,11 @@ class Lowering {
       case CollectiveOp::kAllReduce:
       case CollectiveOp::kReduceScatter:
         // One slot per step (ring) or per sender (mesh); RDH: R/2, R/4, ..
-        // chunks, R - 1 in all.
-        staging = (ranks - 1) * chunk_max;
+        // chunks, R - 1 in all. Hierarchical: the intra-server ring's L - 1
+        // slots, then the inter-server ring's S - 1 slots of its piece.
+        staging = plan_.algorithm == CollectiveAlgorithm::kHierarchical
+                      ? InterStagingBase() + (Servers() - 1) * InterSlotBytes()
+                      : (ranks - 1) * chunk_max;
         break;
       case CollectiveOp::kAllToAll:
         staging = ranks * chunk_max;  // one slot per sender
@@ -86,6 +92,11 @@ class Lowering {
         StatusOr<SemId> s = p_.AddSemaphore(core, name + ".arrived");
         if (!s.ok()) return s.status();
         rank.arrived.push_back(*s);
+        if (plan_.algorithm == CollectiveAlgorithm::kHierarchical) {
+          StatusOr<SemId> inter = p_.AddSemaphore(core, name + ".arrived.inter");
+          if (!inter.ok()) return inter.status();
+          rank.inter_arrived.push_back(*inter);
+        }
         if (plan_.algorithm == CollectiveAlgorithm::kRdh) {
           rank.step_arrived.emplace_back();
           for (int j = 0; j < plan_.steps; ++j) {
@@ -135,6 +146,93 @@ class Lowering {
   int64_t SlotBytes() const { return (c_.bytes + c_.ranks - 1) / c_.ranks; }
   int Next(int r, int k = 1) const { return (r + k) % c_.ranks; }
   int Prev(int r, int k = 1) const { return ((r - k) % c_.ranks + c_.ranks) % c_.ranks; }
+
+  // Hierarchical: L ranks per server, S servers; the inter-server ring
+  // works on one intra-server chunk (at most ceil(bytes / L)) in S pieces.
+  int Local() const { return plan_.ranks_per_server; }
+  int Servers() const { return c_.ranks / plan_.ranks_per_server; }
+  int64_t InterStagingBase() const { return (Local() - 1) * SlotBytesOf(c_.bytes, Local()); }
+  int64_t InterSlotBytes() const { return SlotBytesOf(SlotBytesOf(c_.bytes, Local()), Servers()); }
+  static int64_t SlotBytesOf(int64_t n, int64_t parts) { return (n + parts - 1) / parts; }
+
+  // A ring of n ranks, position p holding rank first + p x stride, over the
+  // bytes [offset, offset + bytes) of every member's buffer, cut into n
+  // pieces; arrivals count on each member's `arrived` (or inter_arrived).
+  struct Ring {
+    int first = 0, stride = 1, n = 0;
+    int64_t offset = 0, bytes = 0;
+    bool inter = false;
+    int Rank(int pos) const { return first + ((pos % n + n) % n) * stride; }
+    int64_t PieceOffset(int i) const { return offset + bytes * i / n; }
+    int64_t PieceBytes(int i) const { return bytes * (i + 1) / n - bytes * i / n; }
+  };
+  SemId ArrivalOf(const Ring& ring, int q, int h) const {
+    return ring.inter ? ranks_[q].inter_arrived[h] : ranks_[q].arrived[h];
+  }
+
+  // Ring reduce-scatter, half h of the member at position i: in step k it
+  // sends piece i - k into the next member's staging slot k (from
+  // staging_base) and adds the piece i - k - 1 it received into its buffer
+  // once `count_base + k + 1` arrivals have landed. Position i ends with the
+  // sum of piece i + 1.
+  Status RingReduceScatter(const Ring& ring, int i, int h, int64_t staging_base,
+                           int64_t count_base) {
+    const int r = ring.Rank(i), next = ring.Rank(i + 1), n = ring.n;
+    const int64_t slot = SlotBytesOf(ring.bytes, n);
+    for (int k = 0; k + 1 < n; ++k) {
+      const int send = ((i - k) % n + n) % n, recv = ((i - k - 1) % n + n) % n;
+      if (Status s =
+              Send(r, h, ring.PieceOffset(send), next, ranks_[next].staging,
+                   staging_base + k * slot, ring.PieceBytes(send), {}, ArrivalOf(ring, next, h));
+          !s.ok()) {
+        return s;
+      }
+      if (Status s = Reduce(r, h, staging_base + k * slot, ring.PieceOffset(recv),
+                            ring.PieceBytes(recv), {{ArrivalOf(ring, r, h), count_base + k + 1}});
+          !s.ok()) {
+        return s;
+      }
+    }
+    return OkStatus();
+  }
+
+  // Ring all-gather, half h of the member at position i starting with piece
+  // `own`: in step k it writes piece own - k into the next member's buffer,
+  // after `first_waits` (k = 0) or the arrival count_base + k (the piece
+  // received in step k - 1).
+  Status RingAllGather(const Ring& ring, int i, int h, int own, int64_t count_base,
+                       std::vector<SemWait> first_waits) {
+    const int r = ring.Rank(i), next = ring.Rank(i + 1), n = ring.n;
+    for (int k = 0; k + 1 < n; ++k) {
+      const int piece = ((own - k) % n + n) % n;
+      std::vector<SemWait> waits;
+      if (k == 0) waits = std::move(first_waits);
+      if (k > 0) waits.push_back({ArrivalOf(ring, r, h), count_base + k});
+      if (Status s =
+              Send(r, h, ring.PieceOffset(piece), next, ranks_[next].data, ring.PieceOffset(piece),
+                   ring.PieceBytes(piece), std::move(waits), ArrivalOf(ring, next, h));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return OkStatus();
+  }
+
+  // Hierarchical all-reduce (header): intra-server ring reduce-scatter, the
+  // inter-server ring all-reduce of the chunk it leaves, intra-server ring
+  // all-gather, which first waits for the inter ring's 2 (S - 1) arrivals
+  // (the chunk it sends out whole).
+  Status LowerRankHierarchical(int r, int h) {
+    const int L = Local(), S = Servers(), server = r / L, l = r % L;
+    const Ring intra{server * L, 1, L, 0, c_.bytes, false};
+    if (Status s = RingReduceScatter(intra, l, h, 0, 0); !s.ok()) return s;
+    const int chunk = (l + 1) % L;
+    const Ring inter{l, L, S, intra.PieceOffset(chunk), intra.PieceBytes(chunk), true};
+    if (Status s = RingReduceScatter(inter, server, h, InterStagingBase(), 0); !s.ok()) return s;
+    if (Status s = RingAllGather(inter, server, h, (server + 1) % S, S - 1, {}); !s.ok()) return s;
+    return RingAllGather(intra, l, h, chunk, L - 1,
+                         {{ranks_[r].inter_arrived[h], 2 * static_cast<int64_t>(S - 1)}});
+  }
 
   // The byte offset of rank r's part of buffer b.
   int64_t Base(int r, BufferId b) const { return b == ranks_[r].data ? ranks_[r].data_offset : 0; }
@@ -293,6 +391,7 @@ class Lowering {
   // known in advance from the schedule, so waits name absolute values.
   Status LowerRank(int r, int h) {
     if (plan_.algorithm == CollectiveAlgorithm::kRdh) return LowerRankRdh(r, h);
+    if (plan_.algorithm == CollectiveAlgorithm::kHierarchical) return LowerRankHierarchical(r, h);
     const int R = c_.ranks;
     const bool ring = plan_.algorithm == CollectiveAlgorithm::kRing;
     switch (c_.op) {
@@ -329,21 +428,10 @@ class Lowering {
     }
     // Reduce-scatter part (all-reduce, reduce-scatter). Rank r ends up with
     // the sum of chunk Next(r) (ring) or chunk r (mesh).
+    const Ring all{0, 1, R, 0, c_.bytes, false};
     if (IsReduction(c_.op)) {
       if (ring) {
-        for (int k = 0; k + 1 < R; ++k) {
-          const int send = Prev(r, k), recv = Prev(r, k + 1);
-          if (Status s = Send(r, h, ChunkOffset(send), Next(r), ranks_[Next(r)].staging,
-                              k * SlotBytes(), ChunkBytes(send), {});
-              !s.ok()) {
-            return s;
-          }
-          if (Status s = Reduce(r, h, k * SlotBytes(), ChunkOffset(recv), ChunkBytes(recv),
-                                {Arrived(r, h, k + 1)});
-              !s.ok()) {
-            return s;
-          }
-        }
+        if (Status s = RingReduceScatter(all, r, h, 0, 0); !s.ok()) return s;
       } else {
         for (int k = 1; k < R; ++k) {
           const int to = Next(r, k);  // r is k ranks behind `to`: slot R - 1 - k there
@@ -370,16 +458,7 @@ class Lowering {
     const int64_t base = IsReduction(c_.op) ? (ring ? R - 1 : 0) : 0;
     const int own = c_.op == CollectiveOp::kAllGather ? r : (ring ? Next(r) : r);
     if (ring) {
-      for (int k = 0; k + 1 < R; ++k) {
-        const int chunk = Prev(own, k);  // received in step k - 1 (own at k = 0)
-        std::vector<SemWait> waits;
-        if (k > 0) waits.push_back(Arrived(r, h, base + k));
-        if (Status s = Send(r, h, ChunkOffset(chunk), Next(r), ranks_[Next(r)].data,
-                            ChunkOffset(chunk), ChunkBytes(chunk), std::move(waits));
-            !s.ok()) {
-          return s;
-        }
-      }
+      if (Status s = RingAllGather(all, r, h, own, base, {}); !s.ok()) return s;
     } else {
       for (int k = 1; k < R; ++k) {
         const int to = Next(r, k);
@@ -410,6 +489,10 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
                ? plan.steps
                : plan.steps + plan.steps / (plan.config.op == CollectiveOp::kAllReduce ? 2 : 1);
   }
+  if (plan.algorithm == CollectiveAlgorithm::kHierarchical) {  // all-reduce: 3 per ring step
+    const int64_t L = plan.ranks_per_server, S = plan.config.ranks / L;
+    return 3 * (L - 1) + 3 * (S - 1);
+  }
   const int64_t R = plan.config.ranks;
   switch (plan.config.op) {
     case CollectiveOp::kPermute:
@@ -431,7 +514,11 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
 int64_t Completions(const CollectivePlan& plan) {
   const int64_t lnc = plan.config.lnc;
   // rdh: one write of the rank's result per step (a reduction or an arrival).
-  if (plan.algorithm == CollectiveAlgorithm::kRdh) return lnc * plan.steps;
+  // Hierarchical: the rings' reductions and gathered pieces, one per step.
+  if (plan.algorithm == CollectiveAlgorithm::kRdh ||
+      plan.algorithm == CollectiveAlgorithm::kHierarchical) {
+    return lnc * plan.steps;
+  }
   const int64_t R = plan.config.ranks;
   switch (plan.config.op) {
     case CollectiveOp::kAllReduce:
@@ -602,6 +689,8 @@ std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
       return "rdh";
     case CollectiveAlgorithm::kKangaRing:
       return "kangaring";
+    case CollectiveAlgorithm::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -609,12 +698,12 @@ std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a) {
 StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name) {
   for (CollectiveAlgorithm a :
        {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kMesh,
-        CollectiveAlgorithm::kRdh, CollectiveAlgorithm::kKangaRing}) {
+        CollectiveAlgorithm::kRdh, CollectiveAlgorithm::kKangaRing,
+        CollectiveAlgorithm::kHierarchical}) {
     if (name == CollectiveAlgorithmName(a)) return a;
   }
   return InvalidArgumentError("unknown collective algorithm '" + std::string(name) +
-                              "' (auto, ring, mesh, rdh, kangaring; hierarchical schedules are "
-                              "not lowered yet)");
+                              "' (auto, ring, mesh, rdh, kangaring, hierarchical)");
 }
 
 std::string ByteSizeName(int64_t bytes) {
@@ -693,6 +782,24 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
     return InvalidArgumentError(what + ": " + std::string(CollectiveOpName(c.op)) +
                                 " is lowered as " + (mesh_only ? "mesh" : "ring") + " only");
   }
+  // Hierarchical: L ranks per server (ranks are taken server by server),
+  // and it composes only where the ranks fill two or more whole servers.
+  const int per_server = c.ranks_per_chip * static_cast<int>(system.chips_per_server.value);
+  const int servers = c.ranks / per_server;
+  const bool whole_servers = c.ranks % per_server == 0 && servers >= 2;
+  if (c.algorithm == CollectiveAlgorithm::kHierarchical) {
+    if (c.op != CollectiveOp::kAllReduce) {
+      return InvalidArgumentError(what + ": hierarchical is lowered for all-reduce only");
+    }
+    if (!whole_servers) {
+      return InvalidArgumentError(
+          what +
+          ": hierarchical composes rings across servers; ranks = " + std::to_string(c.ranks) +
+          " do not fill two or more whole servers of " + std::to_string(per_server) + " ranks (" +
+          std::to_string(static_cast<int>(system.chips_per_server.value)) + " chips x " +
+          std::to_string(c.ranks_per_chip) + ")");
+    }
+  }
   if (c.algorithm == CollectiveAlgorithm::kRdh && !power_of_two) {
     return InvalidArgumentError(what + ": rdh pairs ranks by the bits of their index; ranks = " +
                                 std::to_string(c.ranks) + " is not a power of two");
@@ -712,6 +819,13 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
     if (c.bytes <= mesh_max) {
       plan.algorithm = CollectiveAlgorithm::kMesh;
       plan.why = ByteSizeName(c.bytes) + " <= mesh_max_bytes " + ByteSizeName(mesh_max) + of;
+    } else if (c.op == CollectiveOp::kAllReduce && whole_servers) {
+      // trainium.md 10.3: across nodes the runtime composes AR = intra RS +
+      // inter AR + intra AG (a flat ring only in edge cases); #19 keeps it
+      // hierarchical across the Trn3 servers and racks.
+      plan.algorithm = CollectiveAlgorithm::kHierarchical;
+      plan.why = ByteSizeName(c.bytes) + " > mesh_max_bytes " + ByteSizeName(mesh_max) + of +
+                 ", ranks over " + std::to_string(servers) + " servers: hierarchical";
     } else if (c.bytes <= rdh_max && power_of_two) {
       plan.algorithm = CollectiveAlgorithm::kRdh;
       plan.why = ByteSizeName(c.bytes) + " <= rdh_max_bytes " + ByteSizeName(rdh_max) + of;
@@ -725,12 +839,16 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   }
   const bool ring = plan.algorithm == CollectiveAlgorithm::kRing;
   const bool rdh = plan.algorithm == CollectiveAlgorithm::kRdh;
+  const bool hierarchical = plan.algorithm == CollectiveAlgorithm::kHierarchical;
   const int R = c.ranks;
   int log2_r = 0;
   while ((1 << log2_r) < R) ++log2_r;
   switch (c.op) {
     case CollectiveOp::kAllReduce:
-      plan.steps = ring ? 2 * (R - 1) : rdh ? 2 * log2_r : 2;
+      plan.steps = ring           ? 2 * (R - 1)
+                   : rdh          ? 2 * log2_r
+                   : hierarchical ? 2 * (per_server - 1) + 2 * (servers - 1)
+                                  : 2;
       plan.bus_factor = 2.0 * (R - 1) / R;
       break;
     case CollectiveOp::kAllGather:
@@ -751,6 +869,10 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   }
   const bool whole = c.op == CollectiveOp::kPermute || c.op == CollectiveOp::kSendRecv;
   plan.chunk_bytes = whole ? c.bytes : (c.bytes + R - 1) / R;
+  if (hierarchical) {
+    plan.ranks_per_server = per_server;
+    plan.chunk_bytes = (c.bytes + per_server - 1) / per_server;
+  }
   plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
 
   plan.simulated = WhySimulatedRankByRank(system, plan.chips);

@@ -27,12 +27,25 @@
 //          keep; doubling step j pairs r with r ^ 2^j, which swap their
 //          segments (bytes x 2^j / R each way). Each rank sends
 //          (R - 1) / R x bytes per phase, as the ring does, in log2 R steps.
-//   auto   mesh up to the system's mesh_max_bytes, rdh up to rdh_max_bytes
-//          when R is a power of two and the op has an rdh schedule, ring
-//          above (the system description's thresholds, trainium.md 10.3
-//          and #19). KangaRing (Trn2's runtime above rdh_max_bytes) is not
-//          modelled: auto takes the ring there, and asking for it is refused.
-//          Hierarchical schedules are not lowered either.
+//   hierarchical  (all-reduce over whole servers, two or more; trainium.md
+//          10.3: "AR = intra RS + inter AR + intra AG"): the L ranks of each
+//          server (ranks_per_chip x chips_per_server, in rank order) run a
+//          ring reduce-scatter of the buffer, leaving local rank l with the
+//          sum over its server of chunk (l + 1) % L (bytes / L); the S ranks
+//          holding the same chunk, one per server, run a ring all-reduce of
+//          it (over whatever links, switch planes or EFA join the servers);
+//          then each server runs a ring all-gather. 2 (L - 1) + 2 (S - 1)
+//          steps, each rank sending (L - 1) / L x bytes per intra phase and
+//          (S - 1) / (S L) x bytes per inter phase.
+//   auto   mesh up to the system's mesh_max_bytes; above it an all-reduce
+//          whose ranks fill two or more whole servers is hierarchical
+//          (trainium.md 10.3: across nodes the runtime composes collectives
+//          hierarchically, a flat ring only in edge cases; #19: hierarchical
+//          across servers and racks); else rdh up to rdh_max_bytes when R
+//          is a power of two and the op has an rdh schedule, ring above (the
+//          system description's thresholds, trainium.md 10.3 and #19).
+//          KangaRing (Trn2's runtime above rdh_max_bytes) is not modelled:
+//          auto takes the ring there, and asking for it is refused.
 // Permute sends the whole buffer to rank r + 1 (ring only); send-recv pairs
 // ranks 2i and 2i + 1, each sending its buffer to the other. All-to-all-v
 // (mesh) sends sizes[r x R + j] bytes from rank r to each rank j != r, in
@@ -58,7 +71,9 @@
 // ranks_per_chip above the chip's logical cores, send-recv with an odd rank
 // count, permute or reduction ops with an algorithm that cannot run them,
 // rdh over a rank count that is not a power of two, KangaRing (on a switched
-// fabric: it needs a torus's Hamiltonian cycles; on a torus: not modelled).
+// fabric: it needs a torus's Hamiltonian cycles; on a torus: not modelled),
+// hierarchical for an op other than all-reduce or over ranks that do not fill
+// two or more whole servers (one server has nothing to compose).
 // RESOURCE_EXHAUSTED when the program would pass its instruction budget or
 // a buffer does not fit in HBM.
 #ifndef TRNMX_EMU_COLLECTIVE_H_
@@ -92,8 +107,8 @@ StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name);
 
 // kKangaRing is named so that asking for it gets a clear refusal: it is not
 // modelled (PlanCollective says why, on a switch and on a torus).
-enum class CollectiveAlgorithm { kAuto, kRing, kMesh, kRdh, kKangaRing };
-// "auto", "ring", "mesh", "rdh", "kangaring".
+enum class CollectiveAlgorithm { kAuto, kRing, kMesh, kRdh, kKangaRing, kHierarchical };
+// "auto", "ring", "mesh", "rdh", "kangaring", "hierarchical".
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
 StatusOr<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);
 
@@ -133,13 +148,15 @@ struct CollectivePlan {
   std::string why;           // how auto chose, e.g. "64 MiB > mesh_max_bytes 1 MiB: ring"
   int chips = 0;             // chips with ranks
   int steps = 0;             // communication steps of the algorithm
-  int64_t chunk_bytes = 0;   // bytes one rank sends to one peer per step
+  int64_t chunk_bytes = 0;   // bytes one rank sends to one peer per step (hierarchical: intra)
+  int ranks_per_server = 0;  // hierarchical: L, the ranks of each server's rings (else 0)
   double bus_factor = 0;     // busbw / algbw (nccom-test)
   int64_t instructions = 0;  // the lowering appends, all ranks
   // Instructions per rank that write its result (CollectiveOperands::done_signals):
   // all-reduce 2 (R - 1) x LNC (its reductions, then the gathered chunks);
   // all-gather, reduce-scatter, all-to-all (R - 1) x LNC; permute, send-recv LNC.
-  // rdh: log2 R instead of R - 1. All-to-all-v: 0 (its ranks receive
+  // rdh: log2 R instead of R - 1; hierarchical: 2 (L - 1) + 2 (S - 1) for
+  // L ranks per server and S servers. All-to-all-v: 0 (its ranks receive
   // different numbers of transfers; done_signals are refused for it).
   int64_t completions = 0;
   // How the collective is simulated: every rank, and why no rank can stand
