@@ -366,9 +366,10 @@ struct GroupedGemmParams {
 // Identical bits for every Executor / thread count; executor == nullptr
 // runs on the calling thread.
 //
-// Threads: work items are (expert, block of up to 512 rows, block of 256
-// output columns), so that small experts run side by side; each item runs
-// Gemm on the calling thread of its task.
+// Threads: work items are (expert, block of up to 512 rows, block of
+// columns), so that small experts run side by side; each item runs Gemm on
+// the thread of its task. Columns are split (into blocks of >= 256) only when
+// the row blocks give fewer than 4 items per thread.
 //
 // Errors (Status, nothing written): E = 0; offsets of a length other than
 // E + 1, not starting at 0, decreasing, or not ending at x.rows = y.rows;

@@ -27,10 +27,23 @@ namespace {
 using moe_internal::Str;
 
 // Work item extents. Rows: large, so that an expert's weights are decoded
-// (dense x MX) once per 512 rows; columns: 256 (8 of Gemm's 32-column
-// panels), which gives the parallelism when experts are few.
+// (dense x MX) once per 512 rows. Columns: whole unless the row blocks give
+// fewer than kItemsPerThread items per thread, then split into blocks of a
+// multiple of 32 columns (Gemm's panels), at least kMinColBlock: every
+// column block re-packs (widens or decodes) its rows of x, so splitting
+// only costs.
 constexpr std::size_t kRowBlock = 512;
-constexpr std::size_t kColBlock = 256;
+constexpr std::size_t kMinColBlock = 256;
+constexpr std::size_t kItemsPerThread = 4;
+
+std::size_t ColumnBlock(std::size_t out_cols, std::size_t row_blocks, std::size_t threads) {
+  const std::size_t want = threads <= 1 ? 1 : kItemsPerThread * threads;
+  const std::size_t max_splits = internal::CeilDiv(out_cols, kMinColBlock);
+  const std::size_t splits =
+      std::clamp<std::size_t>(internal::CeilDiv(want, std::max<std::size_t>(row_blocks, 1)), 1,
+                              std::max<std::size_t>(max_splits, 1));
+  return std::max<std::size_t>(internal::RoundUp(internal::CeilDiv(out_cols, splits), 32), 1);
+}
 
 std::size_t ElementBytes(OperandType t) {
   return t == OperandType::kBf16 ? sizeof(Bf16) : sizeof(float);
@@ -261,18 +274,24 @@ Status GroupedExpertGemm(const GemmOperand& x, std::span<const std::size_t> offs
   const bool gated = params.activation != ExpertActivation::kNone;
   const std::size_t n = weights[0].cols;
   const std::size_t out_cols = y.cols;
+  Executor& ex = internal::ExecutorOrCallingThread(executor);
+  std::size_t row_blocks = 0;
+  for (std::size_t e = 0; e < weights.size(); ++e) {
+    row_blocks += internal::CeilDiv(offsets[e + 1] - offsets[e], kRowBlock);
+  }
+  const std::size_t col_block = ColumnBlock(out_cols, row_blocks, ex.NumThreads());
   std::vector<WorkItem> items;
   for (std::size_t e = 0; e < weights.size(); ++e) {
     for (std::size_t r = offsets[e]; r < offsets[e + 1]; r += kRowBlock) {
       const std::size_t rows = std::min(kRowBlock, offsets[e + 1] - r);
-      for (std::size_t j = 0; j < out_cols; j += kColBlock) {
-        items.push_back({e, r, rows, j, std::min(kColBlock, out_cols - j)});
+      for (std::size_t j = 0; j < out_cols; j += col_block) {
+        items.push_back({e, r, rows, j, std::min(col_block, out_cols - j)});
       }
     }
   }
   if (items.empty()) return OkStatus();
   std::vector<Status> status(items.size());
-  internal::ExecutorOrCallingThread(executor).ParallelFor(items.size(), [&](std::size_t i) {
+  ex.ParallelFor(items.size(), [&](std::size_t i) {
     const WorkItem& it = items[i];
     const GemmOperand xe = RowSlice(x, it.r0, it.rows);
     const float* bias = params.bias.empty() ? nullptr : params.bias.data() + it.expert * n;
