@@ -206,6 +206,11 @@ Status Validate(const GemmOperand& x, std::span<const std::size_t> offsets,
           internal::Prefixed(where, internal::ValidateGemm(xe, weights[e], ye, gp, true)));
       continue;
     }
+    // The whole weight too (the items read contiguous column blocks of it);
+    // zero rows, so no output is involved.
+    TRNMX_RETURN_IF_ERROR(internal::Prefixed(
+        where, internal::ValidateGemm(RowSlice(x, 0, 0), weights[e],
+                                      GemmOutput::Fp32(nullptr, 0, n, n), {}, true)));
     const bool inter = p.glu_layout == GluLayout::kInterleaved;
     const GemmOperand gate = ColSlice(weights[e], 0, out_cols, inter ? 2 : 1);
     const GemmOperand lin = ColSlice(weights[e], inter ? 1 : out_cols, out_cols, inter ? 2 : 1);

@@ -469,6 +469,14 @@ TEST(MoeGroupedGemm, ErrorsWriteNothing) {
   ASSERT_TRUE(wrong_axis.ok());
   std::vector<GemmOperand> all_wrong(3, GemmOperand::Mx(wrong_axis->view()));
   expect_error(p.x.op, p.offsets, all_wrong, out, none, "expert 0");
+  // A gated call: its weights' overlapping MX lines (a codes stride of half
+  // a line) would pass as the doubled strides of the gate and linear halves.
+  std::vector<GemmOperand> half_stride = p.ops;
+  half_stride[1].mx.codes_stride /= 2;
+  GroupedGemmParams gated_half;
+  gated_half.activation = ExpertActivation::kGptOssSwiGlu;
+  expect_error(p.x.op, p.offsets, half_stride, GemmOutput::Fp32(y.data(), rows, 32, 32), gated_half,
+               "expert 1");
   // K and output columns.
   Operand x32 = MakeActivation(rng, XKind::kBf16, rows, 32);
   expect_error(x32.op, p.offsets, p.ops, out, none, "K = 64");
