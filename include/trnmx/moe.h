@@ -2,7 +2,8 @@
 // token, with the options of Megatron-Core, vLLM and the published model
 // families), the aux-loss-free bias update, dispatch (tokens permuted into
 // expert-contiguous order) and the weighted combine, routing statistics and
-// synthetic router logits. docs/moe.md has the overview and the presets of
+// synthetic router logits, and the grouped expert GEMM with the SwiGLU
+// activations. docs/moe.md has the overview and the presets of
 // gpt-oss, DeepSeek-V3 and Mixtral.
 //
 // Numerics contract (bits, not tolerances; identical on every target and for
@@ -104,6 +105,7 @@
 #include "trnmx/executor.h"
 #include "trnmx/export.h"
 #include "trnmx/formats/types.h"
+#include "trnmx/gemm.h"
 #include "trnmx/mx.h"
 #include "trnmx/status.h"
 
@@ -315,6 +317,86 @@ struct SyntheticRouting {
 // experts = 0, zipf_s negative or not finite, an enum value outside it.
 TRNMX_API Status SyntheticRouterLogits(const SyntheticRouting& config, std::size_t tokens,
                                        std::size_t experts, std::span<float> logits);
+
+// ---------------------------------------------------------------------------
+// Grouped expert GEMM.
+// ---------------------------------------------------------------------------
+
+// The activation applied to each expert's GEMM result h (FP32, bias added).
+enum class ExpertActivation : std::uint8_t {
+  kNone,    // y = h: the plain GEMM (N output columns).
+  kSwiGlu,  // y = silu(g) * l (Mixtral, Qwen3-MoE, DeepSeek): N / 2 columns.
+  // gpt-oss: g = min(g, limit), l = clamp(l, -limit, limit),
+  // y = g * sigmoid(alpha * g) * (l + 1): N / 2 columns.
+  kGptOssSwiGlu,
+};
+
+// Where the gate g and linear l columns of a gated weight (K x N, N = 2 I)
+// are: output column c takes g from weight column 2c and l from 2c + 1
+// (kInterleaved: gpt-oss's mlp1, `x[..., ::2], x[..., 1::2]`), or g from c
+// and l from I + c (kConcatenated: Megatron's fused [gate | up]).
+enum class GluLayout : std::uint8_t { kInterleaved, kConcatenated };
+
+struct GroupedGemmParams {
+  ExpertActivation activation = ExpertActivation::kNone;
+  GluLayout glu_layout = GluLayout::kInterleaved;
+  float swiglu_alpha = 1.702f;  // kGptOssSwiGlu only (gpt-oss's values).
+  float swiglu_limit = 7.0f;
+  // E * N values, expert e's bias at [e * N, (e + 1) * N) (gpt-oss's
+  // mlp1_bias / mlp2_bias), or empty for none.
+  std::span<const float> bias{};
+};
+
+// Every expert's GEMM over its rows in one call: for e = 0..E-1 (E =
+// weights.size()), rows [offsets[e], offsets[e + 1]) of x (the permuted
+// tokens of PermuteTokens, offsets = DispatchPlan::offsets, padding rows
+// included) times weights[e] (K x N) give the same rows of y.
+//
+// Contract (bits): with kNone, expert e's rows of y equal
+//   trnmx::Gemm(x rows of e, weights[e], y rows of e, {.bias = bias + e * N})
+// bit for bit (gemm.h's contract for the operand pairing: MXFP4 / MXFP8 /
+// MXFP6 / MXINT8 / BF16 / FP32 weights x BF16 / FP32 / MX activations).
+// Gated activations: h = that Gemm with an FP32 output (K never split), then
+// per output column, with fl32 one FP32 rounding and sigmoid trnmx's own
+// FixedSigmoid (src/internal/fixed_math.h, identical on every target):
+//   kSwiGlu:       y = fl32(fl32(g * sigmoid(g)) * l)
+//   kGptOssSwiGlu: g' = min(g, limit); l' = min(max(l, -limit), limit);
+//                  y = fl32(fl32(g' * sigmoid(fl32(alpha * g'))) * fl32(l' + 1))
+//   (a NaN g or l gives NaN, as torch.clamp does); a BF16 y stores RNE(y).
+// Identical bits for every Executor / thread count; executor == nullptr
+// runs on the calling thread.
+//
+// Threads: work items are (expert, block of up to 512 rows, block of
+// columns), so that small experts run side by side; each item runs Gemm on
+// the thread of its task. Columns are split (into blocks of >= 256) only when
+// the row blocks give fewer than 4 items per thread.
+//
+// Errors (Status, nothing written): E = 0; offsets of a length other than
+// E + 1, not starting at 0, decreasing, or not ending at x.rows = y.rows;
+// weights that differ in K, N, type or MX format from weights[0], or that
+// Gemm rejects (MX not blocked along K, NVFP4); x.cols != K; y.cols != N
+// (kNone) or N / 2 (gated; N odd is an error); a bias of a length other
+// than E * N; an activation or layout outside its enum; alpha or limit not
+// finite; anything Gemm rejects for an expert (null data, strides, y
+// overlapping x, a weight or the bias). The expert count is weights.size();
+// with expert parallelism pass the local experts' weights and offsets.
+//
+// Example (gpt-oss MLP: T tokens routed top-4 over 128 experts with MXFP4
+// weights and BF16 activations; MoeGroupedGemm.GptOssMlpPipeline runs it):
+//   plan = trnmx::PlanDispatch(ids, T, 4, 128);           // moe.h above
+//   trnmx::PermuteTokens(*plan, x, xp);                    // xp: plan->rows x H BF16
+//   std::vector<trnmx::GemmOperand> w1(128);              // H x 2I, MXFP4 kCols
+//   trnmx::GroupedGemmParams p1;
+//   p1.activation = trnmx::ExpertActivation::kGptOssSwiGlu;
+//   p1.bias = mlp1_bias;                                   // 128 * 2I floats
+//   trnmx::Status s = trnmx::GroupedExpertGemm(
+//       trnmx::GemmOperand::Bf16(xp.data, plan->rows, H, H), plan->offsets, w1,
+//       trnmx::GemmOutput::Bf16(hid, plan->rows, I, I), p1, &pool);
+//   // then w2 (I x H) with kNone, and CombineTokens with the router weights.
+TRNMX_API Status GroupedExpertGemm(const GemmOperand& x, std::span<const std::size_t> offsets,
+                                   std::span<const GemmOperand> weights, const GemmOutput& y,
+                                   const GroupedGemmParams& params = {},
+                                   Executor* executor = nullptr);
 
 }  // namespace trnmx
 
