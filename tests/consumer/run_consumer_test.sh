@@ -4,7 +4,7 @@
 #
 #   run_consumer_test.sh install      BUILD_DIR PREFIX CONFIG
 #   run_consumer_test.sh find_package CONSUMER_SRC WORK_DIR PREFIX VERSION GENERATOR CXX CONFIG [CXXFLAGS]
-#   run_consumer_test.sh add_subdirectory CONSUMER_SRC WORK_DIR TRNMX_SOURCE_DIR VERSION GENERATOR CXX CONFIG [CXXFLAGS [HWY_DISABLED_TARGETS]]
+#   run_consumer_test.sh add_subdirectory CONSUMER_SRC WORK_DIR TRNMX_SOURCE_DIR VERSION GENERATOR CXX CONFIG [CXXFLAGS [HWY_DISABLED_TARGETS [DEBUG_FLAGS]]]
 #   run_consumer_test.sh pkg_config   CONSUMER_SRC WORK_DIR PREFIX LIBDIR VERSION CXX [CXXFLAGS]
 #   run_consumer_test.sh conan        CONAN RECIPE_DIR PROFILE [CONAN_CREATE_ARGS...]
 #
@@ -104,13 +104,13 @@ case "$mode" in
 
   add_subdirectory)
     src=$1 work=$2 trnmx_src=$3 version=$4 generator=$5 cxx=$6 config=$7 cxxflags=${8:-}
-    hwy_disabled=${9:-}
+    hwy_disabled=${9:-} debug_flags=${10:--g}
     rm -rf "$work"
     step "configure the consumer with add_subdirectory($trnmx_src)"
     run "$cmake" -S "$src" -B "$work" -G "$generator" \
       -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE="$config" \
       -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$cxxflags" \
-      -DTRNMX_HWY_DISABLED_TARGETS="$hwy_disabled" \
+      -DCMAKE_CXX_FLAGS_DEBUG="$debug_flags" -DTRNMX_HWY_DISABLED_TARGETS="$hwy_disabled" \
       -DTRNMX_SOURCE_DIR="$trnmx_src" -DTRNMX_CONSUMER_INLINE="$inline" \
       || die "configuring the consumer with add_subdirectory(trnmx) failed"
     step "build the consumer (and the embedded trnmx library)"
