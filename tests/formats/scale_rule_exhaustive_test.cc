@@ -92,14 +92,19 @@ void FindSteps(const WantFn& want, std::uint32_t lo, unsigned wlo, std::uint32_t
   FindSteps(want, mid, wmid, hi, whi, steps);
 }
 
+// Mismatches of ScaleCodeFromAmax on [a, b] against one expected code: the
+// sweep's cost, compiled as sweep_runs.h's SweepLoop (for AVX2 where the CPU
+// has it).
 template <class Traits, ScaleRule kRule>
-[[gnu::flatten]] std::uint64_t CountMismatches(std::uint32_t a, std::uint32_t b, unsigned want) {
-  std::uint64_t bad = 0;
-  for (std::uint64_t u = a; u <= b; ++u) {
-    bad += ScaleCodeFromAmax<Traits>(static_cast<std::uint32_t>(u), kRule).bits != want;
+struct CountMismatches {
+  std::uint64_t operator()(std::uint32_t a, std::uint32_t b, unsigned want) const {
+    std::uint64_t bad = 0;
+    for (std::uint64_t u = a; u <= b; ++u) {
+      bad += ScaleCodeFromAmax<Traits>(static_cast<std::uint32_t>(u), kRule).bits != want;
+    }
+    return bad;
   }
-  return bad;
-}
+};
 
 // Compares ScaleCodeFromAmax with ref over all bits in [0, 2^31) on two
 // threads; prints the first mismatches and the time taken. Every reference
@@ -135,6 +140,8 @@ void Sweep(Ref ref, bool every_input = false) {
     ASSERT_EQ(expect[i], want(runs[i].last))
         << "run " << std::hex << runs[i].first << ".." << runs[i].last << " is not constant";
   }
+  const auto count_mismatches =
+      test::SweepLoop<CountMismatches<Traits, kRule>, std::uint32_t, std::uint32_t, unsigned>();
   test::SweepMismatches mismatches;
   const auto report = [&](std::uint32_t a, unsigned got, unsigned w) {
     char line[96];
@@ -155,7 +162,7 @@ void Sweep(Ref ref, bool every_input = false) {
       }
       return;
     }
-    const std::uint64_t bad = CountMismatches<Traits, kRule>(a, b, expect[run]);
+    const std::uint64_t bad = count_mismatches(a, b, expect[run]);
     mismatches.Add(bad);
     if (bad == 0) return;
     for (std::uint64_t u = a; u <= b; ++u) {
