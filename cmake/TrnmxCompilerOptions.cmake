@@ -12,12 +12,14 @@
 #
 # TRNMX_HWY_DISABLED_TARGETS leaves targets out of a build (Highway's
 # HWY_DISABLED_TARGETS, e.g. "HWY_SSSE3|HWY_SSE4"); EMU128, the fallback, is
-# always compiled. Two builds of CI use it, because compiling every target is
-# most of their time: tools/run.sh sanitize compiles AVX2 and EMU128 (the
-# other targets are the same Highway code at other widths, and the Release
-# test build runs them all on every CPU that has them), and the consumer
-# tests that compile the library again from source (add_subdirectory, conan)
-# compile EMU128 alone. Release builds compile them all.
+# compiled whenever it is attainable (no -march above it). Two builds of CI
+# use it, because compiling every target is most of their time:
+# tools/run.sh sanitize compiles AVX2 alone (with -march=haswell where the
+# CPU has it, which also drops EMU128; else AVX2 and EMU128): the other
+# targets are the same Highway code at other widths, and the Release test
+# build runs them all on every CPU that has them. The consumer tests that
+# compile the library again from source (add_subdirectory, conan) compile
+# EMU128 alone. Release builds compile them all.
 set(TRNMX_HWY_DISABLED_TARGETS "" CACHE STRING
   "Highway targets not to compile (HWY_DISABLED_TARGETS expression); empty: all")
 function(trnmx_set_compile_options target)
