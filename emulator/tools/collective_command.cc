@@ -182,7 +182,23 @@ int RunSweep(const System& system, CollectiveArgs args) {
               args.config.lnc);
   std::printf("%10s %-12s %12s %12s %12s  %s\n", "size", "algorithm", "time us", "algbw GB/s",
               "busbw GB/s", "limiting");
+  // A size too small to split over the ranks (on large systems the smallest
+  // ones: 576 ranks at LNC 2) gets a row saying why instead of ending the
+  // sweep, when the same collective plans at the largest size.
+  CollectiveConfig largest = args.config;
+  largest.bytes = int64_t{1} << 30;
+  largest.sizes.clear();
+  const bool largest_plans = PlanCollective(system, largest).ok();
   for (int64_t bytes = 1 << 10; bytes <= (int64_t{1} << 30); bytes *= 4) {
+    if (largest_plans && args.config.op != CollectiveOp::kAllToAllV) {
+      CollectiveConfig at = args.config;
+      at.bytes = bytes;
+      if (const StatusOr<CollectivePlan> p = PlanCollective(system, at); !p.ok()) {
+        std::printf("%10s %-12s  skipped: %s\n", ByteSizeName(bytes).c_str(), "-",
+                    p.status().message().c_str());
+        continue;
+      }
+    }
     args.config.bytes = bytes;
     args.config.sizes.clear();
     if (Status s = FillSizes(system, args, args.config); !s.ok()) {
