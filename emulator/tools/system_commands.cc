@@ -149,9 +149,13 @@ int RunSystemPeak(const std::string& name, int systems) {
   }
   if (s.collectives) {
     const CollectiveThresholds& c = *s.collectives;
-    std::printf("collectives    mesh up to %g MiB, RDH up to %g MiB, ring above (%s; %s)\n",
-                c.mesh_max_bytes.value / (1024 * 1024), c.rdh_max_bytes.value / (1024 * 1024),
-                Tagged(c.mesh_max_bytes).c_str(), Tagged(c.rdh_max_bytes).c_str());
+    // collective.h's auto rule: above the mesh threshold an all-reduce over
+    // two or more whole servers is hierarchical.
+    std::printf(
+        "collectives    mesh up to %g MiB, RDH up to %g MiB, ring above%s (%s; %s)\n",
+        c.mesh_max_bytes.value / (1024 * 1024), c.rdh_max_bytes.value / (1024 * 1024),
+        s.servers() > 1 ? "; all-reduce over 2+ whole servers: hierarchical above mesh" : "",
+        Tagged(c.mesh_max_bytes).c_str(), Tagged(c.rdh_max_bytes).c_str());
   }
   if (s.host) {
     std::printf("host           %s%s%.0f vCPU, %.0f GiB\n", s.host->cpu.c_str(),

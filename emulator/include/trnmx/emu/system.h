@@ -123,7 +123,8 @@ struct HostSpec {
 
 // Message-size thresholds of the collective algorithm choice (trainium.md
 // 10.3): mesh up to mesh_max_bytes, recursive halving/doubling up to
-// rdh_max_bytes, a ring above (KangaRing on a Trn2 torus where it fits).
+// rdh_max_bytes, a ring above (Trn2's runtime takes KangaRing there, which
+// the emulator does not model; collective.h has the full auto rule).
 // S17's thresholds on the Trn2 torus; conflict #19's defaults on the Trn3
 // switches. Sizes are per-rank buffers as nccom-test counts them.
 struct CollectiveThresholds {
