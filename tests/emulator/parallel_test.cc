@@ -23,16 +23,6 @@ const System& Gen2() {
   return s;
 }
 
-GemmConfig Gemm(int64_t m, int64_t n, int64_t k, MatmulDtype dtype, int cores) {
-  GemmConfig g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.dtype = dtype;
-  g.cores = cores;
-  return g;
-}
-
 // The deduplicated run (one chip's GEMM, the all-reduce on its own, shifted
 // by the GEMM's end and the DMA wait latency) ends when the whole program
 // does, on a switched fabric (8 chips: two servers of trn3-ultraserver-gen2)
@@ -43,10 +33,10 @@ TEST(TensorParallelGemm, DeduplicatedEqualsTheWholeProgram) {
     TensorParallelGemmConfig config;
   };
   TensorParallelGemmConfig gen2;
-  gen2.gemm = Gemm(512, 1024, 2048, MatmulDtype::kMxfp8, 2);
+  gen2.gemm = GemmConfig{.m = 512, .n = 1024, .k = 2048, .dtype = MatmulDtype::kMxfp8, .cores = 2};
   gen2.chips = 8;
   TensorParallelGemmConfig torus;
-  torus.gemm = Gemm(256, 512, 512, MatmulDtype::kBf16, 1);
+  torus.gemm = GemmConfig{.m = 256, .n = 512, .k = 512, .dtype = MatmulDtype::kBf16, .cores = 1};
   torus.lnc = 1;
   torus.algorithm = CollectiveAlgorithm::kRing;
   const std::vector<Case> cases = {{Gen2(), gen2}, {LoadSystem("trn2-server").value(), torus}};
@@ -67,7 +57,7 @@ TEST(TensorParallelGemm, DeduplicatedEqualsTheWholeProgram) {
 
 TEST(TensorParallelGemm, BadChipCountsAreRefused) {
   TensorParallelGemmConfig c;
-  c.gemm = Gemm(256, 256, 512, MatmulDtype::kMxfp8, 1);
+  c.gemm = GemmConfig{.m = 256, .n = 256, .k = 512, .dtype = MatmulDtype::kMxfp8, .cores = 1};
   for (int chips : {1, 145}) {
     c.chips = chips;
     const Status s = SimulateTensorParallelGemm(Gen2(), c).status();
@@ -90,7 +80,10 @@ Composed RunComposed(bool overlap, bool trace) {
   const System& sys = Gen2();
   const int chips = 4, cores = 2;
   const GemmPlan plan =
-      PlanGemm(sys.chip, Gemm(1024, 1024, 4096, MatmulDtype::kMxfp8, cores)).value();
+      PlanGemm(
+          sys.chip,
+          GemmConfig{.m = 1024, .n = 1024, .k = 4096, .dtype = MatmulDtype::kMxfp8, .cores = cores})
+          .value();
   CollectiveConfig cc;
   cc.bytes = plan.config.m * plan.config.n * 2;
   cc.ranks = chips;
@@ -143,7 +136,12 @@ TEST(ComposedProgram, AllReduceOverlapsTheNextGemm) {
   const System& sys = Gen2();
   // The pieces on their own.
   const int64_t gemm =
-      Simulate(LowerGemm(sys.chip, Gemm(1024, 1024, 4096, MatmulDtype::kMxfp8, 2)).value().program)
+      Simulate(
+          LowerGemm(
+              sys.chip,
+              GemmConfig{.m = 1024, .n = 1024, .k = 4096, .dtype = MatmulDtype::kMxfp8, .cores = 2})
+              .value()
+              .program)
           .value()
           .end_ps;
   CollectiveConfig cc;
