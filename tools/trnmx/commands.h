@@ -4,11 +4,15 @@
 #define TRNMX_TOOLS_TRNMX_COMMANDS_H_
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace trnmx::cli {
 
 // Exit status of the last command run (0 ok, 1 bad input, 2 usage).
 int& ExitCode();
+
+// Prints "trnmx: <message>" to stderr and returns exit status 1.
+int Fail(const std::string& message);
 
 void AddFormatsCommand(CLI::App& app);
 void AddConvertCommands(CLI::App& app);  // convert, decode

@@ -33,11 +33,6 @@ struct DecodeArgs {
   bool decimal = false;
 };
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "trnmx: %s\n", message.c_str());
-  return 1;
-}
-
 // Builds ConvertOptions from validated option strings (CLI11 checks them
 // against the same tables, so lookups cannot miss).
 ConvertOptions MakeOptions(const ConvertArgs& a) {

@@ -11,6 +11,11 @@ int& ExitCode() {
   return code;
 }
 
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "trnmx: %s\n", message.c_str());
+  return 1;
+}
+
 void AddFormatsCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("formats", "Print every format's traits (bits, bias, limits, Inf/NaN)");
   cmd->callback([] {

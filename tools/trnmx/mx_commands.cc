@@ -53,11 +53,6 @@ struct InspectArgs {
   std::size_t max_blocks = 16;
 };
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "trnmx: %s\n", message.c_str());
-  return 1;
-}
-
 // The executor for --threads N: a pool of N threads, or for 0 the opt-in
 // process pool (DefaultExecutor(), TRNMX_NUM_THREADS or one per hardware
 // thread). Owns the pool it creates.
