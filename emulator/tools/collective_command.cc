@@ -55,25 +55,14 @@ Status FillSizes(const System& system, const CollectiveArgs& args, CollectiveCon
     config.sizes = std::move(*sizes);
     return OkStatus();
   }
-  double s = 0;
-  if (!args.skew.empty()) {
-    size_t used = 0;
-    try {
-      if (args.skew.rfind("zipf:", 0) != 0) throw std::invalid_argument("prefix");
-      s = std::stod(args.skew.substr(5), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != args.skew.size() - 5) {
-      return InvalidArgumentError("--skew '" + args.skew + "': expected zipf:S (S >= 0)");
-    }
-  }
+  StatusOr<double> s = ParseZipfSkew(args.skew);
+  if (!s.ok()) return s.status();
   // The ranks as the lowering resolves them (all of the system's by default).
   CollectiveConfig probe = config;
   probe.op = CollectiveOp::kAllToAll;
   StatusOr<CollectivePlan> plan = PlanCollective(system, probe);
   if (!plan.ok()) return plan.status();
-  StatusOr<std::vector<int64_t>> sizes = ZipfAllToAllSizes(plan->config.ranks, config.bytes, s);
+  StatusOr<std::vector<int64_t>> sizes = ZipfAllToAllSizes(plan->config.ranks, config.bytes, *s);
   if (!sizes.ok()) return sizes.status();
   config.sizes = std::move(*sizes);
   return OkStatus();
@@ -222,6 +211,22 @@ int RunSweep(const System& system, CollectiveArgs args) {
 }
 
 }  // namespace
+
+StatusOr<double> ParseZipfSkew(const std::string& text) {
+  if (text.empty()) return 0.0;
+  size_t used = 0;
+  double s = 0;
+  try {
+    if (text.rfind("zipf:", 0) != 0) throw std::invalid_argument("prefix");
+    s = std::stod(text.substr(5), &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() - 5 || !(s >= 0)) {
+    return InvalidArgumentError("--skew '" + text + "': expected zipf:S (S >= 0)");
+  }
+  return s;
+}
 
 void AddCollectiveCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CollectiveArgs>();

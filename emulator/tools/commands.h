@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "trnmx/status.h"
+
 namespace trnmx::emu::cli {
 
 void AddMachinesCommand(CLI::App& app, int& exit_code);
@@ -13,9 +15,13 @@ void AddPeakCommand(CLI::App& app, int& exit_code);
 void AddGemmCommand(CLI::App& app, int& exit_code);
 void AddSystemsCommand(CLI::App& app, int& exit_code);
 void AddCollectiveCommand(CLI::App& app, int& exit_code);
+void AddMoeCommand(CLI::App& app, int& exit_code);
 
 // peak --system NAME [--systems N]: system totals; returns the exit status.
 int RunSystemPeak(const std::string& name, int systems);
+
+// --skew "zipf:S" (S >= 0) -> S; "" -> 0 (even). INVALID_ARGUMENT otherwise.
+StatusOr<double> ParseZipfSkew(const std::string& text);
 
 }  // namespace trnmx::emu::cli
 

@@ -9,6 +9,9 @@
 //                  --cores 8 [--trace out.json] [--dump-program]
 //   trnmx-emu collective --system trn2-server --op all-reduce --bytes 64M
 //                  [--ranks R] [--algorithm auto|ring|mesh] [--lnc 1|2] [--sweep]
+//   trnmx-emu moe --system trn3-ultraserver-gen2 --experts 128 --top-k 4 --tokens 8192
+//                 --hidden 2880 --intermediate 2880 --weights mxfp4 --ep 16
+//                 [--skew zipf:1.2] [--histogram FILE]
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -26,6 +29,7 @@ int main(int argc, char** argv) {
   trnmx::emu::cli::AddPeakCommand(app, exit_code);
   trnmx::emu::cli::AddGemmCommand(app, exit_code);
   trnmx::emu::cli::AddCollectiveCommand(app, exit_code);
+  trnmx::emu::cli::AddMoeCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,357 @@
+// A mixture-of-experts layer with expert parallelism (see the header for the
+// phases and what is modelled).
+#include "trnmx/emu/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trnmx/emu/collective.h"
+#include "trnmx/emu/cost.h"
+#include "trnmx/emu/gemm.h"
+#include "trnmx/emu/program.h"
+#include "trnmx/emu/report.h"
+#include "trnmx/emu/simulator.h"
+
+namespace trnmx::emu {
+namespace {
+
+constexpr int64_t kActivationBytes = 2;  // BF16 tokens in both all-to-all-v's
+
+Status CheckConfig(const System& system, const MoeConfig& c, int ep) {
+  const std::pair<const char*, int64_t> positive[] = {{"experts", c.experts},
+                                                      {"top_k", c.top_k},
+                                                      {"tokens", c.tokens},
+                                                      {"hidden", c.hidden},
+                                                      {"intermediate", c.intermediate}};
+  for (const auto& [name, v] : positive) {
+    if (v < 1)
+      return InvalidArgumentError(std::string("moe: ") + name + " = " + std::to_string(v) + " < 1");
+  }
+  if (c.top_k > c.experts) {
+    return InvalidArgumentError("moe: top_k = " + std::to_string(c.top_k) +
+                                " > experts = " + std::to_string(c.experts));
+  }
+  if (ep < 1 || ep > system.chip_count()) {
+    return InvalidArgumentError("moe: ep = " + std::to_string(ep) + " outside [1, " +
+                                std::to_string(system.chip_count()) + "] (the chips of " +
+                                system.name + ")");
+  }
+  if (c.experts % ep != 0) {
+    return InvalidArgumentError("moe: ep = " + std::to_string(ep) +
+                                " does not divide experts = " + std::to_string(c.experts));
+  }
+  if (!(c.zipf_s >= 0) || !std::isfinite(c.zipf_s)) {
+    return InvalidArgumentError("moe: zipf_s = " + std::to_string(c.zipf_s) + " (finite and >= 0)");
+  }
+  if (!c.histogram.empty() && static_cast<int64_t>(c.histogram.size()) != c.experts) {
+    return InvalidArgumentError("moe: histogram has " + std::to_string(c.histogram.size()) +
+                                " entries for " + std::to_string(c.experts) + " experts");
+  }
+  return OkStatus();
+}
+
+// n split over `parts` as evenly as possible, the first n % parts one more.
+std::uint64_t EvenShare(std::uint64_t n, int parts, int i) {
+  return n / parts + (static_cast<std::uint64_t>(i) < n % parts ? 1 : 0);
+}
+
+// assignments[s x E + e] from the library's router over the synthetic logits.
+Status RouteSynthetic(const MoeConfig& c, const std::vector<std::uint64_t>& tokens_per_rank,
+                      std::vector<std::uint64_t>& assignments) {
+  const std::size_t e_count = static_cast<std::size_t>(c.experts);
+  const std::size_t k = static_cast<std::size_t>(c.top_k);
+  trnmx::RouterParams params = trnmx::GptOssRouterParams();
+  params.top_k = k;
+  trnmx::SyntheticRouting synth;
+  synth.popularity =
+      c.zipf_s > 0 ? trnmx::ExpertPopularity::kZipf : trnmx::ExpertPopularity::kUniform;
+  synth.zipf_s = c.zipf_s;
+  const std::size_t chunk_max = static_cast<std::size_t>(std::min(c.tokens, kMoeRouteChunk));
+  std::vector<float> logits(chunk_max * e_count);
+  std::vector<std::int32_t> ids(chunk_max * k);
+  std::vector<float> weights(chunk_max * k);
+  // The rank holding token t: ranks hold consecutive blocks of tokens.
+  std::size_t rank = 0;
+  std::uint64_t rank_end = tokens_per_rank[0];
+  for (std::int64_t t0 = 0, chunk = 0; t0 < c.tokens; t0 += kMoeRouteChunk, ++chunk) {
+    const std::size_t n = static_cast<std::size_t>(std::min(kMoeRouteChunk, c.tokens - t0));
+    synth.seed = c.seed + static_cast<std::uint64_t>(chunk);
+    if (Status s = trnmx::SyntheticRouterLogits(synth, n, e_count, logits); !s.ok()) return s;
+    StatusOr<trnmx::RouterResult> r =
+        trnmx::Route(trnmx::Fp32MatrixView{logits.data(), n, e_count, e_count}, params,
+                     std::span(ids).first(n * k), std::span(weights).first(n * k));
+    if (!r.ok()) return r.status();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t t = static_cast<std::uint64_t>(t0) + i;
+      while (t >= rank_end) rank_end += tokens_per_rank[++rank];
+      for (std::size_t j = 0; j < k; ++j) {
+        ++assignments[rank * e_count + static_cast<std::size_t>(ids[i * k + j])];
+      }
+    }
+  }
+  return OkStatus();
+}
+
+MatmulDtype ExpertDtype(const Machine& chip, MoeWeights w) {
+  const MatmulDtype mx = w == MoeWeights::kMxfp4 ? MatmulDtype::kMxfp4 : MatmulDtype::kMxfp8;
+  if (w == MoeWeights::kBf16 || MacsPerPeCycle(chip, mx) <= 0) return MatmulDtype::kBf16;
+  return mx;
+}
+
+struct Simulated {
+  int64_t time_ps = 0;
+  std::string limiting;
+};
+
+Simulated Summarise(const Program& program, const SimResult& result) {
+  const Report rep = MakeReport(program, result, 0, MatmulDtype::kBf16);
+  std::string limiting = rep.limiting;
+  if (limiting == "links" && !rep.busiest_link.empty()) limiting += " (" + rep.busiest_link + ")";
+  return {result.end_ps, limiting};
+}
+
+StatusOr<Simulated> SimulateGemm(const Machine& chip, const GemmConfig& config) {
+  StatusOr<LoweredGemm> g = LowerGemm(chip, config);
+  if (!g.ok()) return g.status();
+  StatusOr<SimResult> r = Simulate(g->program);
+  if (!r.ok()) return r.status();
+  return Summarise(g->program, *r);
+}
+
+StatusOr<Simulated> SimulateAllToAllV(const System& system, const MoeConfig& c, int ep,
+                                      std::vector<int64_t> sizes) {
+  CollectiveConfig cc;
+  cc.op = CollectiveOp::kAllToAllV;
+  cc.ranks = ep;
+  cc.ranks_per_chip = 1;
+  cc.lnc = c.lnc;
+  cc.algorithm = CollectiveAlgorithm::kMesh;
+  int64_t row_max = 1;
+  for (int s = 0; s < ep; ++s) {
+    int64_t row = 0;
+    for (int d = 0; d < ep; ++d) row += sizes[static_cast<std::size_t>(s * ep + d)];
+    row_max = std::max(row_max, row);
+  }
+  cc.bytes = row_max;
+  cc.sizes = std::move(sizes);
+  StatusOr<LoweredCollective> l = LowerCollective(system, cc);
+  if (!l.ok()) return l.status();
+  StatusOr<SimResult> r = Simulate(l->program);
+  if (!r.ok()) return r.status();
+  return Summarise(l->program, *r);
+}
+
+// One program of GEMMs chained on all of the chip's cores, each waiting for
+// the previous one's stores.
+StatusOr<Simulated> SimulateChain(const Machine& chip, std::span<const GemmPlan> plans) {
+  StatusOr<Program> prog = Program::Create(chip, chip.core_count());
+  if (!prog.ok()) return prog.status();
+  Program& p = *prog;
+  std::vector<std::vector<SemWait>> after;  // the previous GEMM's stores, per core
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    StatusOr<GemmOperands> alloc =
+        AllocGemmOperands(p, plans[i].config, 0, "gemm" + std::to_string(i) + ".");
+    if (!alloc.ok()) return alloc.status();
+    GemmOperands& ops = *alloc;
+    std::vector<SemId> done;
+    for (int core = 0; core < chip.core_count(); ++core) {
+      StatusOr<SemId> s = p.AddSemaphore(p.CoreId(0, core), "gemm" + std::to_string(i) + ".done");
+      if (!s.ok()) return s.status();
+      done.push_back(*s);
+      ops.done_signals.push_back({*s, 1});
+    }
+    ops.start_after = std::move(after);
+    StatusOr<LoweredGemmKernel> k = LowerGemmInto(p, plans[i], ops);
+    if (!k.ok()) return k.status();
+    after.clear();
+    for (SemId s : done) after.push_back({{s, k->stores}});
+  }
+  StatusOr<SimResult> r = Simulate(p);
+  if (!r.ok()) return r.status();
+  return Summarise(p, *r);
+}
+
+// One rank's expert GEMMs (gate/up then down per expert with tokens) in
+// chains of kMoeExpertsPerProgram experts (a chained GEMM holds 9 of a
+// core's 256 semaphores), the chains one after another. The limiting
+// resource is the longest chain's.
+StatusOr<Simulated> SimulateExperts(const Machine& chip, const MoeConfig& c, MatmulDtype dtype,
+                                    const std::vector<std::uint64_t>& tokens) {
+  std::vector<GemmPlan> plans;
+  for (std::uint64_t n : tokens) {
+    if (n == 0) continue;
+    const int64_t m = static_cast<int64_t>(n);
+    for (const auto& [nn, kk] :
+         {std::pair{2 * c.intermediate, c.hidden}, std::pair{c.hidden, c.intermediate}}) {
+      GemmConfig g{.m = m, .n = nn, .k = kk, .dtype = dtype, .cores = chip.core_count()};
+      StatusOr<GemmPlan> p = PlanGemm(chip, g);
+      if (!p.ok()) return p.status();
+      plans.push_back(std::move(*p));
+    }
+  }
+  if (plans.empty()) return Simulated{0, "idle (no tokens)"};
+  Simulated total{0, ""};
+  int64_t longest = -1;
+  const std::size_t per_chain = 2 * kMoeExpertsPerProgram;
+  for (std::size_t first = 0; first < plans.size(); first += per_chain) {
+    const std::size_t n = std::min(per_chain, plans.size() - first);
+    StatusOr<Simulated> chain = SimulateChain(chip, std::span(plans).subspan(first, n));
+    if (!chain.ok()) return chain.status();
+    total.time_ps += chain->time_ps;
+    if (chain->time_ps > longest) {
+      longest = chain->time_ps;
+      total.limiting = chain->limiting;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+std::string_view MoeWeightsName(MoeWeights w) {
+  switch (w) {
+    case MoeWeights::kBf16:
+      return "bf16";
+    case MoeWeights::kMxfp8:
+      return "mxfp8";
+    case MoeWeights::kMxfp4:
+      return "mxfp4";
+  }
+  return "unknown";
+}
+
+StatusOr<MoeWeights> ParseMoeWeights(std::string_view name) {
+  for (MoeWeights w : {MoeWeights::kBf16, MoeWeights::kMxfp8, MoeWeights::kMxfp4}) {
+    if (name == MoeWeightsName(w)) return w;
+  }
+  return InvalidArgumentError("weights '" + std::string(name) + "': bf16, mxfp8 or mxfp4");
+}
+
+StatusOr<MoeRouting> RouteMoe(const System& system, const MoeConfig& c) {
+  const int ep = c.ep == 0 ? system.chip_count() : c.ep;
+  if (Status s = CheckConfig(system, c, ep); !s.ok()) return s;
+  const std::size_t e_count = static_cast<std::size_t>(c.experts);
+  MoeRouting r;
+  r.ep = ep;
+  for (int s = 0; s < ep; ++s) {
+    r.tokens_per_rank.push_back(EvenShare(static_cast<std::uint64_t>(c.tokens), ep, s));
+  }
+  r.assignments.assign(static_cast<std::size_t>(ep) * e_count, 0);
+  if (c.histogram.empty()) {
+    if (Status s = RouteSynthetic(c, r.tokens_per_rank, r.assignments); !s.ok()) return s;
+  } else {
+    for (std::size_t e = 0; e < e_count; ++e) {
+      for (int s = 0; s < ep; ++s)
+        r.assignments[s * e_count + e] = EvenShare(c.histogram[e], ep, s);
+    }
+  }
+  std::vector<std::uint64_t> per_expert(e_count, 0);
+  for (int s = 0; s < ep; ++s) {
+    for (std::size_t e = 0; e < e_count; ++e) per_expert[e] += r.assignments[s * e_count + e];
+  }
+  StatusOr<trnmx::RoutingStats> stats =
+      trnmx::ComputeRoutingStats(per_expert, e_count, static_cast<std::size_t>(ep));
+  if (!stats.ok()) return stats.status();
+  r.stats = std::move(*stats);
+  const std::size_t per_rank = e_count / static_cast<std::size_t>(ep);
+  r.dispatch_bytes.assign(static_cast<std::size_t>(ep) * ep, 0);
+  for (int s = 0; s < ep; ++s) {
+    for (std::size_t e = 0; e < e_count; ++e) {
+      const std::size_t d = e / per_rank;
+      r.dispatch_bytes[s * ep + d] +=
+          static_cast<int64_t>(r.assignments[s * e_count + e]) * c.hidden * kActivationBytes;
+    }
+  }
+  return r;
+}
+
+StatusOr<MoeResult> SimulateMoe(const System& system, const MoeConfig& config) {
+  StatusOr<MoeRouting> routing = RouteMoe(system, config);
+  if (!routing.ok()) return routing.status();
+  MoeResult out;
+  out.config = config;
+  out.config.ep = routing->ep;
+  out.routing = std::move(*routing);
+  const MoeConfig& c = out.config;
+  const int ep = c.ep;
+  const Machine& chip = system.chip;
+
+  // Router: the largest rank's logits GEMM.
+  const GemmConfig router{.m = static_cast<int64_t>(out.routing.tokens_per_rank[0]),
+                          .n = c.experts,
+                          .k = c.hidden,
+                          .dtype = MatmulDtype::kBf16,
+                          .cores = chip.core_count()};
+  StatusOr<Simulated> rt = SimulateGemm(chip, router);
+  if (!rt.ok()) return rt.status();
+  out.phases.push_back({"router", rt->time_ps, rt->limiting,
+                        "logits GEMM " + std::to_string(router.m) + "x" + std::to_string(router.n) +
+                            "x" + std::to_string(router.k) +
+                            " bf16 per rank (top-k not modelled)"});
+
+  // Dispatch and combine: the all-to-all-v and its transpose.
+  std::vector<int64_t> back(out.routing.dispatch_bytes.size());
+  for (int s = 0; s < ep; ++s) {
+    for (int d = 0; d < ep; ++d) back[d * ep + s] = out.routing.dispatch_bytes[s * ep + d];
+  }
+  const auto exchange = [&](const char* name, std::vector<int64_t> sizes) -> Status {
+    if (ep == 1) {
+      out.phases.push_back({name, 0, "none", "one EP rank: nothing to exchange"});
+      return OkStatus();
+    }
+    int64_t total = 0;
+    for (int s = 0; s < ep; ++s) {
+      for (int d = 0; d < ep; ++d) total += s == d ? 0 : sizes[s * ep + d];
+    }
+    StatusOr<Simulated> a = SimulateAllToAllV(system, c, ep, std::move(sizes));
+    if (!a.ok()) return a.status();
+    out.phases.push_back({name, a->time_ps, a->limiting,
+                          "all-to-all-v over " + std::to_string(ep) + " chips, " +
+                              ByteSizeName(total) + " between chips"});
+    return OkStatus();
+  };
+  if (Status s = exchange("dispatch", out.routing.dispatch_bytes); !s.ok()) return s;
+
+  // Experts: per rank, deduplicated by its experts' token counts.
+  out.expert_dtype = ExpertDtype(chip, c.weights);
+  const std::size_t per_rank = static_cast<std::size_t>(c.experts / ep);
+  std::map<std::vector<std::uint64_t>, Simulated> seen;
+  Simulated slowest{-1, ""};
+  int slowest_rank = 0;
+  for (int r = 0; r < ep; ++r) {
+    const auto first = out.routing.stats.tokens_per_expert.begin() + r * per_rank;
+    std::vector<std::uint64_t> tokens(first, first + static_cast<std::ptrdiff_t>(per_rank));
+    for (std::uint64_t n : tokens) {
+      out.expert_flops += 2.0 * static_cast<double>(n) * 3.0 * static_cast<double>(c.intermediate) *
+                          static_cast<double>(c.hidden);
+    }
+    auto it = seen.find(tokens);
+    if (it == seen.end()) {
+      StatusOr<Simulated> sim = SimulateExperts(chip, c, out.expert_dtype, tokens);
+      if (!sim.ok()) return sim.status();
+      it = seen.emplace(tokens, std::move(*sim)).first;
+    }
+    if (it->second.time_ps > slowest.time_ps) {
+      slowest = it->second;
+      slowest_rank = r;
+    }
+  }
+  out.phases.push_back({"experts", slowest.time_ps, slowest.limiting,
+                        std::to_string(per_rank) + " expert(s) per rank in " +
+                            std::string(MatmulDtypeName(out.expert_dtype)) + "; slowest rank " +
+                            std::to_string(slowest_rank) + " (" +
+                            std::to_string(out.routing.stats.tokens_per_device[slowest_rank]) +
+                            " assignments); " + std::to_string(seen.size()) +
+                            " distinct rank(s) simulated"});
+
+  if (Status s = exchange("combine", std::move(back)); !s.ok()) return s;
+  for (const MoePhase& p : out.phases) out.total_ps += p.time_ps;
+  return out;
+}
+
+}  // namespace trnmx::emu
