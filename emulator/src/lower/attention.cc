@@ -306,7 +306,8 @@ Status CoreAttention::Allocate() {
     TRY_ASSIGN(s_ps_[s], ps(idx("scores", s), 4 * t));
     // Transposes write 4 bytes per element (program.h); QuantizeMX reads
     // the BF16 P^T of every 512-key chunk.
-    TRY_ASSIGN(pt_ps_[s], ps(idx("p_t_psum", s), std::max(t_chunks * 4 * mq, v_chunks * 8 * mq)));
+    TRY_ASSIGN(pt_ps_[s],
+               ps(idx("p_t_psum", s), std::max(t_chunks * 4 * mq, Mx() ? v_chunks * 8 * mq : 0)));
     TRY_ASSIGN(pv_ps_[s], ps(idx("pv", s), 4 * dd));
   }
   return OkStatus();
