@@ -86,6 +86,7 @@ struct Work {
   int64_t group = 0;  // index among the core's groups
   int r = 0;          // row tile within the group
   int64_t load = 0;   // K/V load index on the core
+  int64_t load_tile0 = 0, load_key0 = 0, load_keys = 0;  // the KV tiles and keys it holds
   int64_t masked_index = -1;
   int64_t row_step = 0;  // steps of this row tile so far (m slot parity)
   bool first_of_load = false, last_of_load = false;
@@ -105,27 +106,37 @@ std::vector<Work> Schedule(const AttentionPlan& plan, const std::vector<Group>& 
     const int64_t u1 = std::min(plan.kv_tiles, (gr.split + 1) * plan.split_keys / t);
     const size_t group_begin = out.size();
     std::vector<int64_t> row_steps(static_cast<size_t>(gr.tiles), 0);
-    for (int64_t u = u0; u < u1; ++u) {
-      const int64_t k0 = u * t, k1 = std::min(c.kv_seq, k0 + t);
+    // A K/V load holds up to kv_load_tiles consecutive tiles: from the
+    // first to the last one a row tile of the group needs.
+    for (int64_t ub = u0; ub < u1; ub += plan.kv_load_tiles) {
       const size_t load_begin = out.size();
-      for (int64_t r = 0; r < gr.tiles; ++r) {
-        const int64_t row0 = (gr.tile0 + r) * kRowTile;
-        const int64_t rows = std::min(kRowTile, plan.rows - row0);
-        const TileNeed need = Need(c, plan.group_heads, row0, rows, k0, k1);
-        if (!need.any) continue;
-        Work w;
-        w.step = {core, gr.batch, gr.kv_head, row0, rows, gr.split, u, k0, k1 - k0, need.masked};
-        w.group = static_cast<int64_t>(gi);
-        w.r = static_cast<int>(r);
-        w.load = load;
-        w.masked_index = need.masked ? masked++ : -1;
-        w.row_step = row_steps[static_cast<size_t>(r)]++;
-        w.first_in_row = w.row_step == 0;
-        out.push_back(w);
+      for (int64_t u = ub; u < std::min(u1, ub + plan.kv_load_tiles); ++u) {
+        const int64_t k0 = u * t, k1 = std::min(c.kv_seq, k0 + t);
+        for (int64_t r = 0; r < gr.tiles; ++r) {
+          const int64_t row0 = (gr.tile0 + r) * kRowTile;
+          const int64_t rows = std::min(kRowTile, plan.rows - row0);
+          const TileNeed need = Need(c, plan.group_heads, row0, rows, k0, k1);
+          if (!need.any) continue;
+          Work w;
+          w.step = {core, gr.batch, gr.kv_head, row0, rows, gr.split, u, k0, k1 - k0, need.masked};
+          w.group = static_cast<int64_t>(gi);
+          w.r = static_cast<int>(r);
+          w.load = load;
+          w.masked_index = need.masked ? masked++ : -1;
+          w.row_step = row_steps[static_cast<size_t>(r)]++;
+          w.first_in_row = w.row_step == 0;
+          out.push_back(w);
+        }
       }
       if (out.size() > load_begin) {
         out[load_begin].first_of_load = true;
         out.back().last_of_load = true;
+        const int64_t first = out[load_begin].step.tile, last = out.back().step.tile;
+        for (size_t k = load_begin; k < out.size(); ++k) {
+          out[k].load_tile0 = first;
+          out[k].load_key0 = first * t;
+          out[k].load_keys = std::min(c.kv_seq, (last + 1) * t) - first * t;
+        }
         ++load;
       }
     }
@@ -268,16 +279,17 @@ Status CoreAttention::Allocate() {
     }
   }
   const int64_t v_chunks = CeilDiv(t, pv_chunk_);
+  const int64_t lt = plan_.kv_load_tiles;
   for (int s = 0; s < c_.kv_buffers; ++s) {
     BufferId b;
-    TRY_ASSIGN(b, sb(idx("k_t", s), kq_ * TensorOperandBytesPerPartition(m, d, t)));
+    TRY_ASSIGN(b, sb(idx("k_t", s), kq_ * TensorOperandBytesPerPartition(m, d, t * lt)));
     k_.push_back(b);
-    TRY_ASSIGN(b, sb(idx("v", s), v_chunks * TensorOperandBytesPerPartition(m, d, dd)));
+    TRY_ASSIGN(b, sb(idx("v", s), lt * v_chunks * TensorOperandBytesPerPartition(m, d, dd)));
     v_.push_back(b);
     if (Mx()) {
-      TRY_ASSIGN(b, sb(idx("k_t_scale", s), kq_ * MxScaleBytesPerPartition(t)));
+      TRY_ASSIGN(b, sb(idx("k_t_scale", s), kq_ * MxScaleBytesPerPartition(t * lt)));
       k_scale_.push_back(b);
-      TRY_ASSIGN(b, sb(idx("v_scale", s), v_chunks * MxScaleBytesPerPartition(dd)));
+      TRY_ASSIGN(b, sb(idx("v_scale", s), lt * v_chunks * MxScaleBytesPerPartition(dd)));
       v_scale_.push_back(b);
     }
   }
@@ -505,8 +517,8 @@ Status CoreAttention::Stage0(const Work& w, int64_t i, bool vector_exp) {
       waits.push_back({k_free_, w.load - c_.kv_buffers + 1});
       v_waits.push_back({v_free_, w.load - c_.kv_buffers + 1});
     }
-    const int64_t elem = ((gr.batch * c_.kv_heads + gr.kv_head) * c_.kv_seq + w.step.key0) * dd;
-    const int64_t bytes = w.step.keys * dd * eb_;
+    const int64_t elem = ((gr.batch * c_.kv_heads + gr.kv_head) * c_.kv_seq + w.load_key0) * dd;
+    const int64_t bytes = w.load_keys * dd * eb_;
     Instruction k =
         Instruction::DmaCopy(hbm_.k, k_[static_cast<size_t>(slot)], bytes, kparts_, elem * eb_);
     k.waits = waits;
@@ -514,7 +526,7 @@ Status CoreAttention::Stage0(const Work& w, int64_t i, bool vector_exp) {
     TRY(p_.Append(q_k_, k));
     const int v_parts = TensorOperandPartitions(
         m, d,
-        Mx() ? RoundUp(std::min(w.step.keys, pv_chunk_), 128) : std::min(w.step.keys, pv_chunk_));
+        Mx() ? RoundUp(std::min(w.load_keys, pv_chunk_), 128) : std::min(w.load_keys, pv_chunk_));
     Instruction v =
         Instruction::DmaCopy(hbm_.v, v_[static_cast<size_t>(slot)], bytes, v_parts, elem * eb_);
     v.waits = v_waits;
@@ -562,8 +574,14 @@ Status CoreAttention::Stage0(const Work& w, int64_t i, bool vector_exp) {
     Instruction mm =
         Instruction::MultiplyMoving(k_[static_cast<size_t>(slot)], s_ps, d, km, mq, w.step.keys,
                                     j > 0, Mx() ? k_scale_[static_cast<size_t>(slot)] : -1);
-    mm.src_offset = j * TensorOperandBytesPerPartition(m, d, c_.kv_tile);
-    if (Mx()) mm.src1_offset = j * MxScaleBytesPerPartition(c_.kv_tile);
+    // K^T [chunk j][keys of the load]; this tile's keys from its place in the load.
+    const int64_t in_load = w.step.tile - w.load_tile0;
+    mm.src_offset = j * TensorOperandBytesPerPartition(m, d, c_.kv_tile * plan_.kv_load_tiles) +
+                    in_load * TensorOperandBytesPerPartition(m, d, c_.kv_tile);
+    if (Mx()) {
+      mm.src1_offset = j * MxScaleBytesPerPartition(c_.kv_tile * plan_.kv_load_tiles) +
+                       in_load * MxScaleBytesPerPartition(c_.kv_tile);
+    }
     if (j == kq_ - 1) {
       mm.signals = {{s_done_, 1}};
       if (w.last_of_group) mm.signals.push_back({q_free_, 1});
@@ -676,8 +694,10 @@ Status CoreAttention::Stage2(const Work& w, int64_t i) {
     Instruction mm = Instruction::MultiplyMoving(
         v_[static_cast<size_t>(slot)], pv_ps_[static_cast<size_t>(i % 2)], d, km, mq, c_.head_dim,
         ch > 0, Mx() ? v_scale_[static_cast<size_t>(slot)] : -1);
-    mm.src_offset = ch * TensorOperandBytesPerPartition(m, d, c_.head_dim);
-    if (Mx()) mm.src1_offset = ch * MxScaleBytesPerPartition(c_.head_dim);
+    // V chunks of pv_chunk keys, in key order over the load.
+    const int64_t chunk = (w.step.tile - w.load_tile0) * CeilDiv(c_.kv_tile, pv_chunk_) + ch;
+    mm.src_offset = chunk * TensorOperandBytesPerPartition(m, d, c_.head_dim);
+    if (Mx()) mm.src1_offset = chunk * MxScaleBytesPerPartition(c_.head_dim);
     if (ch == chunks - 1) {
       mm.signals = {{pv_done_, 1}};
       if (w.last_of_load) mm.signals.push_back({v_free_, 1});
@@ -828,6 +848,17 @@ StatusOr<AttentionPlan> Plan(const Machine& machine, AttentionConfig c) {
   c.kv_splits =
       static_cast<int>(std::min<int64_t>(c.kv_splits, std::max<int64_t>(1, plan.kv_tiles)));
   plan.split_keys = RoundUp(CeilDiv(c.kv_seq, c.kv_splits), c.kv_tile);
+  // KV tiles per K/V load: enough for the DMA efficiency knee (4 KiB per
+  // partition, trainium.md section 7) on K^T, within a split; one when an
+  // MXFP8 tile is not a whole number of 512-key V chunks.
+  const int64_t tile_bytes = TensorOperandBytesPerPartition(machine, c.dtype, c.kv_tile);
+  const int64_t knee =
+      static_cast<int64_t>(machine.dma.efficiency_knee_bytes_per_partition.value);
+  plan.kv_load_tiles = std::clamp<int64_t>(CeilDiv(knee, tile_bytes), 1,
+                                           std::max<int64_t>(1, plan.split_keys / c.kv_tile));
+  if (c.kv_tile % MatmulMaxK(machine, c.dtype) != 0 && c.dtype == MatmulDtype::kMxfp8) {
+    plan.kv_load_tiles = 1;
+  }
   if (c.tiles_per_load < 0) return bad("tiles_per_load must be >= 0");
   if (c.tiles_per_load == 0) c.tiles_per_load = std::min(plan.group_heads, plan.row_tiles);
   c.tiles_per_load = std::min(c.tiles_per_load, plan.row_tiles);

@@ -95,6 +95,7 @@ struct AttentionPlan {
   int64_t row_tiles = 0;      // ceil(rows / 128)
   int64_t kv_tiles = 0;       // ceil(L / kv_tile)
   int64_t split_keys = 0;     // keys per split (the contract's chunk)
+  int64_t kv_load_tiles = 1;  // KV tiles per K/V load (4 KiB per partition of K^T)
   int64_t steps = 0;          // (row tile, KV tile) steps lowered, all cores
   int64_t masked_steps = 0;   // of which the mask cuts
   int64_t skipped_steps = 0;  // (row tile, KV tile) pairs no row may see
