@@ -79,11 +79,12 @@ int RunAttention(const AttentionArgs& args) {
               c.window >= 0 ? (", window " + std::to_string(c.window)).c_str() : "");
   std::printf(
       "tiling            %lld query rows per KV head in %lld row tile(s) of 128, %lld per K/V "
-      "load; kv_tile %lld (%lld KV tiles), kv_splits %d (%lld keys each), %d K/V buffers\n",
+      "load; kv_tile %lld (%lld KV tiles), kv_splits %d (%lld keys each), %d K/V buffers of %lld "
+      "tile(s)\n",
       static_cast<long long>(plan.rows), static_cast<long long>(plan.row_tiles),
       static_cast<long long>(c.tiles_per_load), static_cast<long long>(c.kv_tile),
       static_cast<long long>(plan.kv_tiles), c.kv_splits, static_cast<long long>(plan.split_keys),
-      c.kv_buffers);
+      c.kv_buffers, static_cast<long long>(plan.kv_load_tiles));
   std::printf(
       "steps             %lld (row tile, KV tile) steps, %lld masked on GpSimdE, %lld skipped "
       "(fully masked); %lld K/V loads\n",

@@ -101,6 +101,9 @@ TEST(AttentionLowering, DecodeSplitsTheKeysOverTwoCores) {
   EXPECT_EQ(two.plan.config.kv_splits, 2);
   EXPECT_EQ(two.plan.split_keys, 16384);
   EXPECT_EQ(two.plan.steps, 64);
+  // 4 tiles of 512 BF16 keys per K/V load: 4 KiB per partition of K^T.
+  EXPECT_EQ(two.plan.kv_load_tiles, 4);
+  EXPECT_EQ(two.plan.kv_loads, 16);
   for (const AttentionStep& s : two.steps) {
     EXPECT_EQ(s.core, s.split);
     EXPECT_EQ(s.key0 / 16384, s.split);

@@ -26,8 +26,9 @@
 //   VectorE   acc = acc alpha + P V;
 // and after a row tile's last KV tile O = acc / l (BF16) is stored. The
 // three TensorE stages run software-pipelined two steps apart, with PSUM and
-// SBUF slots double-buffered behind semaphores; K/V tiles arrive through
-// `kv_buffers` slots on their own DMA queues; Q^T tiles are loaded per group.
+// SBUF slots double-buffered behind semaphores; K/V arrive through
+// `kv_buffers` slots on their own DMA queues, each load holding enough KV
+// tiles for the 4 KiB-per-partition DMA knee; Q^T tiles are loaded per group.
 //
 // Cores: with several cores (an LNC=2 pair), a prefill shares the groups
 // (batch, KV head, row tiles) out round robin; a decode (Sq <= 16) splits the
