@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "trnmx/emu/cost.h"
-#include "trnmx/emu/gemm.h"
 
 namespace trnmx::emu {
 namespace {
@@ -83,9 +82,9 @@ struct Group {
 // One step as the core lowers it.
 struct Work {
   AttentionStep step;
-  int64_t group = 0;  // index among the core's groups
-  int r = 0;          // row tile within the group
-  int64_t load = 0;   // K/V load index on the core
+  int64_t group = 0;                                     // index among the core's groups
+  int r = 0;                                             // row tile within the group
+  int64_t load = 0;                                      // K/V load index on the core
   int64_t load_tile0 = 0, load_key0 = 0, load_keys = 0;  // the KV tiles and keys it holds
   int64_t masked_index = -1;
   int64_t row_step = 0;  // steps of this row tile so far (m slot parity)
@@ -230,6 +229,10 @@ class CoreAttention {
       pv_ps_{}, out_{}, remote_{};
   std::vector<BufferId> state_;  // [set * R + r]: acc[D], m[2], l (FP32)
   BufferId tmp_ = -1;            // m_t, m_new, alpha, row sum, 1/l (FP32) per partition
+  // A group's (m, l, acc) live from its first step's memset to its finalize
+  // kPipe - 1 steps after its last step, and every group has a step: kPipe
+  // sets rotated by group never overlap, and VectorE's in-order stream
+  // orders each reuse after the previous finalize.
   int64_t state_sets_ = kPipe;
   // Semaphores and queues.
   SemId q_ready_ = -1, q_free_ = -1, k_ready_ = -1, v_ready_ = -1, k_free_ = -1, v_free_ = -1,
@@ -852,8 +855,7 @@ StatusOr<AttentionPlan> Plan(const Machine& machine, AttentionConfig c) {
   // partition, trainium.md section 7) on K^T, within a split; one when an
   // MXFP8 tile is not a whole number of 512-key V chunks.
   const int64_t tile_bytes = TensorOperandBytesPerPartition(machine, c.dtype, c.kv_tile);
-  const int64_t knee =
-      static_cast<int64_t>(machine.dma.efficiency_knee_bytes_per_partition.value);
+  const int64_t knee = static_cast<int64_t>(machine.dma.efficiency_knee_bytes_per_partition.value);
   plan.kv_load_tiles = std::clamp<int64_t>(CeilDiv(knee, tile_bytes), 1,
                                            std::max<int64_t>(1, plan.split_keys / c.kv_tile));
   if (c.kv_tile % MatmulMaxK(machine, c.dtype) != 0 && c.dtype == MatmulDtype::kMxfp8) {
