@@ -890,8 +890,10 @@ std::string_view ExpEngineName(ExpEngine e) {
   return "?";
 }
 
-StatusOr<LoweredAttention> LowerAttention(const Machine& machine, const AttentionConfig& config,
-                                          const ProgramOptions& options) {
+namespace {
+
+StatusOr<LoweredAttention> LowerOnce(const Machine& machine, const AttentionConfig& config,
+                                     const ProgramOptions& options) {
   StatusOr<AttentionPlan> planned = Plan(machine, config);
   if (!planned.ok()) return planned.status();
   AttentionPlan plan = *planned;
@@ -1022,6 +1024,25 @@ StatusOr<LoweredAttention> LowerAttention(const Machine& machine, const Attentio
   plan.kv_loads = loads;
   cores.clear();  // they refer to the program, which moves next
   return LoweredAttention{std::move(p), plan, std::move(steps)};
+}
+
+}  // namespace
+
+StatusOr<LoweredAttention> LowerAttention(const Machine& machine, const AttentionConfig& config,
+                                          const ProgramOptions& options) {
+  if (config.tiles_per_load != 0) return LowerOnce(machine, config, options);
+  // Chosen: as many row tiles per K/V load as there are query heads per KV
+  // head (at most the row tiles), fewer while their states do not fit SBUF.
+  StatusOr<AttentionPlan> plan = Plan(machine, config);
+  if (!plan.ok()) return plan.status();
+  AttentionConfig c = config;
+  for (c.tiles_per_load = plan->config.tiles_per_load;; --c.tiles_per_load) {
+    StatusOr<LoweredAttention> a = LowerOnce(machine, c, options);
+    if (a.ok() || c.tiles_per_load == 1 || a.status().code() != StatusCode::kResourceExhausted ||
+        a.status().message().find("SBUF buffer") == std::string::npos) {
+      return a;
+    }
+  }
 }
 
 Status CheckAttentionSchedule(const LoweredAttention& lowered) {

@@ -85,8 +85,10 @@ struct AttentionConfig {
   // decode (Sq <= 16) and 1 otherwise; else 1 or `cores`.
   int kv_splits = 0;
   ExpEngine exp_engine = ExpEngine::kAuto;
-  int kv_buffers = 2;          // K/V tile slots (>= 2: double buffering)
-  int64_t tiles_per_load = 0;  // row tiles sharing one K/V load; 0: min(G, row tiles)
+  int kv_buffers = 2;  // K/V tile slots (>= 2: double buffering)
+  // Row tiles sharing one K/V load; 0: min(G, row tiles), fewer when their
+  // buffers do not fit SBUF.
+  int64_t tiles_per_load = 0;
 };
 
 struct AttentionPlan {
