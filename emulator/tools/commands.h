@@ -13,6 +13,7 @@ namespace trnmx::emu::cli {
 void AddMachinesCommand(CLI::App& app, int& exit_code);
 void AddPeakCommand(CLI::App& app, int& exit_code);
 void AddGemmCommand(CLI::App& app, int& exit_code);
+void AddAttentionCommand(CLI::App& app, int& exit_code);
 void AddSystemsCommand(CLI::App& app, int& exit_code);
 void AddCollectiveCommand(CLI::App& app, int& exit_code);
 void AddMoeCommand(CLI::App& app, int& exit_code);

@@ -7,6 +7,8 @@
 //                                            system totals, links, bisection
 //   trnmx-emu gemm --machine trn3 --m 8192 --n 8192 --k 8192 --dtype mxfp8
 //                  --cores 8 [--trace out.json] [--dump-program]
+//   trnmx-emu attention --machine trn3 --heads 32 --kv-heads 8 --seq 4096 --head-dim 128
+//                  --causal [--dtype bf16|mxfp8] [--cores 2] [--check] [--trace out.json]
 //   trnmx-emu collective --system trn2-server --op all-reduce --bytes 64M
 //                  [--ranks R] [--algorithm auto|ring|mesh] [--lnc 1|2] [--sweep]
 //   trnmx-emu moe --system trn3-ultraserver-gen2 --experts 128 --top-k 4 --tokens 8192
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
   trnmx::emu::cli::AddSystemsCommand(app, exit_code);
   trnmx::emu::cli::AddPeakCommand(app, exit_code);
   trnmx::emu::cli::AddGemmCommand(app, exit_code);
+  trnmx::emu::cli::AddAttentionCommand(app, exit_code);
   trnmx::emu::cli::AddCollectiveCommand(app, exit_code);
   trnmx::emu::cli::AddMoeCommand(app, exit_code);
   try {

@@ -105,6 +105,71 @@ TEST(SimCost, ElementwiseRules) {
   EXPECT_EQ(ElementwiseCycles(q, S, op(Opcode::kTensorCopy, a, b, E::kBf16, E::kBf16, 512)), 512);
 }
 
+TEST(SimCost, AttentionRules) {
+  Program p = MakeProgram();
+  BufferId sb = p.AllocSbuf(0, "sb", 8192).value();
+  BufferId sb2 = p.AllocSbuf(0, "sb2", 8192).value();
+  BufferId sum = p.AllocSbuf(0, "sum", 64).value();
+  using E = ElemType;
+  const EngineKind V = EngineKind::kVector, S = EngineKind::kScalar;
+  // v4 VectorE exponential: 4 elements per cycle, so exp over a 512-key
+  // tile takes 128 cycles against ScalarE's 512.
+  Instruction vexp =
+      Instruction::Elementwise(Opcode::kExponential, sb, sb2, 128, 512, E::kFp32, E::kBf16, sum);
+  vexp.accumulate = true;
+  EXPECT_EQ(ElementwiseCycles(p, V, vexp), 128);
+  Instruction sexp =
+      Instruction::Elementwise(Opcode::kActivation, sb, sb2, 128, 512, E::kFp32, E::kBf16, sum);
+  sexp.act = ActFunc::kExp;
+  sexp.accumulate = true;
+  EXPECT_EQ(ElementwiseCycles(p, S, sexp), 512);
+  // A dependent 1-element step: MIN_II 64 + 100 (S7).
+  Instruction tiny =
+      Instruction::Elementwise(Opcode::kTensorTensor, sb, sb2, 128, 1, E::kFp32, E::kFp32, sb);
+  tiny.alu = AluOp::kMax;
+  EXPECT_EQ(ElementwiseCycles(p, V, tiny), 64);
+  tiny.dependent = true;
+  EXPECT_EQ(ElementwiseCycles(p, V, tiny), 164);
+  sexp.dependent = true;
+  EXPECT_EQ(ElementwiseCycles(p, S, sexp), 612);
+  // All-BF16 SBUF tensor_tensor runs at N only for add/subtract/multiply.
+  Instruction bf =
+      Instruction::Elementwise(Opcode::kTensorTensor, sb, sb2, 128, 512, E::kBf16, E::kBf16, sb);
+  bf.alu = AluOp::kMax;
+  EXPECT_EQ(ElementwiseCycles(p, V, bf), 1024);
+  // BF16 reduce at N/2 only for add and max.
+  Instruction red =
+      Instruction::Elementwise(Opcode::kTensorReduce, sum, sb, 128, 512, E::kBf16, E::kFp32);
+  red.alu = AluOp::kMax;
+  EXPECT_EQ(ElementwiseCycles(p, V, red), 256);
+  red.alu = AluOp::kMultiply;
+  EXPECT_EQ(ElementwiseCycles(p, V, red), 512);
+  // Trainium2 has no VectorE exponential.
+  Program q = MakeProgram("trn2");
+  BufferId a = q.AllocSbuf(0, "a", 2048).value(), b = q.AllocSbuf(0, "b", 2048).value();
+  Status s = q.Append(q.EngineStream(0, V), Instruction::Elementwise(Opcode::kExponential, a, b,
+                                                                     128, 64, E::kFp32, E::kBf16));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("Exponential cannot run on the"), std::string::npos) << s.message();
+}
+
+// ScalarE loads the exp table set before its first exp (~1 us, #9) and not
+// again; identity is in every set.
+TEST(SimTiming, ActivationTableLoadedOnce) {
+  Program p = MakeProgram();
+  BufferId a = p.AllocSbuf(0, "a", 2048).value(), b = p.AllocSbuf(0, "b", 2048).value();
+  const StreamId s = p.EngineStream(0, EngineKind::kScalar);
+  for (ActFunc f : {ActFunc::kIdentity, ActFunc::kExp, ActFunc::kExp, ActFunc::kIdentity}) {
+    Instruction in = Instruction::Elementwise(Opcode::kActivation, a, b, 128, 512, ElemType::kFp32,
+                                              ElemType::kFp32);
+    in.act = f;
+    ASSERT_TRUE(p.Append(s, in).ok());
+  }
+  SimResult r = Simulate(p, NoThrottle()).value();
+  // 512 cycles each, the first exp 1,000 ns x 1.2 GHz = 1,200 cycles more.
+  EXPECT_EQ(r.end_ps, 3 * CyclesToPs(512, 1.2e9) + CyclesToPs(512 + 1200, 1.2e9));
+}
+
 TEST(SimCost, DmaEfficiencyRule) {
   const Machine m = LoadPresetMachine("trn3").value();
   EXPECT_NEAR(DmaEfficiency(m, 256), 256.0 / 496.0, 1e-12);     // badly overhead-bound

@@ -75,6 +75,11 @@ class CostModel {
         quantize_rate_(AsInt(m.vector.quantize_mx_elems_per_cycle)),
         scalar_min_ii_(AsInt(m.scalar.min_ii_cycles)),
         scalar_copy_speedup_(AsInt(m.scalar.bf16_copy_speedup)),
+        vector_exp_rate_(AsInt(m.vector.exp_elems_per_cycle)),
+        vector_dependent_(AsInt(m.vector.dependent_overhead_cycles)),
+        scalar_dependent_(AsInt(m.scalar.dependent_overhead_cycles)),
+        table_load_cycles_(static_cast<int64_t>(
+            std::ceil(m.scalar.activation_table_load_ns.value * m.scalar.clock_hz.value / 1e9))),
         gpsimd_start_(AsInt(m.gpsimd.start_cycles)),
         dma_engines_(static_cast<int>(m.dma.engines.value)),
         dma_partitions_per_engine_(static_cast<int>(m.dma.partitions_per_engine.value)),
@@ -107,7 +112,9 @@ class CostModel {
     if (engine == EngineKind::kGpSimd) return gpsimd_start_ + n;
     if (engine == EngineKind::kScalar) {
       const bool copy = in.op == Opcode::kTensorCopy || in.op == Opcode::kTensorScalar;
-      return std::max(scalar_min_ii_, CeilDiv(n, copy && in16 && out16 ? scalar_copy_speedup_ : 1));
+      return std::max(scalar_min_ii_,
+                      CeilDiv(n, copy && in16 && out16 ? scalar_copy_speedup_ : 1)) +
+             (in.dependent ? scalar_dependent_ : 0);
     }
     const bool any_psum = space(in.src0) == MemSpace::kPsum || space(in.dst) == MemSpace::kPsum ||
                           space(in.src1) == MemSpace::kPsum;
@@ -122,12 +129,19 @@ class CostModel {
       }
       case Opcode::kTensorTensor: {
         const bool mixed = space(in.src0) != space(in.src1);
-        cycles = (mixed || (in16 && out16 && !any_psum)) ? n : 2 * n;
+        const bool fast_alu =
+            in.alu == AluOp::kAdd || in.alu == AluOp::kSubtract || in.alu == AluOp::kMultiply;
+        cycles = (mixed || (in16 && out16 && !any_psum && fast_alu)) ? n : 2 * n;
         break;
       }
       case Opcode::kTensorReduce:
+        cycles = in16 && (in.alu == AluOp::kAdd || in.alu == AluOp::kMax) ? CeilDiv(n, 2) : n;
+        break;
       case Opcode::kMemset:
         cycles = in16 ? CeilDiv(n, 2) : n;
+        break;
+      case Opcode::kExponential:
+        cycles = CeilDiv(n, std::max<int64_t>(1, vector_exp_rate_));
         break;
       case Opcode::kReciprocal:
         cycles = 8 * n;
@@ -138,7 +152,18 @@ class CostModel {
       default:
         break;
     }
-    return std::max(vector_min_ii_, cycles);
+    return std::max(vector_min_ii_, cycles) + (in.dependent ? vector_dependent_ : 0);
+  }
+
+  // ScalarE cycles to load the activation-table set of `in` before it runs,
+  // given the set `loaded` (updated): 0 unless `in` is an activation whose
+  // function is in another set than the one loaded.
+  int64_t ActivationTableCycles(const Instruction& in, ActTableSet& loaded) const {
+    if (in.op != Opcode::kActivation) return 0;
+    const ActTableSet need = ActTableSetOf(in.act);
+    if (need == ActTableSet::kNone || need == loaded) return 0;
+    loaded = need;
+    return table_load_cycles_;
   }
 
   double DmaEfficiency(double bytes_per_partition) const {
@@ -201,6 +226,7 @@ class CostModel {
   int64_t ls_speedup_, mm_init_, fp32_multiplier_;
   int64_t vector_min_ii_, vector_perf_, quantize_rate_;
   int64_t scalar_min_ii_, scalar_copy_speedup_;
+  int64_t vector_exp_rate_, vector_dependent_, scalar_dependent_, table_load_cycles_;
   int64_t gpsimd_start_;
   int dma_engines_, dma_partitions_per_engine_;
   int64_t dma_fixed_ps_;

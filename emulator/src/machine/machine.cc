@@ -56,6 +56,8 @@ void ReadVector(ObjectReader r, VectorEngineSpec& v) {
   v.min_ii_cycles = Int(r, "min_ii_cycles", 0, 1 << 20);
   v.perf_mode_max = Int(r, "perf_mode_max", 1, 64);
   v.quantize_mx_elems_per_cycle = Int(r, "quantize_mx_elems_per_cycle", 0, 64);
+  v.exp_elems_per_cycle = Int(r, "exp_elems_per_cycle", 0, 64);
+  v.dependent_overhead_cycles = Int(r, "dependent_overhead_cycles", 0, 1 << 20);
   r.Finish();
 }
 
@@ -63,6 +65,9 @@ void ReadScalar(ObjectReader r, ScalarEngineSpec& s) {
   s.clock_hz = Clock(r, "clock_hz");
   s.min_ii_cycles = Int(r, "min_ii_cycles", 0, 1 << 20);
   s.bf16_copy_speedup = Int(r, "bf16_copy_speedup", 1, 64);
+  s.dependent_overhead_cycles = Int(r, "dependent_overhead_cycles", 0, 1 << 20);
+  s.activation_table_load_ns = NonNeg(r, "activation_table_load_ns");
+  RequireInteger(r.Child("activation_table_load_ns"), s.activation_table_load_ns, 0, 1e9);
   r.Finish();
 }
 

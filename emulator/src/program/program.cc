@@ -107,6 +107,36 @@ int ElemBytes(ElemType type) {
   return 1;
 }
 
+std::string_view AluOpName(AluOp op) {
+  switch (op) {
+    case AluOp::kAdd:
+      return "add";
+    case AluOp::kSubtract:
+      return "subtract";
+    case AluOp::kMultiply:
+      return "multiply";
+    case AluOp::kMax:
+      return "max";
+    case AluOp::kBypass:
+      return "bypass";
+  }
+  return "?";
+}
+
+std::string_view ActFuncName(ActFunc f) {
+  switch (f) {
+    case ActFunc::kIdentity:
+      return "identity";
+    case ActFunc::kExp:
+      return "exp";
+  }
+  return "?";
+}
+
+ActTableSet ActTableSetOf(ActFunc f) {
+  return f == ActFunc::kExp ? ActTableSet::kNaturalLogExp : ActTableSet::kNone;
+}
+
 std::string_view OpcodeName(Opcode op) {
   switch (op) {
     case Opcode::kLoadStationary:
@@ -129,6 +159,8 @@ std::string_view OpcodeName(Opcode op) {
       return "Reciprocal";
     case Opcode::kQuantizeMx:
       return "QuantizeMx";
+    case Opcode::kExponential:
+      return "Exponential";
     case Opcode::kActivation:
       return "Activation";
     case Opcode::kIota:
@@ -679,6 +711,9 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
     case Opcode::kQuantizeMx:
       allowed = e == EngineKind::kVector && machine_.vector.quantize_mx_elems_per_cycle.value > 0;
       break;
+    case Opcode::kExponential:
+      allowed = e == EngineKind::kVector && machine_.vector.exp_elems_per_cycle.value > 0;
+      break;
     case Opcode::kActivation:
       allowed = e == EngineKind::kScalar;
       break;
@@ -713,6 +748,14 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
     if (Status s =
             need(in.src0, "input", in.n * ElemBytes(in.in_type), in.partitions, in.src_offset);
         !s.ok()) {
+      return s;
+    }
+  }
+  const bool row_sum =
+      (in.op == Opcode::kActivation || in.op == Opcode::kExponential) && in.accumulate;
+  if (row_sum) {
+    if (Status s = CheckBuffer(in.src1, c, spaces, "row sum output", where); !s.ok()) return s;
+    if (Status s = need(in.src1, "row sum output", 4, in.partitions, in.src1_offset); !s.ok()) {
       return s;
     }
   }
@@ -821,10 +864,21 @@ std::string Program::Describe(const Instruction& in) const {
          << in.partitions << " partitions";
       break;
     default:
+      if (in.op == Opcode::kActivation) {
+        os << " " << ActFuncName(in.act);
+      } else if (in.op == Opcode::kTensorScalar || in.op == Opcode::kTensorTensor ||
+                 in.op == Opcode::kTensorReduce) {
+        os << " " << AluOpName(in.alu);
+      }
       os << " [" << in.partitions << "x" << in.n << "] " << ElemTypeName(in.in_type) << "->"
          << ElemTypeName(in.out_type) << " " << at(in.src0, in.src_offset);
-      if (in.src1 >= 0) os << ", " << at(in.src1, in.src1_offset);
+      if (in.src1 >= 0) {
+        const bool row_sum =
+            (in.op == Opcode::kActivation || in.op == Opcode::kExponential) && in.accumulate;
+        os << (row_sum ? ", row sum -> " : ", ") << at(in.src1, in.src1_offset);
+      }
       os << " -> " << at(in.dst, in.dst_offset);
+      if (in.dependent) os << " (dependent)";
       break;
   }
   for (const SemWait& w : in.waits) os << "  wait " << semaphores_[w.sem].name << ">=" << w.value;

@@ -138,8 +138,9 @@ struct StreamState {
   int64_t base = 0;  // index of its first instruction in Sim::ops_
   bool blocked = false;
   bool issue_scheduled = false;
-  int64_t unit_free = 0;  // Vector/Scalar/GpSimd
-  CycleMemo duration;     // Vector/Scalar/GpSimd
+  int64_t unit_free = 0;                       // Vector/Scalar/GpSimd
+  CycleMemo duration;                          // Vector/Scalar/GpSimd
+  ActTableSet act_table = ActTableSet::kNone;  // ScalarE: the table set loaded
 };
 
 // TensorE of one core: LoadStationary unit, MultiplyMoving unit, two weight
@@ -423,7 +424,9 @@ class Sim {
     }
     StreamState& ss = st_[s];
     start = std::max(now, ss.unit_free);
-    end = start + ss.duration.Ps(cost_.ElementwiseCycles(p_, stream.engine, in),
+    // An in-order stream loads the activation tables in program order.
+    const int64_t table = cost_.ActivationTableCycles(in, ss.act_table);
+    end = start + ss.duration.Ps(cost_.ElementwiseCycles(p_, stream.engine, in) + table,
                                  clock_hz_[static_cast<int>(stream.engine)]);
     ss.unit_free = end;
   }

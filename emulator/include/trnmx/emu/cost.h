@@ -9,9 +9,15 @@
 //                           and MX (K=512); LoadStationary ceil(M / 4) cycles;
 //                           Transpose max(P, min(64, F)) cycles.
 //   VectorE                 max(MIN_II, per-op cycles) (copy N/r, tensor_tensor
-//                           2N or N, reduce N, memset N, reciprocal 8N,
-//                           QuantizeMX N/4), r = perf mode 4x/2x for 16-bit.
-//   ScalarE                 max(MIN_II, N), BF16 copies N/2 on v4.
+//                           2N or N (N for 16-bit add/subtract/multiply),
+//                           reduce N (N/2 for 16-bit add/max), memset N,
+//                           reciprocal 8N, QuantizeMX N/4, exponential N/4 on
+//                           v4), r = perf mode 4x/2x for 16-bit.
+//   ScalarE                 max(MIN_II, N), BF16 copies N/2 on v4; an
+//                           activation whose function is in another table set
+//                           than the one loaded first loads it (~1 us, #9).
+//   Vector/Scalar           + ~100 cycles for an instruction marked dependent
+//                           (back to back after the one it reads; S7, #8).
 //   GpSimdE                 150 + N cycles.
 //   DMA                     over the engines that serve its partitions (8
 //                           partitions per engine): fixed cost + bytes per

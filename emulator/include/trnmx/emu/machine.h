@@ -64,9 +64,18 @@ struct TensorEngineSpec {
 };
 struct VectorEngineSpec {
   Sourced clock_hz, min_ii_cycles, perf_mode_max, quantize_mx_elems_per_cycle;
+  // `exponential` (exp(x - max) with a fused row sum), elements per
+  // partition per cycle; 0: the engine has none (before NeuronCore-v4).
+  Sourced exp_elems_per_cycle;
+  // Extra cycles of an instruction issued back to back after the one whose
+  // result it reads, or of a tiny one (trainium.md section 6, S7).
+  Sourced dependent_overhead_cycles;
 };
 struct ScalarEngineSpec {
   Sourced clock_hz, min_ii_cycles, bf16_copy_speedup;
+  Sourced dependent_overhead_cycles;  // as VectorEngineSpec's
+  // Loading another activation-function table set (trainium.md #9).
+  Sourced activation_table_load_ns;
 };
 struct GpSimdEngineSpec {
   Sourced clock_hz, start_cycles;

@@ -87,14 +87,32 @@ enum class Opcode : uint8_t {
   kMemset,        // dst = constant
   kReciprocal,    // dst = 1 / src0
   kQuantizeMx,    // dst = MXFP8(src0), dst2 (src1) = E8M0 scales (v4)
+  // dst = exp(src0 - bias) (v4 `exponential`); with `accumulate`, src1[p]
+  // (FP32) = the row sum of dst.
+  kExponential,
   // ScalarE.
-  kActivation,  // dst = f(src0 * scale + bias)
+  kActivation,  // dst = act(src0 * scale + bias); with `accumulate`, src1[p] = row sum
   // GpSimdE.
   kIota,  // dst = affine index pattern
   // DMA queue.
   kDmaCopy,  // dst = src0, `bytes` bytes
 };
 std::string_view OpcodeName(Opcode op);
+
+// The ALU operation of a TensorScalar, TensorTensor or TensorReduce. The
+// per-partition scalar, bias and max operands of the element-wise
+// instructions ([P, 1]) are not buffers of the IR: they are too small to
+// cost anything but the instruction (trainium.md section 6).
+enum class AluOp : uint8_t { kAdd, kSubtract, kMultiply, kMax, kBypass };
+std::string_view AluOpName(AluOp op);
+
+// The function of a ScalarE activation. Each non-linear function lives in an
+// activation-table set that ScalarE must have loaded (trainium.md section 6,
+// S35); identity is in every set.
+enum class ActFunc : uint8_t { kIdentity, kExp };
+enum class ActTableSet : uint8_t { kNone, kNaturalLogExp };
+std::string_view ActFuncName(ActFunc f);
+ActTableSet ActTableSetOf(ActFunc f);
 
 struct SemWait {
   SemId sem = -1;
@@ -117,8 +135,15 @@ struct Instruction {
   int64_t n = 0;       // moving free size; elements per partition for Vector/Scalar/GpSimd
   // MultiplyMoving: add to PSUM (true) or start a new group. DmaCopy: DMA
   // compute, dst += src in FP32 (trainium.md section 7), which also reads dst.
+  // Activation / Exponential: also write the row sum of dst to src1.
   bool accumulate = false;
-  int64_t bytes = 0;  // DMA: bytes moved
+  int64_t bytes = 0;                 // DMA: bytes moved
+  AluOp alu = AluOp::kAdd;           // TensorScalar, TensorTensor, TensorReduce
+  ActFunc act = ActFunc::kIdentity;  // Activation
+  // Vector/Scalar: issued back to back after the instruction whose result
+  // it reads (a chain of small dependent steps): costs the engine's
+  // dependent_overhead_cycles more (trainium.md section 6, S7).
+  bool dependent = false;
   // Byte offsets into the buffers: in HBM from the buffer's start, on chip
   // within each partition. Compute instructions read and write their
   // operands from these offsets, so a kernel can work on a slice of a

@@ -1,0 +1,171 @@
+// trnmx-emu attention: lower flash attention onto one chip's cores,
+// simulate it, print the report.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "trnmx/emu/attention.h"
+#include "trnmx/emu/report.h"
+#include "trnmx/emu/simulator.h"
+
+namespace trnmx::emu::cli {
+namespace {
+
+struct AttentionArgs {
+  std::string machine = "trn3";
+  std::string dtype = "bf16";
+  std::string exp = "auto";
+  AttentionConfig config;
+  int64_t kv_heads = 0;  // 0: Hq (multi-head attention)
+  std::string trace;
+  bool no_throttle = false;
+  bool check = false;
+};
+
+// --check: the lowered tile schedule against the numerics contract of
+// trnmx/attention.h with the lowering's kv_tile and kv_splits.
+int CheckSchedule(const LoweredAttention& a) {
+  const Status s = CheckAttentionSchedule(a);
+  if (!s.ok()) {
+    std::printf("check             FAILED: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf(
+      "check             tile schedule equals the trnmx/attention.h contract (kv_tile %lld, "
+      "kv_splits %d): every query row visits its KV tiles in its splits, in order\n",
+      static_cast<long long>(a.plan.config.kv_tile), a.plan.config.kv_splits);
+  return 0;
+}
+
+int RunAttention(const AttentionArgs& args) {
+  StatusOr<Machine> machine = LoadMachine(args.machine);
+  if (!machine.ok()) {
+    std::cerr << machine.status().ToString() << "\n";
+    return 1;
+  }
+  AttentionConfig config = args.config;
+  config.kv_heads = args.kv_heads == 0 ? config.heads : args.kv_heads;
+  config.dtype = args.dtype == "mxfp8" ? MatmulDtype::kMxfp8 : MatmulDtype::kBf16;
+  config.exp_engine = args.exp == "scalar"   ? ExpEngine::kScalar
+                      : args.exp == "vector" ? ExpEngine::kVector
+                                             : ExpEngine::kAuto;
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<LoweredAttention> a = LowerAttention(*machine, config);
+  if (!a.ok()) {
+    std::cerr << a.status().ToString() << "\n";
+    return 1;
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  SimOptions options;
+  options.record_trace = !args.trace.empty();
+  options.throttle = !args.no_throttle;
+  StatusOr<SimResult> result = Simulate(a->program, options);
+  if (!result.ok()) {
+    std::cerr << result.status().ToString() << "\n";
+    return 1;
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  const AttentionPlan& plan = a->plan;
+  const AttentionConfig& c = plan.config;
+  std::printf("attention         B=%lld Hq=%lld Hkv=%lld Sq=%lld L=%lld D=%lld %s%s%s, O in BF16\n",
+              static_cast<long long>(c.batch), static_cast<long long>(c.heads),
+              static_cast<long long>(c.kv_heads), static_cast<long long>(c.seq),
+              static_cast<long long>(c.kv_seq), static_cast<long long>(c.head_dim),
+              args.dtype.c_str(), c.causal ? ", causal" : "",
+              c.window >= 0 ? (", window " + std::to_string(c.window)).c_str() : "");
+  std::printf(
+      "tiling            %lld query rows per KV head in %lld row tile(s) of 128, %lld per K/V "
+      "load; kv_tile %lld (%lld KV tiles), kv_splits %d (%lld keys each), %d K/V buffers of %lld "
+      "tile(s)\n",
+      static_cast<long long>(plan.rows), static_cast<long long>(plan.row_tiles),
+      static_cast<long long>(c.tiles_per_load), static_cast<long long>(c.kv_tile),
+      static_cast<long long>(plan.kv_tiles), c.kv_splits, static_cast<long long>(plan.split_keys),
+      c.kv_buffers, static_cast<long long>(plan.kv_load_tiles));
+  std::printf(
+      "steps             %lld (row tile, KV tile) steps, %lld masked on GpSimdE, %lld skipped "
+      "(fully masked); %lld K/V loads\n",
+      static_cast<long long>(plan.steps), static_cast<long long>(plan.masked_steps),
+      static_cast<long long>(plan.skipped_steps), static_cast<long long>(plan.kv_loads));
+  std::printf(
+      "exp               on %s (cycles per full step, VectorE/ScalarE: exp on ScalarE "
+      "%lld/%lld",
+      std::string(ExpEngineName(c.exp_engine)).c_str(),
+      static_cast<long long>(plan.vector_cycles_scalar_exp),
+      static_cast<long long>(plan.scalar_cycles_scalar_exp));
+  if (machine->vector.exp_elems_per_cycle.value > 0) {
+    std::printf(", exp on VectorE %lld/%lld", static_cast<long long>(plan.vector_cycles_vector_exp),
+                static_cast<long long>(plan.scalar_cycles_vector_exp));
+  } else {
+    std::printf(", %s has no VectorE exponential", machine->core_name.c_str());
+  }
+  std::printf(")\n");
+  Report report = MakeReport(a->program, *result, plan.flops, c.dtype);
+  std::cout << FormatReport(report);
+  std::printf("wall              lowering %.3f s, simulation %.3f s\n",
+              std::chrono::duration<double>(t1 - t0).count(),
+              std::chrono::duration<double>(t2 - t1).count());
+  if (!args.trace.empty()) {
+    std::ofstream out(args.trace, std::ios::binary);
+    out << ChromeTraceJson(a->program, *result);
+    if (!out) {
+      std::cerr << "cannot write trace '" << args.trace << "'\n";
+      return 1;
+    }
+    std::printf("trace             %s (%zu events; open in chrome://tracing or ui.perfetto.dev)\n",
+                args.trace.c_str(), result->trace.size());
+  }
+  if (args.check) return CheckSchedule(*a);
+  return 0;
+}
+
+}  // namespace
+
+void AddAttentionCommand(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "attention", "Lower flash attention (forward) onto the machine's cores and simulate it");
+  auto args = std::make_shared<AttentionArgs>();
+  AttentionConfig& c = args->config;
+  cmd->add_option("--machine", args->machine, "preset name or JSON file")->capture_default_str();
+  cmd->add_option("--batch", c.batch, "sequences B")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--heads", c.heads, "query heads Hq")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-heads", args->kv_heads, "KV heads Hkv (divides Hq; default Hq)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", c.seq, "queries per sequence Sq")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-seq", c.kv_seq, "keys per sequence L (default Sq)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--head-dim", c.head_dim, "head dim D (1..512)")
+      ->required()
+      ->check(CLI::Range(1, 512));
+  cmd->add_flag("--causal", c.causal, "causal mask, bottom-right aligned");
+  cmd->add_option("--window", c.window,
+                  "sliding window: each query sees itself and W earlier keys (window_left)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dtype", args->dtype, "bf16, or mxfp8 (Q, K, V and P in MXFP8)")
+      ->check(CLI::IsMember({"bf16", "mxfp8"}))
+      ->capture_default_str();
+  cmd->add_option("--cores", c.cores, "NeuronCores: 1, or 2 (an LNC=2 pair)")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
+  cmd->add_option("--kv-tile", c.kv_tile,
+                  "keys per KV tile, a multiple of 128 (0 = min(512, L rounded up to 128))");
+  cmd->add_option("--kv-splits", c.kv_splits,
+                  "KV splits: 1 or --cores (0 = --cores for a decode, Sq <= 16, else 1)");
+  cmd->add_option("--exp", args->exp, "engine for exp: auto, scalar or vector")
+      ->check(CLI::IsMember({"auto", "scalar", "vector"}))
+      ->capture_default_str();
+  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
+  cmd->add_flag("--no-throttle", args->no_throttle, "disable the TensorE dI/dt throttle");
+  cmd->add_flag("--check", args->check,
+                "check the lowered tile schedule against the trnmx/attention.h contract");
+  cmd->callback([args, &exit_code]() { exit_code = RunAttention(*args); });
+}
+
+}  // namespace trnmx::emu::cli
