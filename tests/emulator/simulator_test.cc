@@ -380,12 +380,16 @@ TEST(SimExact, QueuesSharingEnginesInterleave) {
   ASSERT_TRUE(p.Append(qb, Instruction::DmaCopy(src, dst, 1 << 20, 128)).ok());
   SimResult r = Simulate(p, NoThrottle()).value();
   const int64_t t = 1917667;  // one 1 MiB transfer over 16 engines
-  // Queue a keeps one transfer waiting for the engines; queue b's transfer
-  // goes before a's third.
+  // The queues take the engines in turn, transfer by transfer: queue b's
+  // transfer, waiting since 0, goes right after a's first; then a's second
+  // and third back to back.
   ASSERT_EQ(r.trace.size(), 4u);
+  EXPECT_EQ(r.trace[0].stream, qa);
   EXPECT_EQ(r.trace[0].end_ps, t);
+  EXPECT_EQ(r.trace[1].stream, qb);
+  EXPECT_EQ(r.trace[1].start_ps, t);
   EXPECT_EQ(r.trace[1].end_ps, 2 * t);
-  EXPECT_EQ(r.trace[2].stream, qb);
+  EXPECT_EQ(r.trace[2].stream, qa);
   EXPECT_EQ(r.trace[2].end_ps, 3 * t);
   EXPECT_EQ(r.trace[3].end_ps, 4 * t);
   EXPECT_EQ(r.dma_bytes, 4 << 20);

@@ -363,6 +363,15 @@ class Sim {
         ScheduleIssue(ss, s, ready);
         return;
       }
+      // A transfer queue hands its next transfer to the engines once they are
+      // free, not before, so that resources are reserved in time order.
+      if (transfer) {
+        const int64_t free = EnginesFree(stream.core, *op);
+        if (free > now) {
+          ScheduleIssue(ss, s, free);
+          return;
+        }
+      }
       int64_t start = 0, end = 0;
       StreamStats& stats = res_.streams[s];
       if (transfer) {
@@ -387,10 +396,12 @@ class Sim {
       __builtin_prefetch(op + 1);
       __builtin_prefetch(&waits_[op->waits + op->wait_count]);
       __builtin_prefetch(&signals_[op->signals + op->signal_count]);
-      // A DMA queue hands its next transfer to the engines when this one
-      // starts, so that queues sharing engines interleave transfer by transfer.
-      if (transfer && start > now) {
-        ScheduleIssue(ss, s, start);
+      // A transfer queue yields after each transfer: its next look comes
+      // after the events already due now, so queues waiting for the same
+      // engines take them in turn (transfer by transfer), not the one that
+      // just had them again.
+      if (transfer) {
+        ScheduleIssue(ss, s, now);
         return;
       }
     }
@@ -488,6 +499,14 @@ class Sim {
       t.busy.emplace_back(start, end);
       t.busy_sum += end - start;
     }
+  }
+
+  // When every DMA engine that serves `op` is free.
+  int64_t EnginesFree(int core, const Op& op) const {
+    const size_t first = static_cast<size_t>(core) * engines_ + op.first_engine;
+    int64_t free = 0;
+    for (int e = 0; e < op.engines; ++e) free = std::max(free, engine_free_ps_[first + e]);
+    return free;
   }
 
   // The DMA engines that serve the transfer are taken together once all are

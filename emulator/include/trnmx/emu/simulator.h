@@ -11,10 +11,12 @@
 //                below 50 % busy starts at 50 % and ramps linearly to 100 %.
 //   Units        Vector/Scalar/GpSimd run one instruction at a time.
 //   Bandwidth    DMA engines, HBM stacks and the links of a system are
-//                bandwidth resources held in (time, seq) order: DMA and
-//                collective queues that share a core's engines interleave
-//                transfer by transfer, every core of a stack shares its
-//                bandwidth, transfers whose routes share a link share it.
+//                bandwidth resources held in (time, seq) order: a DMA or
+//                collective queue hands its next transfer to the engines
+//                when they are free (never reserving ahead), and queues
+//                waiting for the same engines take them in turn, transfer
+//                by transfer; every core of a stack shares its bandwidth,
+//                transfers whose routes share a link share it.
 //   Semaphore    + semaphore latency (compute engines, in their own clock)
 //   waits        or the DMA start latency (DMA and collective queues).
 //
