@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -17,6 +18,7 @@
 #include "internal/fixed_math_array.h"
 #include "internal/status_macros.h"
 #include "kernels/moe/moe_internal.h"
+#include "kernels/moe/router_scan.h"
 #include "trnmx/moe.h"
 
 namespace trnmx {
@@ -139,7 +141,6 @@ Status CheckParams(const RouterParams& p, std::size_t tokens, std::size_t expert
   return OkStatus();
 }
 
-std::uint32_t Bits(float x) { return std::bit_cast<std::uint32_t>(x); }
 std::uint32_t Bits(Bf16 x) { return static_cast<std::uint32_t>(x.bits) << 16; }
 
 template <class T>
@@ -159,7 +160,11 @@ Status CheckLogits(const StridedMatrix<const T>& m) {
     // A branch-free scan of the row (it vectorises); the search for the
     // culprit runs only on a bad row.
     bool bad = false;
-    for (std::size_t e = 0; e < m.cols; ++e) bad |= (Bits(row[e]) & kExponent) == kExponent;
+    if constexpr (std::is_same_v<T, float>) {
+      bad = internal::AnyNonFinite(row, m.cols);
+    } else {
+      for (std::size_t e = 0; e < m.cols; ++e) bad |= (Bits(row[e]) & kExponent) == kExponent;
+    }
     if (!bad) continue;
     for (std::size_t e = 0; e < m.cols; ++e) {
       const float x = Widen(row[e]);
@@ -193,13 +198,31 @@ SoftmaxSums Softmax(const float* x, std::size_t n, float* p) {
 // current k-th value loses to it: it enters iff it is eligible and above the
 // k-th value. Once k are held, blocks of kBlock candidates are first tested
 // with a branch-free scan (it vectorises) and skipped when none enters; the
-// result is the same as visiting them one by one.
-void TopK(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
-          std::uint32_t* best) {
+// result is the same as visiting them one by one. With `index`, it visits
+// values[index[0..n)] (increasing indices) instead.
+void TopKScan(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
+              std::uint32_t* best, const std::uint32_t* index = nullptr);
+
+// Top-k without an eligibility mask, over n >= 4 k values: the maxima of
+// disjoint subsets of the values are distinct values, so the k-th best is
+// at least the k-th largest of them, T. Only the values >= T can be in the top k;
+// they are gathered in increasing index order (branch-free) and the scan
+// below runs over them alone, which gives the same k as running it over all
+// n (a value below T never stays in it).
+void TopKThreshold(const float* values, std::size_t n, std::size_t k, std::uint32_t* best,
+                   std::uint32_t* candidates) {
+  const float t = internal::TopKLowerBound(values, n, k);
+  const std::size_t count = internal::IndicesAtLeast(values, n, t, candidates);
+  TopKScan(values, count, nullptr, k, best, candidates);
+}
+
+void TopKScan(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
+              std::uint32_t* best, const std::uint32_t* index) {
   constexpr std::size_t kBlock = 16;
   std::size_t have = 0;
   float kth = 0.0f;  // values[best[k - 1]] once have == k.
-  auto consider = [&](std::size_t i) {
+  auto consider = [&](std::size_t at) {
+    const std::size_t i = index != nullptr ? index[at] : at;
     if (eligible != nullptr && eligible[i] == 0) return;
     const float v = values[i];
     if (have == k && !(v > kth)) return;
@@ -213,6 +236,10 @@ void TopK(const float* values, std::size_t n, const std::uint8_t* eligible, std:
   };
   std::size_t i = 0;
   while (i < n && have < k) consider(i++);
+  if (index != nullptr) {  // a few candidates: one by one
+    for (; i < n; ++i) consider(i);
+    return;
+  }
   for (; i + kBlock <= n; i += kBlock) {
     bool any = false;
     if (eligible == nullptr) {
@@ -227,6 +254,13 @@ void TopK(const float* values, std::size_t n, const std::uint8_t* eligible, std:
   for (; i < n; ++i) consider(i);
 }
 
+// The k best (see TopKScan); candidates: scratch for n indices.
+void TopK(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
+          std::uint32_t* best, std::uint32_t* candidates) {
+  if (eligible == nullptr && n >= 4 * k) return TopKThreshold(values, n, k, best, candidates);
+  TopKScan(values, n, eligible, k, best);
+}
+
 // Per-task scratch, sized for one token.
 struct Scratch {
   explicit Scratch(const Shape& s)
@@ -239,7 +273,8 @@ struct Scratch {
         top_groups(s.top_groups),
         top(s.k),
         weight(s.k),
-        logit(s.k) {}
+        logit(s.k),
+        candidates(s.experts) {}
   std::vector<float> x, score, choice;
   std::vector<std::uint8_t> eligible;
   std::vector<float> softmax;  // The full softmax of a sigmoid router's logits (z-loss).
@@ -247,6 +282,7 @@ struct Scratch {
   std::vector<std::uint32_t> top_groups;
   std::vector<std::uint32_t> top;
   std::vector<float> weight, logit;
+  std::vector<std::uint32_t> candidates;  // TopK's
 };
 
 // Routes one token (x: its E logits): writes its `slots` ids and weights,
@@ -277,10 +313,11 @@ void RouteToken(const Shape& s, const RouterParams& p, Scratch& w, const float* 
     std::uint32_t best2[2];
     for (std::size_t g = 0; g < s.groups; ++g) {
       const float* c = choice + g * s.group_size;
-      TopK(c, s.group_size, nullptr, s.sum_top2 ? 2 : 1, best2);
+      TopK(c, s.group_size, nullptr, s.sum_top2 ? 2 : 1, best2, w.candidates.data());
       w.group_score[g] = s.sum_top2 ? c[best2[0]] + c[best2[1]] : c[best2[0]];
     }
-    TopK(w.group_score.data(), s.groups, nullptr, s.top_groups, w.top_groups.data());
+    TopK(w.group_score.data(), s.groups, nullptr, s.top_groups, w.top_groups.data(),
+         w.candidates.data());
     std::fill(w.eligible.begin(), w.eligible.end(), std::uint8_t{0});
     for (std::size_t i = 0; i < s.top_groups; ++i) {
       const std::size_t g = w.top_groups[i];
@@ -290,7 +327,7 @@ void RouteToken(const Shape& s, const RouterParams& p, Scratch& w, const float* 
     eligible = w.eligible.data();
   }
   // 4. Top-k.
-  TopK(choice, E, eligible, s.k, w.top.data());
+  TopK(choice, E, eligible, s.k, w.top.data(), w.candidates.data());
   // 5. Weights.
   if (p.score == RouterScore::kSoftmaxOverTopK) {
     for (std::size_t j = 0; j < s.k; ++j) w.logit[j] = x[w.top[j]];

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/moe/moe_reference.h"
+#include "support/hwy_targets.h"
 #include "support/random.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/moe.h"
@@ -352,6 +353,59 @@ TEST(MoeRouter, TiesGoToTheLowerIndex) {
   p.top_k_groups = 1;
   EXPECT_EQ(RouteOk({1, 1, 2, 0, 1, 1, 2, 0}, 1, 8, p).ids, (std::vector<std::int32_t>{2, 3}));
 }
+
+// The wide top-k path (router.cc TopKThreshold: a lower bound from the
+// maxima of disjoint subsets, then the scan over the values at or above it)
+// on every Highway target: widths with tails, k below and above the vector
+// width (the lane-maxima and the slice bounds), and logits from 3 values so
+// that most candidates tie and the lower index must win.
+class MoeRouterTopK : public trnmx::testing::HwyTargetTest {};
+
+TEST_P(MoeRouterTopK, WideRowsWithManyTiesMatchReference) {
+  Rng rng(Seed());
+  for (std::size_t E : {64u, 100u, 128u, 257u}) {
+    for (std::size_t k : {1u, 4u, 8u, 16u}) {
+      for (bool coarse : {false, true}) {
+        const std::size_t T = 24;
+        std::vector<float> logits = RandomLogits(rng, T * E, 3.0f);
+        if (coarse) {
+          for (float& x : logits) x = std::round(std::clamp(x, -1.0f, 1.0f));
+        }
+        RouterParams p = GptOssRouterParams();
+        p.top_k = k;
+        ExpectSameAsReference(RouteOk(logits, T, E, p), RefRouter(logits, T, E, p),
+                              GetParam().name + " E=" + std::to_string(E) +
+                                  " k=" + std::to_string(k) + (coarse ? " coarse" : ""));
+      }
+    }
+  }
+}
+
+// The vector scan for non-finite logits finds one in a row's tail (past
+// the last whole vector) and in its body, on every target.
+TEST_P(MoeRouterTopK, NonFiniteLogitAnywhereInAWideRowIsNamed) {
+  for (std::size_t E : {100u, 128u}) {
+    for (std::size_t e : {std::size_t{3}, E - 1}) {
+      std::vector<float> logits(8 * E, 0.5f);
+      logits[5 * E + e] =
+          e == 3 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+      std::vector<std::int32_t> ids(8 * 4, 77);
+      std::vector<float> w(8 * 4, 7.0f);
+      StatusOr<RouterResult> r =
+          Route(Fp32MatrixView{logits.data(), 8, E, E}, GptOssRouterParams(), ids, w);
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(r.status().message().find("token 5, expert " + std::to_string(e) + " is " +
+                                          (e == 3 ? "infinite" : "NaN")),
+                std::string::npos)
+          << r.status().message();
+      EXPECT_EQ(ids, std::vector<std::int32_t>(8 * 4, 77));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, MoeRouterTopK,
+                         ::testing::ValuesIn(trnmx::testing::CompiledHwyTargets()),
+                         trnmx::testing::HwyTargetTestName);
 
 TEST(MoeRouter, CapacityDropsByProbabilityOrPosition) {
   // 4 tokens, 2 experts, top-1, factor 1: capacity ceil(1 * 4 * 1 / 2) = 2.
