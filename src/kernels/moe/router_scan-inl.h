@@ -20,14 +20,14 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 bool AnyNonFiniteImpl(const float* x, std::size_t n) {
-  const hn::ScalableTag<std::uint32_t> du;
-  const std::size_t lanes = hn::Lanes(du);
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const std::size_t lanes = hn::Lanes(df);
   const auto exponent = hn::Set(du, 0x7F800000u);
   auto acc = hn::Zero(du);  // lanes become all-ones where an exponent is all ones
   std::size_t i = 0;
-  const auto* bits = reinterpret_cast<const std::uint32_t*>(x);
   for (; i + lanes <= n; i += lanes) {
-    const auto e = hn::And(hn::LoadU(du, bits + i), exponent);
+    const auto e = hn::And(hn::BitCast(du, hn::LoadU(df, x + i)), exponent);
     acc = hn::Or(acc, hn::VecFromMask(du, hn::Eq(e, exponent)));
   }
   bool bad = !hn::AllTrue(du, hn::Eq(acc, hn::Zero(du)));
