@@ -1,13 +1,15 @@
 // Machine descriptions: presets load, numbers carry tags, headline totals are
 // consistent with the per-core model (trainium.md section 14), and malformed or
 // inconsistent descriptions are rejected with the JSON path of the problem.
-#include <fstream>
-#include <string>
+#include "trnmx/emu/machine.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
-#include "trnmx/emu/machine.h"
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 namespace trnmx::emu {
 namespace {
@@ -27,6 +29,62 @@ void ExpectRejected(const Json& j, const std::string& path, const std::string& w
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(m.status().message().find(path + ":"), std::string::npos) << m.status().message();
   EXPECT_NE(m.status().message().find(what), std::string::npos) << m.status().message();
+}
+
+// Every number of a machine file is range-checked: each one set to -1, and
+// each one that must be positive set to 0, is rejected with its JSON path
+// named (a check removed from the loader fails here; mutation testing found
+// the HBM bandwidth's unguarded).
+void ForEachNumber(const Json& j, const std::string& path,
+                   const std::function<void(const std::string&)>& fn) {
+  if (j.is_object()) {
+    if (j.contains("value") && j["value"].is_number()) {
+      fn(path);
+      return;
+    }
+    for (auto it = j.begin(); it != j.end(); ++it)
+      ForEachNumber(it.value(), path + "/" + it.key(), fn);
+  }
+}
+
+TEST(MachineRangeChecks, EveryNumberRejectsNegativeAndPositiveOnesRejectZero) {
+  // The fields that may be 0: costs and latencies that a machine may not have,
+  // the reserved SBUF bytes, and the FP8 and MX matmul rates (0: no such
+  // matmul, e.g. MX before NeuronCore-v4); every other number must be positive.
+  const std::set<std::string> may_be_zero = {"mm_init_cycles",
+                                             "throttle_ramp_ns",
+                                             "throttle_window_ns",
+                                             "min_ii_cycles",
+                                             "quantize_mx_elems_per_cycle",
+                                             "exp_elems_per_cycle",
+                                             "dependent_overhead_cycles",
+                                             "activation_table_load_ns",
+                                             "start_cycles",
+                                             "reserved_bytes_per_partition",
+                                             "fixed_cost_ns",
+                                             "dependency_start_ns",
+                                             "row_overhead_bytes",
+                                             "semaphore_latency_cycles",
+                                             "macs_per_pe_cycle_fp8",
+                                             "macs_per_pe_cycle_mx"};
+  int checked = 0;
+  for (const std::string& name : PresetMachineNames()) {
+    const Json preset = PresetJson(name);
+    ForEachNumber(preset, "", [&](const std::string& path) {
+      const std::string key = path.substr(path.rfind('/') + 1);
+      for (double bad : {-1.0, 0.0}) {
+        if (bad == 0.0 && may_be_zero.count(key) != 0) continue;
+        Json j = preset;
+        j[Json::json_pointer(path + "/value")] = bad;
+        StatusOr<Machine> m = ParseMachine(j.dump(), "test");
+        ASSERT_FALSE(m.ok()) << name << ": " << path << " = " << bad << " accepted";
+        EXPECT_NE(m.status().message().find(path), std::string::npos)
+            << name << ": " << path << " = " << bad << ": " << m.status().message();
+        ++checked;
+      }
+    });
+  }
+  EXPECT_GT(checked, 150);
 }
 
 TEST(MachinePresets, BothLoad) {
@@ -159,9 +217,9 @@ TEST(MachineLoader, ReadsChipsOfSchemaVersion1) {
 TEST(MachinePresets, ReusedNeuronCoreV2OverheadsAreInferred) {
   for (const std::string& name : PresetMachineNames()) {
     const Machine m = LoadPresetMachine(name).value();
-    for (const Sourced* s : {&m.tensor.mm_init_cycles, &m.tensor.load_stationary_speedup,
-                             &m.vector.min_ii_cycles, &m.scalar.min_ii_cycles,
-                             &m.gpsimd.start_cycles}) {
+    for (const Sourced* s :
+         {&m.tensor.mm_init_cycles, &m.tensor.load_stationary_speedup, &m.vector.min_ii_cycles,
+          &m.scalar.min_ii_cycles, &m.gpsimd.start_cycles}) {
       EXPECT_EQ(s->tag, SourceTag::kInferred) << name << ": " << s->note;
       EXPECT_EQ(s->source, "#8") << name << ": " << s->note;
     }
