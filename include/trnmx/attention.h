@@ -61,7 +61,8 @@
 //      k_d, acc) for d increasing; MX x MX: per 32-block exact sums, scaled,
 //      added in block order; one MX operand: decoded to FP32, then dense).
 //      s = fl32(r * scale), scale = params.scale or, if 0, fl32(1 /
-//      sqrt(Dqk)) (sqrt in double, correctly rounded by IEEE).
+//      sqrt(Dqk)) (sqrt and the division in double, correctly rounded by
+//      IEEE; Dqk = 0 counts as 1).
 //      Soft-capping (softcap > 0): s = fl32(softcap * tanh(fl32(s / softcap))).
 //      ALiBi (alibi_slopes given): s = fl32(s - fl32(slope_h * |j - i - c|))
 //      (|.| converted to FP32 exactly, distances < 2^24).
@@ -96,7 +97,8 @@
 //      fl32(acc_s,d * w)). Then O_d = fl32(A_d / L) and LSE = fl32(M +
 //      log(L)). A sink therefore joins the softmax denominator only (gpt-oss),
 //      and LSE includes it. With one split and no sink this is O_d =
-//      fl32(acc_d / l), LSE = fl32(m + log(l)).
+//      fl32(acc_d / l), LSE = fl32(m + log(l)) (for finite m; an acc_d of
+//      -0 becomes +0 in A_d).
 //   6. A row with no allowed key and no sink (or whose states are all
 //      skipped): O = +0 and LSE = -Inf. NaN and Inf inputs follow IEEE
 //      through the operations above: a NaN or +Inf score among a row's
@@ -111,11 +113,20 @@
 // measured bounds of the BF16 and MXFP8 P options.
 //
 // Errors (Status; nothing written, O and LSE untouched): extents that do not
-// agree (batch, heads, Dqk of Q and K, Skv of K and V, O's shape), Hq not a
-// multiple of Hkv, null data with a non-zero extent, strides that let a
+// agree (batch, heads, Dqk of Q and K, Skv and n of K and V, O's shape; K's
+// n must be B unless kv_offsets or a block table is given, Q's n must be 1
+// with q_offsets, where B = q_offsets.size() - 1), Hq not a multiple of
+// Hkv, null or misaligned data with a non-zero extent, strides that let a
 // tensor's last element overflow the address space, O's or LSE's strides
-// making two outputs share memory, O or LSE overlapping an input, MX views
-// of the wrong count, shape, axis or format (per view, naming its index),
+// making two outputs share memory (the strides must nest: sorted by size,
+// each at least the span of the smaller dimensions, as every dense layout
+// does), O or LSE overlapping an input or each other (byte bounds), MX views
+// of the wrong count, shape, axis or format (per view, naming its index;
+// NVFP4 is not an operand), kv_offsets given with kv_lengths or a block
+// table, MXFP8 P with an MX V and a kv_offsets[b] (b < B) that is not a
+// multiple of 32 (the exact block sums need V's blocks on the keys' aligned
+// 32-blocks), a paged cache with page size 0 or block_table_stride 0 or a
+// block table too short for the blocks a sequence uses,
 // kv_tile 0 or not a multiple of 32, window_left or window_right < -1,
 // causal with window_right > 0, softcap negative or not finite, scale not
 // finite or negative, sinks or alibi_slopes of a length other than Hq or
