@@ -110,7 +110,7 @@ std::vector<Spec> Cases() {
   add("p_mxfp8_e5m2_mx_v_paged", [](Spec& s) {
     s.batch = 2, s.kv = KvLayout::kPaged, s.page = 32, s.kv_lens = {50, 90}, s.sq = 6;
     s.params.p_type = AttnPType::kMxfp8E5M2, s.v_mx = MxFormat::kMxfp8E4M3;
-    s.params.causal = true, s.params.p_scale_rule = ScaleRule::kNki;
+    s.params.causal = true, s.params.p_scale_rule = ScaleRule::kNki, s.params.kv_splits = 2;
   });
   add("p_mxfp8_mx_v_varlen_window", [](Spec& s) {
     s.batch = 2, s.kv = KvLayout::kVarlen, s.kv_lens = {64, 45}, s.sq = 5;
@@ -120,6 +120,13 @@ std::vector<Spec> Cases() {
   add("mx_q_mx_k", [](Spec& s) {
     s.sq = 6, s.skv = 50, s.dqk = 40, s.q_mx = s.k_mx = MxFormat::kMxfp8E4M3;
     s.params.causal = true;
+  });
+  add("mx_q_dense_k_bf16", [](Spec& s) {
+    s.sq = 5, s.skv = 40, s.dqk = 48, s.q_mx = MxFormat::kMxfp6E3M2, s.kt = OperandType::kBf16;
+  });
+  add("p_mxfp8_fp4_v_splits", [](Spec& s) {
+    s.hq = 4, s.hkv = 2, s.sq = 3, s.skv = 150, s.v_mx = s.k_mx = MxFormat::kMxfp4;
+    s.params.p_type = AttnPType::kMxfp8E4M3, s.params.kv_splits = 3, s.sinks = true;
   });
   add("mx_q_e5m2_k_e5m2_v_fp4", [](Spec& s) {
     s.sq = 4, s.skv = 33, s.q_mx = s.k_mx = MxFormat::kMxfp8E5M2, s.v_mx = MxFormat::kMxfp4;
