@@ -138,10 +138,12 @@
 // p_type MXFP8 with a scale rule it does not define, enum values outside
 // their enums, a workspace shorter than AttentionWorkspaceBytes().
 //
-// Threads and memory: tasks over (sequence, KV head, block of query rows),
-// and for split rows over (sequence, KV head, split) followed by the
-// combine; each task owns its outputs, so every thread count gives the same
-// bits. A call allocates one workspace of AttentionWorkspaceBytes() bytes
+// Threads and memory: tasks over (sequence, KV head, block of 64 (query,
+// head of the group) rows, split), the G query heads of a KV head together
+// so that each K and V tile is read once; a sequence with several splits
+// leaves each split's state in the workspace and a second pass combines
+// them in the fixed order of step 5. Each row is computed by one task, so
+// every thread count gives the same bits. A call allocates one workspace of AttentionWorkspaceBytes() bytes
 // (per-thread tiles and the split partials) unless the caller passes its own
 // in params.workspace. executor == nullptr runs on the calling thread.
 //
