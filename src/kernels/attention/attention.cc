@@ -185,7 +185,7 @@ class Worker {
         float* st = states + ((h * sq + i) * nb + split) * (sh_.dv + 2);
         st[0] = m_[r];
         st[1] = l_[r];
-        std::memcpy(st + 2, acc_ + r * dims_.dv_p, sh_.dv * sizeof(float));
+        std::copy_n(acc_ + r * dims_.dv_p, sh_.dv, st + 2);
       }
     }
   }
@@ -210,6 +210,7 @@ class Worker {
   void LoadQ(std::size_t b, std::size_t g, std::size_t u0, std::size_t rows) {
     const AttnOperand& q = *sh_.q;
     const std::size_t n = sh_.QueryN(b);
+    if (sh_.dqk == 0) return;  // Q may then have null data.
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t s = sh_.QueryRow0(b) + (u0 + r) / sh_.group;
       const std::size_t h = g * sh_.group + (u0 + r) % sh_.group;
@@ -233,6 +234,7 @@ class Worker {
   void LoadK(std::size_t b, std::size_t g, std::size_t a, std::size_t e) {
     const AttnOperand& k = *sh_.k;
     const std::size_t ld = dims_.tile_p;
+    if (sh_.dqk == 0) return;  // K may then have null data.
     for (std::size_t j = a; j < e; ++j) {
       std::size_t n = 0;
       std::size_t s = 0;
@@ -267,6 +269,7 @@ class Worker {
   // V tile keys [a, e) into vt_ ([j - a][d]).
   void LoadV(std::size_t b, std::size_t g, std::size_t a, std::size_t e) {
     const AttnOperand& v = *sh_.v;
+    if (sh_.dv == 0) return;  // V may then have null data.
     for (std::size_t j = a; j < e; ++j) {
       std::size_t n = 0;
       std::size_t s = 0;
@@ -502,9 +505,9 @@ class Worker {
     const std::size_t on = sh_.QueryN(b);
     const std::size_t os = sh_.QueryRow0(b) + i;
     const std::size_t at = on * o_.n_stride + os * o_.s_stride + h * o_.h_stride;
-    if (o_.type == OutputType::kFp32) {
+    if (dv != 0 && o_.type == OutputType::kFp32) {  // dv = 0: O's data may be null.
       std::memcpy(static_cast<float*>(o_.data) + at, a_, dv * sizeof(float));
-    } else {
+    } else if (dv != 0) {
       auto* dst = static_cast<Bf16*>(o_.data) + at;
       for (std::size_t d = 0; d < dv; ++d) dst[d] = Fp32ToBf16Rne(a_[d]);
     }
