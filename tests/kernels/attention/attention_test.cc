@@ -150,6 +150,8 @@ std::vector<Spec> Cases() {
     s.kv_lens = {5, 0};
   });
   add("custom_scale_d1", [](Spec& s) { s.dqk = 1, s.dv = 3, s.params.scale = 0.7f; });
+  add("dqk_0", [](Spec& s) { s.dqk = 0, s.dv = 4, s.params.causal = true; });  // Scores 0.
+  add("dv_0_lse_only", [](Spec& s) { s.dv = 0, s.sinks = true; });
   return c;
 }
 
