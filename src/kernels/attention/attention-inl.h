@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 HWY_BEFORE_NAMESPACE();
 namespace trnmx {
@@ -26,6 +27,7 @@ namespace HWY_NAMESPACE {
 namespace attn {
 
 namespace hn = hwy::HWY_NAMESPACE;
+static_assert(HWY_MAX_BYTES <= 64, "attention.cc pads rows for vectors of at most 16 floats");
 
 // s[r * lds + j] = sum over d increasing of q[r * ldq + d] * kt[d * ldk + j]
 // (FMA chain from +0) for r < rows and j < n. Lanes past n (up to the next
@@ -191,6 +193,32 @@ HWY_NOINLINE void PvRows(const float* HWY_RESTRICT p, std::size_t ldp, std::size
     }
   }
 #endif
+}
+
+// s[j] = fl32(s[j] * scale) for j < n; returns the max of the results, NaN
+// if any is NaN, -Inf for n = 0 (the max is exact, so any order gives it).
+HWY_NOINLINE float ScaleMax(float* HWY_RESTRICT s, std::size_t n, float scale) {
+  const hn::ScalableTag<float> df;
+  const std::size_t lanes = hn::Lanes(df);
+  const auto vs = hn::Set(df, scale);
+  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
+  auto nan = hn::Zero(df);
+  std::size_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    const auto v = hn::Mul(hn::LoadU(df, s + j), vs);
+    hn::StoreU(v, df, s + j);
+    vmax = hn::Max(vmax, v);
+    nan = hn::Or(nan, hn::VecFromMask(df, hn::IsNaN(v)));
+  }
+  float m = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  bool any_nan = !hn::AllFalse(df, hn::MaskFromVec(nan));
+  for (; j < n; ++j) {
+    const float x = s[j] * scale;
+    s[j] = x;
+    any_nan = any_nan || std::isnan(x);
+    m = x > m ? x : m;
+  }
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
 }  // namespace attn

@@ -31,6 +31,7 @@ void AttnScoreRows(const float* q, std::size_t ldq, std::size_t rows, const floa
                    std::size_t ldk, std::size_t dqk, std::size_t n, float* s, std::size_t lds) {
   attn::ScoreRows(q, ldq, rows, kt, ldk, dqk, n, s, lds);
 }
+float AttnScaleMax(float* s, std::size_t n, float scale) { return attn::ScaleMax(s, n, scale); }
 void AttnPvRows(const float* p, std::size_t ldp, std::size_t rows, std::size_t j0, std::size_t j1,
                 const float* v, std::size_t ldv, std::size_t dv, float* acc, std::size_t lda) {
   attn::PvRows(p, ldp, rows, j0, j1, v, ldv, dv, acc, lda);
@@ -70,15 +71,17 @@ namespace trnmx {
 
 HWY_EXPORT(AttnScoreRows);
 HWY_EXPORT(AttnPvRows);
+HWY_EXPORT(AttnScaleMax);
 
 namespace internal {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::size_t kRows = kAttnTaskRows;
-// Padding (floats) past a row of keys or of d: the vector loops compute and
-// store whole vectors (up to 2048-bit ones).
-constexpr std::size_t kPad = 64;
+// Padding (floats) past a row of keys: ScoreRows computes and stores whole
+// vectors (attention-inl.h asserts that a vector holds at most 16 floats);
+// rows of d are rounded up to 16 floats for PvRows likewise.
+constexpr std::size_t kPad = 16;
 
 float NanMax(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
@@ -98,8 +101,8 @@ struct ScratchDims {
 
 ScratchDims Dims(const AttnShape& sh) {
   ScratchDims s;
-  s.dqk_p = RoundUp(sh.dqk, 16) + kPad;
-  s.dv_p = RoundUp(sh.dv, 16) + kPad;
+  s.dqk_p = RoundUp(sh.dqk, kPad);
+  s.dv_p = RoundUp(sh.dv, kPad);
   s.tile_p = sh.params->kv_tile + kPad;
   s.q = kRows * s.dqk_p;
   s.kt = s.dqk_p * s.tile_p;
@@ -348,21 +351,7 @@ class Worker {
       if (mx_qk_) {
         for (std::size_t j = ra; j < re; ++j) s[j] = MxScore(b, g, u0 + r, j);
       }
-      float m_t = -kInf;
-      const float scale = sh_.scale;
-      const float cap = p_.softcap;
-      const float slope = p_.alibi_slopes.empty() ? 0.0f : p_.alibi_slopes[h];
-      for (std::size_t j = ra; j < re; ++j) {
-        float x = s[j] * scale;
-        if (cap > 0.0f) x = cap * FixedTanh(x / cap);
-        if (!p_.alibi_slopes.empty()) {
-          const std::int64_t dist =
-              static_cast<std::int64_t>(j) - static_cast<std::int64_t>(i) - diag_off;
-          x = x - slope * static_cast<float>(dist < 0 ? -dist : dist);
-        }
-        s[j] = x;
-        m_t = NanMax(m_t, x);
-      }
+      const float m_t = ScoresAndMax(h, i, diag_off, ra, re, s);
       const float m_new = NanMax(m_[r], m_t);
       if (m_new == -kInf) continue;
       const float alpha = m_[r] == -kInf ? 0.0f : FixedExp(m_[r] - m_new);
@@ -401,6 +390,30 @@ class Worker {
        dims_.dv_p);
       r = r1;
     }
+  }
+
+  // Step 2's scale, soft-cap and ALiBi on the raw products s[ra .. re) of
+  // row (i, h); returns their max (NaN if any is NaN).
+  float ScoresAndMax(std::size_t h, std::size_t i, std::int64_t diag_off, std::size_t ra,
+                     std::size_t re, float* s) const {
+    const float scale = sh_.scale;
+    const float cap = p_.softcap;
+    const bool alibi = !p_.alibi_slopes.empty();
+    if (cap == 0.0f && !alibi) return HWY_DYNAMIC_DISPATCH(AttnScaleMax)(s + ra, re - ra, scale);
+    const float slope = alibi ? p_.alibi_slopes[h] : 0.0f;
+    float m_t = -kInf;
+    for (std::size_t j = ra; j < re; ++j) {
+      float x = s[j] * scale;
+      if (cap > 0.0f) x = cap * FixedTanh(x / cap);
+      if (alibi) {
+        const std::int64_t dist =
+            static_cast<std::int64_t>(j) - static_cast<std::int64_t>(i) - diag_off;
+        x = x - slope * static_cast<float>(dist < 0 ? -dist : dist);
+      }
+      s[j] = x;
+      m_t = NanMax(m_t, x);
+    }
+    return m_t;
   }
 
   // P' for the dense PV product: BF16 RNE, or MXFP8 decoded (one MX side).

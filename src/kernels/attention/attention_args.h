@@ -15,7 +15,7 @@ namespace trnmx::internal {
 
 // Rows of one task: (query position, head of the KV group) pairs, query
 // position major (attention.cc; the workspace size depends on it).
-inline constexpr std::size_t kAttnTaskRows = 64;
+inline constexpr std::size_t kAttnTaskRows = 256;
 
 // The validated call: shapes, resolved parameters and where each sequence's
 // queries and keys live.
