@@ -176,6 +176,7 @@ class Worker {
     for (std::size_t t = ulo / tile; ulo < uhi && t * tile < uhi; ++t) {
       const std::size_t a = std::max(t * tile, ulo);
       const std::size_t e = std::min((t + 1) * tile, uhi);
+      Prefetch(b, g, e, std::min(e + tile, uhi));
       Tile(b, g, u0, rows, a, e);
     }
     for (std::size_t r = 0; r < rows; ++r) {
@@ -229,6 +230,25 @@ class Worker {
       } else {
         const auto* src = static_cast<const Bf16*>(q.data);
         for (std::size_t d = 0; d < sh_.dqk; ++d) dst[d] = Bf16Value(src, at + d);
+      }
+    }
+  }
+
+  // Asks for the dense K and V rows of keys [a, e) (the next tile) while this
+  // one computes: rows of a BSHD cache lie heads x d apart, beyond the reach
+  // of the hardware's stream prefetchers.
+  void Prefetch(std::size_t b, std::size_t g, std::size_t a, std::size_t e) const {
+    for (const AttnOperand* x : {sh_.k, sh_.v}) {
+      if (x->type == OperandType::kMx || x->d == 0) continue;
+      const std::size_t esize = x->type == OperandType::kBf16 ? 2 : 4;
+      const std::size_t bytes = x->d * esize;
+      const auto* base = static_cast<const char*>(x->data);
+      for (std::size_t j = a; j < e; ++j) {
+        std::size_t n = 0;
+        std::size_t s = 0;
+        sh_.KeyAt(b, j, &n, &s);
+        const char* row = base + (n * x->n_stride + s * x->s_stride + g * x->h_stride) * esize;
+        for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off);
       }
     }
   }
@@ -339,10 +359,11 @@ class Worker {
     }
     const std::int64_t diag_off =
         static_cast<std::int64_t>(sh_.Keys(b)) - static_cast<std::int64_t>(sh_.Queries(b));
-    bool any = false;
+    // Scores, tile max and probabilities of every row the tile updates.
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t ra = std::max(a, lo_[r]);
       const std::size_t re = std::min(e, hi_[r]);
+      updated_[r] = false;
       active_[r] = false;
       if (ra >= re) continue;
       float* s = sc_ + r * ld - a;  // s[j] for j in [ra, re).
@@ -354,15 +375,22 @@ class Worker {
       const float m_t = ScoresAndMax(h, i, diag_off, ra, re, s);
       const float m_new = NanMax(m_[r], m_t);
       if (m_new == -kInf) continue;
-      const float alpha = m_[r] == -kInf ? 0.0f : FixedExp(m_[r] - m_new);
+      alpha_[r] = m_[r] == -kInf ? 0.0f : FixedExp(m_[r] - m_new);
+      m_[r] = m_new;
       for (std::size_t j = ra; j < re; ++j) s[j] = s[j] - m_new;
       FixedExpArray(s + ra, s + ra, re - ra);
-      float l = l_[r] * alpha;
-      for (std::size_t j = ra; j < re; ++j) l = l + s[j];
-      l_[r] = l;
+      updated_[r] = true;
+    }
+    SumRows(a, e, rows);
+    bool any = false;
+    for (std::size_t r = 0; r < rows; ++r) {
+      if (!updated_[r]) continue;
+      const std::size_t ra = std::max(a, lo_[r]);
+      const std::size_t re = std::min(e, hi_[r]);
+      float* s = sc_ + r * ld - a;
       float* acc = acc_ + r * dims_.dv_p;
+      const float alpha = alpha_[r];
       for (std::size_t d = 0; d < sh_.dv; ++d) acc[d] = acc[d] * alpha;
-      m_[r] = m_new;
       if (mx_pv_) {
         MxPv(b, g, ra, re, s, acc);
         continue;
@@ -389,6 +417,48 @@ class Worker {
       (sc_ + r * ld, ld, r1 - r, ra - a, re - a, vt_, dims_.dv_p, sh_.dv, acc_ + r * dims_.dv_p,
        dims_.dv_p);
       r = r1;
+    }
+  }
+
+  // l = fl32(l * alpha), then l = fl32(l + p_j) for j increasing, for every
+  // updated row; four rows with the same keys at a time, so that four
+  // independent addition chains hide the latency of each.
+  void SumRows(std::size_t a, std::size_t e, std::size_t rows) {
+    const std::size_t ld = dims_.tile_p;
+    for (std::size_t r = 0; r < rows;) {
+      if (!updated_[r]) {
+        ++r;
+        continue;
+      }
+      const std::size_t ra = std::max(a, lo_[r]);
+      const std::size_t re = std::min(e, hi_[r]);
+      const bool four = r + 4 <= rows && updated_[r + 1] && updated_[r + 2] && updated_[r + 3] &&
+                        lo_[r + 3] == lo_[r] && hi_[r + 3] == hi_[r] && lo_[r + 1] == lo_[r] &&
+                        hi_[r + 1] == hi_[r] && lo_[r + 2] == lo_[r] && hi_[r + 2] == hi_[r];
+      if (!four) {
+        const float* s = sc_ + r * ld - a;
+        float l = l_[r] * alpha_[r];
+        for (std::size_t j = ra; j < re; ++j) l = l + s[j];
+        l_[r] = l;
+        ++r;
+        continue;
+      }
+      const float* s0 = sc_ + r * ld - a;
+      const float* s1 = s0 + ld;
+      const float* s2 = s1 + ld;
+      const float* s3 = s2 + ld;
+      float l0 = l_[r] * alpha_[r];
+      float l1 = l_[r + 1] * alpha_[r + 1];
+      float l2 = l_[r + 2] * alpha_[r + 2];
+      float l3 = l_[r + 3] * alpha_[r + 3];
+      for (std::size_t j = ra; j < re; ++j) {
+        l0 = l0 + s0[j];
+        l1 = l1 + s1[j];
+        l2 = l2 + s2[j];
+        l3 = l3 + s3[j];
+      }
+      l_[r] = l0, l_[r + 1] = l1, l_[r + 2] = l2, l_[r + 3] = l3;
+      r += 4;
     }
   }
 
@@ -545,7 +615,9 @@ class Worker {
   float* l_;
   std::size_t lo_[kRows];
   std::size_t hi_[kRows];
-  bool active_[kRows];
+  bool active_[kRows];   // Takes part in this tile's dense PV product.
+  bool updated_[kRows];  // This tile updates the row's state.
+  float alpha_[kRows];
   bool mx_qk_ = false;
   bool mx_pv_ = false;
   MxFormat p_format_ = MxFormat::kMxfp8E4M3;
