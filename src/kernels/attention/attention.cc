@@ -95,14 +95,16 @@ float Bf16Value(const Bf16* p, std::size_t at) {
 // Scratch sizes of one worker, in floats.
 struct ScratchDims {
   std::size_t dqk_p, dv_p, tile_p;  // Padded row lengths.
-  std::size_t q, kt, vt, sc, acc, a, zero, ml;
-  std::size_t Floats() const { return q + kt + vt + sc + acc + a + zero + ml; }
+  std::size_t q, kt, vt, sc, acc, a, zero, ml, stage;
+  std::size_t Floats() const { return q + kt + vt + sc + acc + a + zero + ml + stage; }
 };
 
 ScratchDims Dims(const AttnShape& sh) {
   ScratchDims s;
   s.dqk_p = RoundUp(sh.dqk, kPad);
-  s.dv_p = RoundUp(sh.dv, kPad);
+  // + kPad: V and acc rows of a power-of-two length would map onto few L1
+  // sets (the MX V decode writes down columns of vt).
+  s.dv_p = RoundUp(sh.dv, kPad) + kPad;
   s.tile_p = sh.params->kv_tile + kPad;
   s.q = kRows * s.dqk_p;
   s.kt = s.dqk_p * s.tile_p;
@@ -112,6 +114,7 @@ ScratchDims Dims(const AttnShape& sh) {
   s.a = s.dv_p;
   s.zero = s.dv_p;
   s.ml = 2 * kRows;
+  s.stage = std::max(16 * s.dqk_p, kMxK * s.dv_p);  // LoadK's 16 rows, LoadMxV's [d][32].
   return s;
 }
 
@@ -135,7 +138,8 @@ class Worker {
     a_ = f, f += dims_.a;
     zero_ = f, f += dims_.zero;
     m_ = f, f += kRows;
-    l_ = f;
+    l_ = f, f += kRows;
+    stage_ = f;
     std::fill(zero_, zero_ + dims_.zero, 0.0f);
     mx_qk_ = sh.q->type == OperandType::kMx && sh.k->type == OperandType::kMx;
     mx_pv_ = sh.v->type == OperandType::kMx && IsMxP(p_.p_type);
@@ -253,39 +257,50 @@ class Worker {
     }
   }
 
-  // K tile keys [a, e) transposed into kt_ ([d][j - a]).
+  // K tile keys [a, e) transposed into kt_ ([d][j - a]): 16 keys at a time
+  // are widened or decoded along their rows into stage_, then written out
+  // 16 consecutive floats per d (strided stores would stall on the lines
+  // they miss).
   void LoadK(std::size_t b, std::size_t g, std::size_t a, std::size_t e) {
-    const AttnOperand& k = *sh_.k;
     const std::size_t ld = dims_.tile_p;
+    const std::size_t lds = dims_.dqk_p;
     if (sh_.dqk == 0) return;  // K may then have null data.
-    for (std::size_t j = a; j < e; ++j) {
-      std::size_t n = 0;
-      std::size_t s = 0;
-      sh_.KeyAt(b, j, &n, &s);
-      float* dst = kt_ + (j - a);
-      if (k.type == OperandType::kMx) {
-        const MxTensorView& view = k.mx[n * k.h + g];
-        const MxValueTable& values = *MxValues(view.shape.format);
-        const MxFormatInfo& info = GetMxFormatInfo(view.shape.format);
-        const std::uint8_t* line = view.codes + s * view.codes_stride;
-        for (std::size_t d0 = 0; d0 < sh_.dqk; d0 += 32) {
-          const float scale = DecodeE8M0(view.scales[s * view.scales_stride + d0 / 32]);
-          const std::uint8_t* blk = line + (d0 / 32) * info.block_bytes;
-          const std::size_t d1 = std::min(sh_.dqk, d0 + 32);
-          for (std::size_t d = d0; d < d1; ++d) {
-            dst[d * ld] = values[MxElementCode(view.shape.format, blk, d - d0)] * scale;
-          }
-        }
-        continue;
+    for (std::size_t j0 = a; j0 < e; j0 += 16) {
+      const std::size_t count = std::min<std::size_t>(16, e - j0);
+      for (std::size_t t = 0; t < count; ++t) KeyRow(b, g, j0 + t, stage_ + t * lds);
+      for (std::size_t d = 0; d < sh_.dqk; ++d) {
+        float* out = kt_ + d * ld + (j0 - a);
+        for (std::size_t t = 0; t < count; ++t) out[t] = stage_[t * lds + d];
       }
-      const std::size_t at = n * k.n_stride + s * k.s_stride + g * k.h_stride;
-      if (k.type == OperandType::kFp32) {
-        const float* src = static_cast<const float*>(k.data) + at;
-        for (std::size_t d = 0; d < sh_.dqk; ++d) dst[d * ld] = src[d];
-      } else {
-        const auto* src = static_cast<const Bf16*>(k.data);
-        for (std::size_t d = 0; d < sh_.dqk; ++d) dst[d * ld] = Bf16Value(src, at + d);
+    }
+  }
+
+  // Row of key j of K (Dqk values) as FP32.
+  void KeyRow(std::size_t b, std::size_t g, std::size_t j, float* dst) const {
+    const AttnOperand& k = *sh_.k;
+    std::size_t n = 0;
+    std::size_t s = 0;
+    sh_.KeyAt(b, j, &n, &s);
+    if (k.type == OperandType::kMx) {
+      const MxTensorView& view = k.mx[n * k.h + g];
+      const MxValueTable& values = *MxValues(view.shape.format);
+      const LineReader reader{&view, &GetFormatTable(view.shape.format), sh_.dqk};
+      std::uint8_t codes[kMxK];
+      for (std::size_t blk = 0; blk * kMxK < sh_.dqk; ++blk) {
+        reader.Codes(s, blk, codes);
+        const float scale = DecodeE8M0(reader.Scale(s, blk));
+        const std::size_t count = reader.Valid(blk);
+        float* out = dst + blk * kMxK;
+        for (std::size_t t = 0; t < count; ++t) out[t] = values[codes[t]] * scale;
       }
+      return;
+    }
+    const std::size_t at = n * k.n_stride + s * k.s_stride + g * k.h_stride;
+    if (k.type == OperandType::kFp32) {
+      std::memcpy(dst, static_cast<const float*>(k.data) + at, sh_.dqk * sizeof(float));
+    } else {
+      const auto* src = static_cast<const Bf16*>(k.data);
+      for (std::size_t d = 0; d < sh_.dqk; ++d) dst[d] = Bf16Value(src, at + d);
     }
   }
 
@@ -293,23 +308,15 @@ class Worker {
   void LoadV(std::size_t b, std::size_t g, std::size_t a, std::size_t e) {
     const AttnOperand& v = *sh_.v;
     if (sh_.dv == 0) return;  // V may then have null data.
+    if (v.type == OperandType::kMx) {
+      LoadMxV(b, g, a, e);
+      return;
+    }
     for (std::size_t j = a; j < e; ++j) {
       std::size_t n = 0;
       std::size_t s = 0;
       sh_.KeyAt(b, j, &n, &s);
       float* dst = vt_ + (j - a) * dims_.dv_p;
-      if (v.type == OperandType::kMx) {
-        const MxTensorView& view = v.mx[n * v.h + g];
-        const MxValueTable& values = *MxValues(view.shape.format);
-        const MxFormatInfo& info = GetMxFormatInfo(view.shape.format);
-        const std::size_t blk = s / 32;
-        for (std::size_t d = 0; d < sh_.dv; ++d) {
-          const std::uint8_t* codes = view.codes + d * view.codes_stride + blk * info.block_bytes;
-          dst[d] = values[MxElementCode(view.shape.format, codes, s % 32)] *
-                   DecodeE8M0(view.scales[d * view.scales_stride + blk]);
-        }
-        continue;
-      }
       const std::size_t at = n * v.n_stride + s * v.s_stride + g * v.h_stride;
       if (v.type == OperandType::kFp32) {
         std::memcpy(dst, static_cast<const float*>(v.data) + at, sh_.dv * sizeof(float));
@@ -317,6 +324,41 @@ class Worker {
         const auto* src = static_cast<const Bf16*>(v.data);
         for (std::size_t d = 0; d < sh_.dv; ++d) dst[d] = Bf16Value(src, at + d);
       }
+    }
+  }
+
+  // The MX V of keys [a, e): its lines run along s, one per d, so it is
+  // decoded d by d over runs of keys that are consecutive rows of one view
+  // (a page, or the whole tile), reading each line's codes in order.
+  void LoadMxV(std::size_t b, std::size_t g, std::size_t a, std::size_t e) {
+    const AttnOperand& v = *sh_.v;
+    const std::size_t ldv = dims_.dv_p;
+    std::uint8_t codes[kMxK];
+    for (std::size_t j0 = a; j0 < e;) {
+      std::size_t n = 0;
+      std::size_t s0 = 0;
+      sh_.KeyAt(b, j0, &n, &s0);
+      const std::size_t len = sh_.paged ? std::min(e - j0, sh_.page - s0) : e - j0;
+      const MxTensorView& view = v.mx[n * v.h + g];
+      const MxValueTable& values = *MxValues(view.shape.format);
+      const LineReader reader{&view, &GetFormatTable(view.shape.format), view.shape.rows};
+      // Per 32-key block: every d's codes into stage_ ([d][t]), then the
+      // block's keys out as whole rows of vt.
+      for (std::size_t blk = s0 / kMxK; blk * kMxK < s0 + len; ++blk) {
+        const std::size_t t0 = std::max(s0, blk * kMxK) - blk * kMxK;
+        const std::size_t t1 = std::min(s0 + len, (blk + 1) * kMxK) - blk * kMxK;
+        for (std::size_t d = 0; d < sh_.dv; ++d) {
+          reader.Codes(d, blk, codes);
+          const float scale = DecodeE8M0(reader.Scale(d, blk));
+          float* st = stage_ + d * kMxK;
+          for (std::size_t t = t0; t < t1; ++t) st[t] = values[codes[t]] * scale;
+        }
+        for (std::size_t t = t0; t < t1; ++t) {
+          float* out = vt_ + (j0 + blk * kMxK + t - s0 - a) * ldv;
+          for (std::size_t d = 0; d < sh_.dv; ++d) out[d] = stage_[d * kMxK + t];
+        }
+      }
+      j0 += len;
     }
   }
 
@@ -613,6 +655,7 @@ class Worker {
   float* zero_;
   float* m_;
   float* l_;
+  float* stage_;
   std::size_t lo_[kRows];
   std::size_t hi_[kRows];
   bool active_[kRows];   // Takes part in this tile's dense PV product.
