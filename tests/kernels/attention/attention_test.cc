@@ -142,6 +142,13 @@ std::vector<Spec> Cases() {
   });
   add("prefill_explicit_splits",
       [](Spec& s) { s.sq = 20, s.skv = 150, s.params.kv_splits = 5, s.sinks = true; });
+  add("several_row_chunks", [](Spec& s) {  // 280 rows per KV head: chunks of 256.
+    s.hq = 8, s.hkv = 2, s.sq = 70, s.skv = 80, s.dqk = s.dv = 8, s.params.causal = true;
+    s.params.window_left = 30, s.sinks = true;
+  });
+  add("several_row_chunks_splits", [](Spec& s) {
+    s.hq = 1, s.hkv = 1, s.sq = 300, s.skv = 100, s.dqk = s.dv = 4, s.params.kv_splits = 3;
+  });
   add("many_rows_gqa", [](Spec& s) {
     s.hq = 8, s.hkv = 1, s.sq = 20, s.skv = 40, s.dqk = s.dv = 8, s.params.causal = true;
   });
@@ -187,8 +194,8 @@ TRNMX_INSTANTIATE_PER_HWY_TARGET(AttentionPerTarget);
 
 TEST_P(AttentionPerTarget, EqualsReference) {
   const std::vector<Spec> cases = Cases();
-  for (const char* name : {"causal_gqa_tails", "everything", "bf16_gqa_bshd", "head_dim_80",
-                           "mla_192_128", "paged_causal_splits", "mxfp4_kv_paged",
+  for (const char* name : {"causal_gqa_tails", "everything", "several_row_chunks", "bf16_gqa_bshd",
+                           "head_dim_80", "mla_192_128", "paged_causal_splits", "mxfp4_kv_paged",
                            "p_mxfp8_e4m3_dense_v", "decode_16_sinks_default_splits"}) {
     for (const Spec& spec : cases) {
       if (spec.name != name) continue;
