@@ -56,6 +56,7 @@ HWY_AFTER_NAMESPACE();
 #include <utility>
 
 #include "formats/mx_decode.h"
+#include "formats/mx_line.h"
 #include "internal/calling_thread.h"
 #include "internal/checks.h"
 #include "internal/fixed_math.h"
@@ -257,6 +258,15 @@ class Worker {
     }
   }
 
+  // n elements of an MX line from its codes and scales, each fl32(element *
+  // 2^(scale - 127)) (the SIMD line decoder, the same values as MxElement).
+  static void DecodeMxLine(MxFormat format, const std::uint8_t* codes, const std::uint8_t* scales,
+                           std::size_t n, float* dst) {
+    if (!DequantizeMxLineSimd(format, codes, scales, n, 1.0f, dst)) {
+      DequantizeMxLineScalar(format, codes, scales, n, 1.0f, dst);
+    }
+  }
+
   // K tile keys [a, e) transposed into kt_ ([d][j - a]): 16 keys at a time
   // are widened or decoded along their rows into stage_, then written out
   // 16 consecutive floats per d (strided stores would stall on the lines
@@ -283,16 +293,8 @@ class Worker {
     sh_.KeyAt(b, j, &n, &s);
     if (k.type == OperandType::kMx) {
       const MxTensorView& view = k.mx[n * k.h + g];
-      const MxValueTable& values = *MxValues(view.shape.format);
-      const LineReader reader{&view, &GetFormatTable(view.shape.format), sh_.dqk};
-      std::uint8_t codes[kMxK];
-      for (std::size_t blk = 0; blk * kMxK < sh_.dqk; ++blk) {
-        reader.Codes(s, blk, codes);
-        const float scale = DecodeE8M0(reader.Scale(s, blk));
-        const std::size_t count = reader.Valid(blk);
-        float* out = dst + blk * kMxK;
-        for (std::size_t t = 0; t < count; ++t) out[t] = values[codes[t]] * scale;
-      }
+      DecodeMxLine(view.shape.format, view.codes + s * view.codes_stride,
+                   view.scales + s * view.scales_stride, sh_.dqk, dst);
       return;
     }
     const std::size_t at = n * k.n_stride + s * k.s_stride + g * k.h_stride;
@@ -333,25 +335,23 @@ class Worker {
   void LoadMxV(std::size_t b, std::size_t g, std::size_t a, std::size_t e) {
     const AttnOperand& v = *sh_.v;
     const std::size_t ldv = dims_.dv_p;
-    std::uint8_t codes[kMxK];
     for (std::size_t j0 = a; j0 < e;) {
       std::size_t n = 0;
       std::size_t s0 = 0;
       sh_.KeyAt(b, j0, &n, &s0);
       const std::size_t len = sh_.paged ? std::min(e - j0, sh_.page - s0) : e - j0;
       const MxTensorView& view = v.mx[n * v.h + g];
-      const MxValueTable& values = *MxValues(view.shape.format);
-      const LineReader reader{&view, &GetFormatTable(view.shape.format), view.shape.rows};
-      // Per 32-key block: every d's codes into stage_ ([d][t]), then the
-      // block's keys out as whole rows of vt.
+      const MxFormatInfo& info = GetMxFormatInfo(view.shape.format);
+      // Per 32-key block: every d's line decoded into stage_ ([d][t]), then
+      // the block's keys out as whole rows of vt.
       for (std::size_t blk = s0 / kMxK; blk * kMxK < s0 + len; ++blk) {
         const std::size_t t0 = std::max(s0, blk * kMxK) - blk * kMxK;
         const std::size_t t1 = std::min(s0 + len, (blk + 1) * kMxK) - blk * kMxK;
+        const std::size_t valid = std::min(kMxK, view.shape.rows - blk * kMxK);
         for (std::size_t d = 0; d < sh_.dv; ++d) {
-          reader.Codes(d, blk, codes);
-          const float scale = DecodeE8M0(reader.Scale(d, blk));
-          float* st = stage_ + d * kMxK;
-          for (std::size_t t = t0; t < t1; ++t) st[t] = values[codes[t]] * scale;
+          DecodeMxLine(view.shape.format,
+                       view.codes + d * view.codes_stride + blk * info.block_bytes,
+                       view.scales + d * view.scales_stride + blk, valid, stage_ + d * kMxK);
         }
         for (std::size_t t = t0; t < t1; ++t) {
           float* out = vt_ + (j0 + blk * kMxK + t - s0 - a) * ldv;
