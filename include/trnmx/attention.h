@@ -143,9 +143,10 @@
 // so that each K and V tile is read once; a sequence with several splits
 // leaves each split's state in the workspace and a second pass combines
 // them in the fixed order of step 5. Each row is computed by one task, so
-// every thread count gives the same bits. A call allocates one workspace of AttentionWorkspaceBytes() bytes
-// (per-thread tiles and the split partials) unless the caller passes its own
-// in params.workspace. executor == nullptr runs on the calling thread.
+// every thread count gives the same bits. A call allocates one workspace of
+// AttentionWorkspaceBytes() bytes (per-thread tiles and the split partials)
+// unless the caller passes its own in params.workspace. executor == nullptr
+// runs on the calling thread.
 //
 // Example (prefill, BF16, GQA 32/8, causal, BSHD, 2 threads):
 //   trnmx::ThreadPoolExecutor pool(2);
@@ -220,12 +221,12 @@ struct AttnOutput {
   std::size_t s_stride = 0;
   std::size_t h_stride = 0;
 
-  static AttnOutput Bhsd(OutputType type, void* data, std::size_t n, std::size_t h,
-                         std::size_t s, std::size_t d) {
+  static AttnOutput Bhsd(OutputType type, void* data, std::size_t n, std::size_t h, std::size_t s,
+                         std::size_t d) {
     return {type, n, s, h, d, data, h * s * d, d, s * d};
   }
-  static AttnOutput Bshd(OutputType type, void* data, std::size_t n, std::size_t s,
-                         std::size_t h, std::size_t d) {
+  static AttnOutput Bshd(OutputType type, void* data, std::size_t n, std::size_t s, std::size_t h,
+                         std::size_t d) {
     return {type, n, s, h, d, data, s * h * d, h * d, d};
   }
 };
@@ -246,9 +247,9 @@ enum class AttnPType : std::uint8_t { kFp32, kBf16, kMxfp8E4M3, kMxfp8E5M2 };
 struct AttentionParams {
   float scale = 0.0f;  // 0: fl32(1 / sqrt(Dqk)).
   bool causal = false;
-  std::int64_t window_left = -1;   // Inclusive; -1: unbounded.
-  std::int64_t window_right = -1;  // Inclusive; -1: unbounded (causal: 0).
-  float softcap = 0.0f;            // 0: off.
+  std::int64_t window_left = -1;          // Inclusive; -1: unbounded.
+  std::int64_t window_right = -1;         // Inclusive; -1: unbounded (causal: 0).
+  float softcap = 0.0f;                   // 0: off.
   std::span<const float> sinks{};         // Hq sink logits (gpt-oss), or empty.
   std::span<const float> alibi_slopes{};  // Hq slopes (AlibiSlopes()), or empty.
   // Variable-length batches: B + 1 cumulative offsets each, or empty.
@@ -262,8 +263,8 @@ struct AttentionParams {
   std::size_t block_table_stride = 0;
   AttnPType p_type = AttnPType::kFp32;
   ScaleRule p_scale_rule = ScaleRule::kOcpFloor;  // MXFP8 P only.
-  std::size_t kv_tile = 128;  // Keys per online-softmax tile, a multiple of 32.
-  std::size_t kv_splits = 0;  // 0: the decode rule of step 3.
+  std::size_t kv_tile = 128;                      // Keys per online-softmax tile, a multiple of 32.
+  std::size_t kv_splits = 0;                      // 0: the decode rule of step 3.
   // Caller-owned workspace of at least AttentionWorkspaceBytes(), or empty
   // (the call allocates it). 64-byte alignment is not required.
   std::span<std::byte> workspace{};
@@ -279,8 +280,7 @@ TRNMX_API std::size_t AttentionKvSplits(std::size_t queries, std::size_t keys,
 
 // Bytes of workspace a call with these operands, params and executor needs
 // (the same validation as Attention()).
-TRNMX_API StatusOr<std::size_t> AttentionWorkspaceBytes(const AttnOperand& q,
-                                                        const AttnOperand& k,
+TRNMX_API StatusOr<std::size_t> AttentionWorkspaceBytes(const AttnOperand& q, const AttnOperand& k,
                                                         const AttnOperand& v,
                                                         const AttentionParams& params,
                                                         Executor* executor = nullptr);

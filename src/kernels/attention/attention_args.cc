@@ -127,8 +127,8 @@ Status CheckOffsets(std::string_view name, std::span<const std::int32_t> offsets
   for (std::size_t b = 0; b < batch; ++b) {
     if (offsets[b + 1] < offsets[b]) {
       return Error(std::string(name) + "[" + Str(b + 1) +
-                   "] = " + Str(std::int64_t{offsets[b + 1]}) + " is below " + std::string(name) + "[" + Str(b) +
-                   "] = " + Str(std::int64_t{offsets[b]}));
+                   "] = " + Str(std::int64_t{offsets[b + 1]}) + " is below " + std::string(name) +
+                   "[" + Str(b) + "] = " + Str(std::int64_t{offsets[b]}));
     }
   }
   if (static_cast<std::size_t>(offsets[batch]) > extent) {
