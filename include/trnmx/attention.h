@@ -61,7 +61,8 @@
 //      k_d, acc) for d increasing; MX x MX: per 32-block exact sums, scaled,
 //      added in block order; one MX operand: decoded to FP32, then dense).
 //      s = fl32(r * scale), scale = params.scale or, if 0, fl32(1 /
-//      sqrt(Dqk)) (sqrt in double, correctly rounded by IEEE).
+//      sqrt(Dqk)) (sqrt and the division in double, correctly rounded by
+//      IEEE; Dqk = 0 counts as 1).
 //      Soft-capping (softcap > 0): s = fl32(softcap * tanh(fl32(s / softcap))).
 //      ALiBi (alibi_slopes given): s = fl32(s - fl32(slope_h * |j - i - c|))
 //      (|.| converted to FP32 exactly, distances < 2^24).
@@ -96,7 +97,8 @@
 //      fl32(acc_s,d * w)). Then O_d = fl32(A_d / L) and LSE = fl32(M +
 //      log(L)). A sink therefore joins the softmax denominator only (gpt-oss),
 //      and LSE includes it. With one split and no sink this is O_d =
-//      fl32(acc_d / l), LSE = fl32(m + log(l)).
+//      fl32(acc_d / l), LSE = fl32(m + log(l)) (for finite m; an acc_d of
+//      -0 becomes +0 in A_d).
 //   6. A row with no allowed key and no sink (or whose states are all
 //      skipped): O = +0 and LSE = -Inf. NaN and Inf inputs follow IEEE
 //      through the operations above: a NaN or +Inf score among a row's
@@ -111,11 +113,20 @@
 // measured bounds of the BF16 and MXFP8 P options.
 //
 // Errors (Status; nothing written, O and LSE untouched): extents that do not
-// agree (batch, heads, Dqk of Q and K, Skv of K and V, O's shape), Hq not a
-// multiple of Hkv, null data with a non-zero extent, strides that let a
+// agree (batch, heads, Dqk of Q and K, Skv and n of K and V, O's shape; K's
+// n must be B unless kv_offsets or a block table is given, Q's n must be 1
+// with q_offsets, where B = q_offsets.size() - 1), Hq not a multiple of
+// Hkv, null or misaligned data with a non-zero extent, strides that let a
 // tensor's last element overflow the address space, O's or LSE's strides
-// making two outputs share memory, O or LSE overlapping an input, MX views
-// of the wrong count, shape, axis or format (per view, naming its index),
+// making two outputs share memory (the strides must nest: sorted by size,
+// each at least the span of the smaller dimensions, as every dense layout
+// does), O or LSE overlapping an input or each other (byte bounds), MX views
+// of the wrong count, shape, axis or format (per view, naming its index;
+// NVFP4 is not an operand), kv_offsets given with kv_lengths or a block
+// table, MXFP8 P with an MX V and a kv_offsets[b] (b < B) that is not a
+// multiple of 32 (the exact block sums need V's blocks on the keys' aligned
+// 32-blocks), a paged cache with page size 0 or block_table_stride 0 or a
+// block table too short for the blocks a sequence uses,
 // kv_tile 0 or not a multiple of 32, window_left or window_right < -1,
 // causal with window_right > 0, softcap negative or not finite, scale not
 // finite or negative, sinks or alibi_slopes of a length other than Hq or
@@ -127,12 +138,15 @@
 // p_type MXFP8 with a scale rule it does not define, enum values outside
 // their enums, a workspace shorter than AttentionWorkspaceBytes().
 //
-// Threads and memory: tasks over (sequence, KV head, block of query rows),
-// and for split rows over (sequence, KV head, split) followed by the
-// combine; each task owns its outputs, so every thread count gives the same
-// bits. A call allocates one workspace of AttentionWorkspaceBytes() bytes
-// (per-thread tiles and the split partials) unless the caller passes its own
-// in params.workspace. executor == nullptr runs on the calling thread.
+// Threads and memory: tasks over (sequence, KV head, block of 64 (query,
+// head of the group) rows, split), the G query heads of a KV head together
+// so that each K and V tile is read once; a sequence with several splits
+// leaves each split's state in the workspace and a second pass combines
+// them in the fixed order of step 5. Each row is computed by one task, so
+// every thread count gives the same bits. A call allocates one workspace of
+// AttentionWorkspaceBytes() bytes (per-thread tiles and the split partials)
+// unless the caller passes its own in params.workspace. executor == nullptr
+// runs on the calling thread.
 //
 // Example (prefill, BF16, GQA 32/8, causal, BSHD, 2 threads):
 //   trnmx::ThreadPoolExecutor pool(2);
@@ -207,12 +221,12 @@ struct AttnOutput {
   std::size_t s_stride = 0;
   std::size_t h_stride = 0;
 
-  static AttnOutput Bhsd(OutputType type, void* data, std::size_t n, std::size_t h,
-                         std::size_t s, std::size_t d) {
+  static AttnOutput Bhsd(OutputType type, void* data, std::size_t n, std::size_t h, std::size_t s,
+                         std::size_t d) {
     return {type, n, s, h, d, data, h * s * d, d, s * d};
   }
-  static AttnOutput Bshd(OutputType type, void* data, std::size_t n, std::size_t s,
-                         std::size_t h, std::size_t d) {
+  static AttnOutput Bshd(OutputType type, void* data, std::size_t n, std::size_t s, std::size_t h,
+                         std::size_t d) {
     return {type, n, s, h, d, data, s * h * d, h * d, d};
   }
 };
@@ -233,9 +247,9 @@ enum class AttnPType : std::uint8_t { kFp32, kBf16, kMxfp8E4M3, kMxfp8E5M2 };
 struct AttentionParams {
   float scale = 0.0f;  // 0: fl32(1 / sqrt(Dqk)).
   bool causal = false;
-  std::int64_t window_left = -1;   // Inclusive; -1: unbounded.
-  std::int64_t window_right = -1;  // Inclusive; -1: unbounded (causal: 0).
-  float softcap = 0.0f;            // 0: off.
+  std::int64_t window_left = -1;          // Inclusive; -1: unbounded.
+  std::int64_t window_right = -1;         // Inclusive; -1: unbounded (causal: 0).
+  float softcap = 0.0f;                   // 0: off.
   std::span<const float> sinks{};         // Hq sink logits (gpt-oss), or empty.
   std::span<const float> alibi_slopes{};  // Hq slopes (AlibiSlopes()), or empty.
   // Variable-length batches: B + 1 cumulative offsets each, or empty.
@@ -249,8 +263,8 @@ struct AttentionParams {
   std::size_t block_table_stride = 0;
   AttnPType p_type = AttnPType::kFp32;
   ScaleRule p_scale_rule = ScaleRule::kOcpFloor;  // MXFP8 P only.
-  std::size_t kv_tile = 128;  // Keys per online-softmax tile, a multiple of 32.
-  std::size_t kv_splits = 0;  // 0: the decode rule of step 3.
+  std::size_t kv_tile = 128;                      // Keys per online-softmax tile, a multiple of 32.
+  std::size_t kv_splits = 0;                      // 0: the decode rule of step 3.
   // Caller-owned workspace of at least AttentionWorkspaceBytes(), or empty
   // (the call allocates it). 64-byte alignment is not required.
   std::span<std::byte> workspace{};
@@ -266,8 +280,7 @@ TRNMX_API std::size_t AttentionKvSplits(std::size_t queries, std::size_t keys,
 
 // Bytes of workspace a call with these operands, params and executor needs
 // (the same validation as Attention()).
-TRNMX_API StatusOr<std::size_t> AttentionWorkspaceBytes(const AttnOperand& q,
-                                                        const AttnOperand& k,
+TRNMX_API StatusOr<std::size_t> AttentionWorkspaceBytes(const AttnOperand& q, const AttnOperand& k,
                                                         const AttnOperand& v,
                                                         const AttentionParams& params,
                                                         Executor* executor = nullptr);

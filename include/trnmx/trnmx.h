@@ -21,6 +21,7 @@
 //   mx.h        MX tensors: QuantizeMx, DequantizeMx, views, GGML interchange
 //   gemm.h      Gemm, PackedWeights
 //   moe.h       MoE router, dispatch / combine, routing statistics
+//   attention.h Attention (flash style, GQA, masks, sinks, paged / MX KV)
 //   executor.h  Executor, SerialExecutor, ThreadPoolExecutor, DefaultExecutor
 //   status.h    Status, StatusOr
 //   version.h   TRNMX_VERSION_* macros
@@ -30,6 +31,7 @@
 #ifndef TRNMX_TRNMX_H_
 #define TRNMX_TRNMX_H_
 
+#include "trnmx/attention.h"
 #include "trnmx/executor.h"
 #include "trnmx/formats.h"
 #include "trnmx/formats/mx_pack.h"

@@ -33,7 +33,9 @@ for api in 'trnmx::Gemm(' 'trnmx::PackedWeights::Pack(' 'trnmx::QuantizeMx(' \
            'trnmx::ThreadPoolExecutor::ThreadPoolExecutor(' 'typeinfo for trnmx::Executor' \
            'trnmx::Status::ToString' 'trnmx::internal::AbortOnErrorValueAccess(' \
            'trnmx::Route(' 'trnmx::PlanDispatch(' 'trnmx::CombineTokens(' \
-           'trnmx::ComputeRoutingStats(' 'trnmx::SyntheticRouterLogits('; do
+           'trnmx::ComputeRoutingStats(' 'trnmx::SyntheticRouterLogits(' \
+           'trnmx::Attention(' 'trnmx::AttentionWorkspaceBytes(' 'trnmx::AttentionKvSplits(' \
+           'trnmx::AlibiSlopes(' 'trnmx::QuantizeAttnOperand('; do
   grep -qF -- "$api" <<<"$symbols" || fail "public API symbol missing: $api"
 done
 printf 'abi.exports: %s exports %d symbols, all public API\n' "$(basename "$lib")" "$count"

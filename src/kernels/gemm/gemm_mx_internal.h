@@ -141,6 +141,20 @@ void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std
 // Paths other than the tiled one.
 // ---------------------------------------------------------------------------
 
+// Exact block products in __int128 for any pairing (gemm_mx_wide.cc; also
+// attention's MX x MX products, src/kernels/attention).
+enum class WideSpecial : std::uint8_t { kFinite, kNan, kPosInf, kNegInf };
+struct WideElement {
+  std::int64_t v;  // Value in units of 2^q (kFinite only).
+  WideSpecial kind;
+};
+// The kMxK codes of one block (UnpackBlock) as values of `table`'s format.
+void DecodeWideBlock(const FormatTable& table, const std::uint8_t* codes, WideElement* out);
+// fl32 of the exact sum over one block of x_i * w_i * 2^(ea + eb), one
+// rounding (ref::MxDot's y_j); either exponent kMxScaleNanExponent gives NaN;
+// a NaN element, Inf * 0 or Infs of both signs give NaN.
+float WideBlock(const WideElement* x, const WideElement* w, std::int32_t ea, std::int32_t eb);
+
 // E5M2 x E4M3 and E5M2 x E5M2: scalar, block sums in __int128 (gemm_mx_wide.cc).
 Status RunWide(const LineReader& ra, const LineReader& rb, std::size_t m, std::size_t n,
                std::size_t k, const GemmOutput& c, const GemmParams& params, Executor& pool);

@@ -14,42 +14,25 @@
 namespace trnmx::internal {
 namespace {
 
-enum class Special : std::uint8_t { kFinite, kNan, kPosInf, kNegInf };
-
-// 128-bit integers (GCC/Clang extension; __extension__ keeps -Wpedantic quiet).
-__extension__ typedef __int128 Int128;
-__extension__ typedef unsigned __int128 UInt128;
-
-struct WideElement {
-  std::int64_t v;
-  Special kind;
-};
-
 void DecodeWideLine(const LineReader& r, std::size_t line, WideElement* out) {
   const std::size_t blocks = CeilDiv(r.k, kMxK);
   std::uint8_t codes[kMxK];
   for (std::size_t b = 0; b < blocks; ++b) {
     r.Codes(line, b, codes);
-    for (std::size_t i = 0; i < kMxK; ++i) {
-      const double v = r.table->value[codes[i]];
-      WideElement& e = out[b * kMxK + i];
-      if (std::isnan(v)) {
-        e = {0, Special::kNan};
-      } else if (std::isinf(v)) {
-        e = {0, v > 0 ? Special::kPosInf : Special::kNegInf};
-      } else {
-        e = {static_cast<std::int64_t>(v), Special::kFinite};
-      }
-    }
+    DecodeWideBlock(*r.table, codes, out + b * kMxK);
   }
 }
+
+// 128-bit integers (GCC/Clang extension; __extension__ keeps -Wpedantic quiet).
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
 
 // fl32(s * 2^e), one rounding: s rounded to 53 bits with round-to-odd (exact
 // below 2^53), which a later round-to-nearest to <= 24 bits cannot tell from
 // s itself; then an exact FP64 scaling and one FP64 -> FP32 conversion.
 float RoundWide(Int128 s, int e) {
   if (s == 0) return 0.0f;
-    const bool negative = s < 0;
+  const bool negative = s < 0;
   UInt128 u = negative ? UInt128(0) - static_cast<UInt128>(s) : static_cast<UInt128>(s);
   int shift = 0;
   while ((u >> 53) != 0) {
@@ -63,6 +46,22 @@ float RoundWide(Int128 s, int e) {
   return negative ? -f : f;
 }
 
+}  // namespace
+
+void DecodeWideBlock(const FormatTable& table, const std::uint8_t* codes, WideElement* out) {
+  for (std::size_t i = 0; i < kMxK; ++i) {
+    const double v = table.value[codes[i]];
+    WideElement& e = out[i];
+    if (std::isnan(v)) {
+      e = {0, WideSpecial::kNan};
+    } else if (std::isinf(v)) {
+      e = {0, v > 0 ? WideSpecial::kPosInf : WideSpecial::kNegInf};
+    } else {
+      e = {static_cast<std::int64_t>(v), WideSpecial::kFinite};
+    }
+  }
+}
+
 float WideBlock(const WideElement* x, const WideElement* w, std::int32_t ea, std::int32_t eb) {
   bool nan = ea == kMxScaleNanExponent || eb == kMxScaleNanExponent;
   bool pos_inf = false;
@@ -71,20 +70,21 @@ float WideBlock(const WideElement* x, const WideElement* w, std::int32_t ea, std
   for (std::size_t i = 0; i < kMxK; ++i) {
     const WideElement a = x[i];
     const WideElement b = w[i];
-    if (a.kind == Special::kFinite && b.kind == Special::kFinite) {
+    if (a.kind == WideSpecial::kFinite && b.kind == WideSpecial::kFinite) {
       s += static_cast<Int128>(a.v) * b.v;
       continue;
     }
-    if (a.kind == Special::kNan || b.kind == Special::kNan) {
+    if (a.kind == WideSpecial::kNan || b.kind == WideSpecial::kNan) {
       nan = true;
       continue;
     }
-    if ((a.kind == Special::kFinite && a.v == 0) || (b.kind == Special::kFinite && b.v == 0)) {
+    if ((a.kind == WideSpecial::kFinite && a.v == 0) ||
+        (b.kind == WideSpecial::kFinite && b.v == 0)) {
       nan = true;  // Inf * 0.
       continue;
     }
-    const bool an = a.kind == Special::kFinite ? a.v < 0 : a.kind == Special::kNegInf;
-    const bool bn = b.kind == Special::kFinite ? b.v < 0 : b.kind == Special::kNegInf;
+    const bool an = a.kind == WideSpecial::kFinite ? a.v < 0 : a.kind == WideSpecial::kNegInf;
+    const bool bn = b.kind == WideSpecial::kFinite ? b.v < 0 : b.kind == WideSpecial::kNegInf;
     (an != bn ? neg_inf : pos_inf) = true;
   }
   if (nan || (pos_inf && neg_inf)) return std::numeric_limits<float>::quiet_NaN();
@@ -93,11 +93,8 @@ float WideBlock(const WideElement* x, const WideElement* w, std::int32_t ea, std
   return RoundWide(s, ea + eb);
 }
 
-}  // namespace
-
 Status RunWide(const LineReader& ra, const LineReader& rb, std::size_t m, std::size_t n,
-               std::size_t k, const GemmOutput& c, const GemmParams& params,
-               Executor& pool) {
+               std::size_t k, const GemmOutput& c, const GemmParams& params, Executor& pool) {
   SerialExecutor serial;  // The scalar path is ~16x slower per multiply-add.
   Executor& executor =
       ExecutorFor(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
@@ -124,11 +121,12 @@ Status RunWide(const LineReader& ra, const LineReader& rb, std::size_t m, std::s
     }
     for (std::size_t i = i0; i < i1; ++i) {
       for (std::size_t j = j0; j < j1; ++j) {
-        float acc = params.accumulate ? static_cast<const float*>(c.data)[i * c.row_stride + j] : 0.0f;
+        float acc =
+            params.accumulate ? static_cast<const float*>(c.data)[i * c.row_stride + j] : 0.0f;
         for (std::size_t b = 0; b < blocks; ++b) {
-          const float y = WideBlock(av.data() + (i - i0) * kp + b * kMxK,
-                                    bv.data() + (j - j0) * kp + b * kMxK,
-                                    eav[(i - i0) * blocks + b], ebv[(j - j0) * blocks + b]);
+          const float y =
+              WideBlock(av.data() + (i - i0) * kp + b * kMxK, bv.data() + (j - j0) * kp + b * kMxK,
+                        eav[(i - i0) * blocks + b], ebv[(j - j0) * blocks + b]);
           acc = acc + y;
         }
         StoreOutput(c, params, i, j, acc);

@@ -1,5 +1,5 @@
-// trnmx's own exp, sigmoid and log (src/internal/fixed_math.h) against long
-// double expl/logl over a sweep of FP32 inputs: the accuracy its header
+// trnmx's own exp, sigmoid, tanh and log (src/internal/fixed_math.h) against long
+// double expl/tanhl/logl over a sweep of FP32 inputs: the accuracy its header
 // documents (within 0.5 + 2^-20 ulp) and its special values; and the array
 // forms (fixed_math_array.h) equal to the scalar ones on every Highway target.
 #include "internal/fixed_math.h"
@@ -82,6 +82,14 @@ TEST(FixedMath, SigmoidWithinBound) {
                                [](long double x) { return 1.0L / (1.0L + expl(-x)); }));
 }
 
+TEST(FixedMath, TanhWithinBound) {
+  // Beyond |x| = 10 FixedTanh saturates to +-1 (checked below); 0 has no
+  // relative ulp and is checked exactly below.
+  Report("FixedTanh", Sweep(
+                          -10.0f, 10.0f, [](float x) { return x == 0.0f ? 0.0f : FixedTanh(x); },
+                          [](long double x) { return tanhl(x); }));
+}
+
 TEST(FixedMath, LogWithinBound) {
   // log(1) = 0 has no relative ulp; it is checked exactly below.
   Report("FixedLog", Sweep(
@@ -120,6 +128,16 @@ TEST(FixedMath, SpecialValues) {
   EXPECT_EQ(FixedSigmoid(inf), 1.0f);
   EXPECT_EQ(FixedSigmoid(-inf), 0.0f);
   EXPECT_TRUE(std::isnan(FixedSigmoid(nan)));
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(FixedTanh(0.0f)), 0u);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(FixedTanh(-0.0f)), 0x80000000u);
+  EXPECT_EQ(FixedTanh(std::bit_cast<float>(1u)), std::bit_cast<float>(1u));
+  EXPECT_EQ(FixedTanh(1.0f), 0.761594155955764888f);  // Correctly rounded tanh(1).
+  EXPECT_EQ(FixedTanh(-1.0f), -0.761594155955764888f);
+  EXPECT_EQ(FixedTanh(9.5f), 1.0f);  // 1 - tanh(9.5) < 2^-25: rounds to 1.
+  EXPECT_EQ(FixedTanh(10.5f), 1.0f);
+  EXPECT_EQ(FixedTanh(-inf), -1.0f);
+  EXPECT_EQ(FixedTanh(inf), 1.0f);
+  EXPECT_TRUE(std::isnan(FixedTanh(nan)));
   EXPECT_EQ(FixedLog(1.0f), 0.0f);
   EXPECT_EQ(FixedLog(0.0f), -inf);
   EXPECT_EQ(FixedLog(-0.0f), -inf);

@@ -1,0 +1,506 @@
+// Attention (include/trnmx/attention.h): the kernel equals the contract's
+// scalar reference (src/reference/attention_ref.h) bit for bit on cases that
+// cover every feature and their combinations, on every Highway target and
+// thread count; empty and fully masked rows; the NaN / Inf rule; every error
+// of the header's Errors paragraph, with the outputs untouched; the decode
+// split rule; ALiBi slopes; the MX operand helper.
+#include "trnmx/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/attention_test_util.h"
+#include "support/hwy_targets.h"
+
+namespace trnmx {
+namespace {
+
+using testing::Inputs;
+using testing::KvLayout;
+using testing::Result;
+using testing::RunAttention;
+using testing::SameBits;
+using testing::Spec;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+ThreadPoolExecutor& Pool(std::size_t n) {
+  static ThreadPoolExecutor p2(2);
+  static ThreadPoolExecutor p3(3);
+  return n == 2 ? p2 : p3;
+}
+
+// The feature cases: each small, together covering every feature and many
+// combinations (kv_tile 32 so that most cases have several tiles and tails).
+std::vector<Spec> Cases() {
+  std::vector<Spec> c;
+  const auto add = [&](std::string name, const std::function<void(Spec&)>& f) {
+    Spec s;
+    s.name = std::move(name);
+    s.params.kv_tile = 32;
+    s.seed = c.size() + 1;
+    f(s);
+    c.push_back(s);
+  };
+  add("mha", [](Spec&) {});
+  add("causal_gqa_tails", [](Spec& s) {
+    s.hq = 4, s.hkv = 2, s.sq = 33, s.skv = 70, s.dqk = s.dv = 32, s.params.causal = true;
+  });
+  add("causal_sq_lt_skv_bshd",
+      [](Spec& s) { s.sq = 5, s.skv = 70, s.bshd = true, s.params.causal = true; });
+  add("causal_sq_gt_skv", [](Spec& s) { s.sq = 12, s.skv = 5, s.params.causal = true; });
+  add("window",
+      [](Spec& s) { s.sq = 40, s.skv = 100, s.params.window_left = 8, s.params.window_right = 3; });
+  add("everything", [](Spec& s) {
+    s.hq = 6, s.hkv = 2, s.sq = 20, s.skv = 50, s.params.causal = true;
+    s.params.window_left = 10, s.params.softcap = 5.0f, s.sinks = true, s.alibi = true;
+    s.amplitude = 3.0f;
+  });
+  add("bf16_gqa_bshd", [](Spec& s) {
+    s.qt = s.kt = OperandType::kBf16, s.ot = OutputType::kBf16, s.bshd = true;
+    s.hq = 8, s.hkv = 2, s.sq = 9, s.skv = 40, s.dqk = s.dv = 64, s.params.causal = true;
+  });
+  for (std::size_t d : {64, 80, 96, 128, 256}) {
+    add("head_dim_" + std::to_string(d),
+        [d](Spec& s) { s.sq = 3, s.skv = 40, s.dqk = s.dv = d, s.params.causal = true; });
+  }
+  add("mla_192_128", [](Spec& s) {
+    s.hq = 2, s.hkv = 1, s.sq = 4, s.skv = 50, s.dqk = 192, s.dv = 128, s.params.causal = true;
+  });
+  add("varlen", [](Spec& s) {
+    s.batch = 3, s.varlen_q = true, s.kv = KvLayout::kVarlen, s.q_lens = {5, 0, 9};
+    s.kv_lens = {7, 3, 40}, s.params.causal = true, s.hq = 4, s.hkv = 2;
+  });
+  add("padded_splits", [](Spec& s) {
+    s.batch = 3, s.kv = KvLayout::kPadded, s.skv = 64, s.kv_lens = {64, 10, 0}, s.sq = 4;
+    s.params.kv_splits = 3;
+  });
+  add("paged_causal_splits", [](Spec& s) {
+    s.batch = 2, s.kv = KvLayout::kPaged, s.page = 32, s.kv_lens = {70, 33}, s.sq = 3;
+    s.params.causal = true, s.params.kv_splits = 2, s.hq = 4, s.hkv = 2;
+  });
+  add("decode_mxfp8_e4m3_default_splits", [](Spec& s) {
+    s.sq = 1, s.skv = 2100, s.hq = 4, s.hkv = 1, s.dqk = s.dv = 32;
+    s.qt = s.kt = OperandType::kBf16, s.k_mx = s.v_mx = MxFormat::kMxfp8E4M3;
+    s.params.kv_tile = 128;
+  });
+  add("mxfp8_e5m2_kv_causal_gqa", [](Spec& s) {
+    s.hq = 4, s.hkv = 2, s.sq = 10, s.skv = 45, s.params.causal = true;
+    s.k_mx = s.v_mx = MxFormat::kMxfp8E5M2;
+  });
+  add("mxfp4_kv_paged", [](Spec& s) {
+    s.batch = 2, s.kv = KvLayout::kPaged, s.page = 64, s.kv_lens = {100, 64}, s.sq = 2;
+    s.k_mx = s.v_mx = MxFormat::kMxfp4, s.dqk = s.dv = 40;
+  });
+  add("p_bf16", [](Spec& s) {
+    s.sq = 7, s.skv = 70, s.params.p_type = AttnPType::kBf16, s.params.causal = true;
+  });
+  add("p_mxfp8_e4m3_dense_v", [](Spec& s) {
+    s.sq = 7, s.skv = 70, s.params.p_type = AttnPType::kMxfp8E4M3, s.params.causal = true;
+    s.params.window_left = 40;
+  });
+  add("p_mxfp8_e5m2_mx_v_paged", [](Spec& s) {
+    s.batch = 2, s.kv = KvLayout::kPaged, s.page = 32, s.kv_lens = {50, 90}, s.sq = 6;
+    s.params.p_type = AttnPType::kMxfp8E5M2, s.v_mx = MxFormat::kMxfp8E4M3;
+    s.params.causal = true, s.params.p_scale_rule = ScaleRule::kNki, s.params.kv_splits = 2;
+  });
+  add("p_mxfp8_mx_v_varlen_window", [](Spec& s) {
+    s.batch = 2, s.kv = KvLayout::kVarlen, s.kv_lens = {64, 45}, s.sq = 5;
+    s.params.p_type = AttnPType::kMxfp8E4M3, s.v_mx = MxFormat::kMxfp8E5M2;
+    s.params.window_left = 20, s.params.window_right = 2;
+  });
+  add("mx_q_mx_k", [](Spec& s) {
+    s.sq = 6, s.skv = 50, s.dqk = 40, s.q_mx = s.k_mx = MxFormat::kMxfp8E4M3;
+    s.params.causal = true;
+  });
+  add("mx_q_dense_k_bf16", [](Spec& s) {
+    s.sq = 5, s.skv = 40, s.dqk = 48, s.q_mx = MxFormat::kMxfp6E3M2, s.kt = OperandType::kBf16;
+  });
+  add("p_mxfp8_fp4_v_splits", [](Spec& s) {
+    s.hq = 4, s.hkv = 2, s.sq = 3, s.skv = 150, s.v_mx = s.k_mx = MxFormat::kMxfp4;
+    s.params.p_type = AttnPType::kMxfp8E4M3, s.params.kv_splits = 3, s.sinks = true;
+  });
+  add("mx_q_e5m2_k_e5m2_v_fp4", [](Spec& s) {
+    s.sq = 4, s.skv = 33, s.q_mx = s.k_mx = MxFormat::kMxfp8E5M2, s.v_mx = MxFormat::kMxfp4;
+  });
+  add("softcap_alibi_pbf16_window_fp4v", [](Spec& s) {
+    s.hq = 4, s.hkv = 2, s.sq = 12, s.skv = 60, s.params.softcap = 2.0f, s.alibi = true;
+    s.params.p_type = AttnPType::kBf16, s.params.window_left = 15, s.params.window_right = 5;
+    s.v_mx = MxFormat::kMxfp4, s.amplitude = 2.0f;
+  });
+  add("decode_16_sinks_default_splits", [](Spec& s) {
+    s.sq = 16, s.skv = 3000, s.hq = 2, s.hkv = 1, s.dqk = s.dv = 8, s.sinks = true;
+    s.params.kv_tile = 64, s.params.causal = true;
+  });
+  add("prefill_explicit_splits",
+      [](Spec& s) { s.sq = 20, s.skv = 150, s.params.kv_splits = 5, s.sinks = true; });
+  add("several_row_chunks", [](Spec& s) {  // 280 rows per KV head: chunks of 256.
+    s.hq = 8, s.hkv = 2, s.sq = 70, s.skv = 80, s.dqk = s.dv = 8, s.params.causal = true;
+    s.params.window_left = 30, s.sinks = true;
+  });
+  add("several_row_chunks_splits", [](Spec& s) {
+    s.hq = 1, s.hkv = 1, s.sq = 300, s.skv = 100, s.dqk = s.dv = 4, s.params.kv_splits = 3;
+  });
+  add("many_rows_gqa", [](Spec& s) {
+    s.hq = 8, s.hkv = 1, s.sq = 20, s.skv = 40, s.dqk = s.dv = 8, s.params.causal = true;
+  });
+  add("empty_batch_rows", [](Spec& s) {
+    s.batch = 2, s.varlen_q = true, s.q_lens = {0, 0}, s.kv = KvLayout::kPadded;
+    s.kv_lens = {5, 0};
+  });
+  add("custom_scale_d1", [](Spec& s) { s.dqk = 1, s.dv = 3, s.params.scale = 0.7f; });
+  add("dqk_0", [](Spec& s) { s.dqk = 0, s.dv = 4, s.params.causal = true; });  // Scores 0.
+  add("dv_0_lse_only", [](Spec& s) { s.dv = 0, s.sinks = true; });
+  return c;
+}
+
+TEST(Attention, KernelEqualsReferenceOnEveryCase) {
+  for (const Spec& spec : Cases()) {
+    SCOPED_TRACE(spec.name);
+    const Inputs in(spec);
+    const Result want = RunAttention(in, /*ref=*/true);
+    ASSERT_TRUE(want.status.ok()) << want.status.message();
+    EXPECT_TRUE(SameBits(in, RunAttention(in, false), want));
+    // A caller workspace of exactly the reported size gives the same bits.
+    auto bytes = AttentionWorkspaceBytes(in.q(), in.k(), in.v(), in.params());
+    ASSERT_TRUE(bytes.ok());
+    std::vector<std::byte> ws(*bytes + 3);
+    AttentionParams p = in.params();
+    p.workspace = std::span<std::byte>(ws).subspan(3);  // Unaligned on purpose.
+    EXPECT_TRUE(SameBits(in, RunAttention(in, false, nullptr, &p), want));
+  }
+}
+
+TEST(Attention, ThreadCountsGiveTheSameBits) {
+  for (const Spec& spec : Cases()) {
+    SCOPED_TRACE(spec.name);
+    const Inputs in(spec);
+    const Result one = RunAttention(in, false);
+    EXPECT_TRUE(SameBits(in, RunAttention(in, false, &Pool(2)), one));
+    EXPECT_TRUE(SameBits(in, RunAttention(in, false, &Pool(3)), one));
+  }
+}
+
+class AttentionPerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(AttentionPerTarget);
+
+TEST_P(AttentionPerTarget, EqualsReference) {
+  const std::vector<Spec> cases = Cases();
+  for (const char* name : {"causal_gqa_tails", "everything", "several_row_chunks", "bf16_gqa_bshd",
+                           "head_dim_80", "mla_192_128", "paged_causal_splits", "mxfp4_kv_paged",
+                           "p_mxfp8_e4m3_dense_v", "decode_16_sinks_default_splits"}) {
+    for (const Spec& spec : cases) {
+      if (spec.name != name) continue;
+      SCOPED_TRACE(spec.name);
+      const Inputs in(spec);
+      EXPECT_TRUE(SameBits(in, RunAttention(in, false, &Pool(2)), RunAttention(in, true)));
+    }
+  }
+}
+
+// Row (b, h, i) of O as floats, and its LSE.
+std::vector<float> Row(const Inputs& in, const Result& r, std::size_t n, std::size_t h,
+                       std::size_t s) {
+  const std::vector<float> all = testing::OutputFloats(in, r);
+  const AttnOutput o = in.o(nullptr);
+  const std::size_t at = n * o.n_stride + s * o.s_stride + h * o.h_stride;
+  return {all.begin() + static_cast<std::ptrdiff_t>(at),
+          all.begin() + static_cast<std::ptrdiff_t>(at + o.d)};
+}
+float Lse(const Inputs& in, const Result& r, std::size_t n, std::size_t h, std::size_t s) {
+  const AttnLse l = in.lse(nullptr);
+  return r.lse[n * l.n_stride + h * l.h_stride + s * l.s_stride];
+}
+
+TEST(Attention, FullyMaskedAndEmptyRowsGiveZeroAndMinusInf) {
+  Spec spec;
+  spec.sq = 8, spec.skv = 4, spec.params.causal = true;  // c = -4: rows 0..3 see nothing.
+  const Inputs in(spec);
+  const Result r = RunAttention(in, false);
+  ASSERT_TRUE(r.status.ok());
+  for (std::size_t h = 0; h < spec.hq; ++h) {
+    for (std::size_t i = 0; i < 8; ++i) {
+      const std::vector<float> row = Row(in, r, 0, h, i);
+      if (i < 4) {
+        for (float x : row) EXPECT_EQ(std::bit_cast<std::uint32_t>(x), 0u);
+        EXPECT_EQ(Lse(in, r, 0, h, i), -kInf);
+      } else {
+        EXPECT_TRUE(std::isfinite(Lse(in, r, 0, h, i)));
+      }
+    }
+  }
+  // A sequence without keys: O = 0, LSE = -Inf; with a sink: O = 0, LSE = sink.
+  Spec empty;
+  empty.batch = 2, empty.kv = KvLayout::kPadded, empty.skv = 6, empty.kv_lens = {0, 6};
+  const Inputs e(empty);
+  const Result re = RunAttention(e, false);
+  ASSERT_TRUE(re.status.ok());
+  for (float x : Row(e, re, 0, 1, 2)) EXPECT_EQ(std::bit_cast<std::uint32_t>(x), 0u);
+  EXPECT_EQ(Lse(e, re, 0, 1, 2), -kInf);
+  empty.sinks = true;
+  const Inputs es(empty);
+  const Result rs = RunAttention(es, false);
+  for (float x : Row(es, rs, 0, 1, 2)) EXPECT_EQ(std::bit_cast<std::uint32_t>(x), 0u);
+  EXPECT_EQ(Lse(es, rs, 0, 1, 2), es.sinks()[1]);
+}
+
+TEST(Attention, OneKeyGivesItsValue) {
+  // softmax over one key is 1: O = V exactly, LSE = the score.
+  Spec spec;
+  spec.sq = 1, spec.skv = 1, spec.hq = 1, spec.dqk = 2, spec.dv = 3;
+  Inputs in(spec);
+  in.qf() = {1.0f, 2.0f};
+  in.kf() = {0.5f, 0.25f};
+  in.vf() = {3.0f, -1.5f, 0.125f};
+  const Result r = RunAttention(in, false);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(Row(in, r, 0, 0, 0), (std::vector<float>{3.0f, -1.5f, 0.125f}));
+  EXPECT_EQ(Lse(in, r, 0, 0, 0), 1.0f * static_cast<float>(1.0 / std::sqrt(2.0)));
+}
+
+TEST(Attention, NanAndInfFollowTheRule) {
+  Spec spec;
+  spec.sq = 6, spec.skv = 6, spec.hq = 1, spec.dqk = spec.dv = 4, spec.params.causal = true;
+  spec.params.kv_tile = 32;
+  // Masked keys' K and V are never read: NaN there changes nothing.
+  {
+    Inputs in(spec);
+    const Result clean = RunAttention(in, false);
+    for (std::size_t d = 0; d < 4; ++d) {
+      in.kf()[5 * 4 + d] = std::numeric_limits<float>::quiet_NaN();  // Key 5: row 5 only.
+      in.vf()[5 * 4 + d] = kInf;
+    }
+    const Result dirty = RunAttention(in, false);
+    EXPECT_TRUE(SameBits(in, dirty, RunAttention(in, true)));
+    for (std::size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(Row(in, dirty, 0, 0, i), Row(in, clean, 0, 0, i)) << i;
+      EXPECT_EQ(Lse(in, dirty, 0, 0, i), Lse(in, clean, 0, 0, i));
+    }
+    for (float x : Row(in, dirty, 0, 0, 5)) EXPECT_TRUE(std::isnan(x));
+    EXPECT_TRUE(std::isnan(Lse(in, dirty, 0, 0, 5)));
+  }
+  // A -Inf score gives p = 0; the row stays finite.
+  {
+    Inputs in(spec);
+    in.qf()[3 * 4] = 1.0f;
+    in.kf()[1 * 4] = -kInf;  // Key 1: score -Inf for row 3 (q_0 = 1 > 0).
+    in.qf()[3 * 4 + 1] = in.qf()[3 * 4 + 2] = in.qf()[3 * 4 + 3] = 0.5f;
+    const Result r = RunAttention(in, false);
+    EXPECT_TRUE(SameBits(in, r, RunAttention(in, true)));
+    for (float x : Row(in, r, 0, 0, 3)) EXPECT_TRUE(std::isfinite(x));
+  }
+  // An infinite V among the allowed keys reaches O through the FMA chain.
+  {
+    Inputs in(spec);
+    in.vf()[2 * 4 + 1] = kInf;
+    const Result r = RunAttention(in, false);
+    EXPECT_TRUE(SameBits(in, r, RunAttention(in, true)));
+    EXPECT_EQ(Row(in, r, 0, 0, 4)[1], kInf);
+    EXPECT_TRUE(std::isfinite(Row(in, r, 0, 0, 1)[1]));  // Key 2 is masked for row 1.
+  }
+}
+
+TEST(Attention, KvSplitsRule) {
+  AttentionParams p;
+  EXPECT_EQ(AttentionKvSplits(17, 100000, p), 1u);  // Prefill: one split.
+  EXPECT_EQ(AttentionKvSplits(16, 1024, p), 1u);    // ceil(1024 / 1024).
+  EXPECT_EQ(AttentionKvSplits(1, 1025, p), 2u);     // ceil(1025 / 1024).
+  EXPECT_EQ(AttentionKvSplits(1, 32768, p), 32u);   // Capped at 32.
+  EXPECT_EQ(AttentionKvSplits(1, 1u << 20, p), 32u);
+  EXPECT_EQ(AttentionKvSplits(1, 0, p), 1u);
+  p.kv_splits = 7;
+  EXPECT_EQ(AttentionKvSplits(100, 1000, p), 7u);
+  EXPECT_EQ(AttentionKvSplits(100, 300, p), 3u);  // At most ceil(L / kv_tile) = 3.
+  p.kv_tile = 512;
+  EXPECT_EQ(AttentionKvSplits(1, 600, p), 2u);
+}
+
+TEST(Attention, AlibiSlopes) {
+  std::vector<float> s(8);
+  ASSERT_TRUE(AlibiSlopes(8, s).ok());
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(s[i], std::ldexp(1.0f, -static_cast<int>(i + 1)));
+  // 12 heads: 8 of 2^(-(i+1)), then 2^(-0.5), 2^(-1.5), 2^(-2.5), 2^(-3.5).
+  std::vector<float> t(12);
+  ASSERT_TRUE(AlibiSlopes(12, t).ok());
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(t[8 + i], static_cast<float>(std::exp2(-0.5 - static_cast<double>(i))));
+  }
+  EXPECT_FALSE(AlibiSlopes(12, s).ok());
+}
+
+TEST(Attention, QuantizeAttnOperand) {
+  Spec spec;
+  spec.hkv = 2, spec.skv = 40, spec.dqk = 40;
+  const Inputs in(spec);
+  auto t = QuantizeAttnOperand(in.k_dense(), MxFormat::kMxfp8E4M3, BlockAxis::kRows);
+  ASSERT_TRUE(t.ok());
+  const AttnOperand op = t->operand();
+  EXPECT_EQ(op.type, OperandType::kMx);
+  EXPECT_EQ(op.mx.size(), 2u);
+  EXPECT_EQ(op.mx[1].shape.rows, 40u);
+  EXPECT_EQ(t->bytes(), 2u * 40u * (64u + 2u));  // 2 views, 40 rows of 2 blocks + 2 scales.
+  EXPECT_FALSE(QuantizeAttnOperand(in.k_dense(), MxFormat::kNvfp4, BlockAxis::kRows).ok());
+  EXPECT_FALSE(QuantizeAttnOperand(op, MxFormat::kMxfp8E4M3, BlockAxis::kRows).ok());
+}
+
+// Each mutation must fail with a message containing `what`, in the kernel
+// and the reference alike, and write nothing.
+struct ErrorCase {
+  std::string what;
+  std::function<void(Spec&)> spec;
+  std::function<void(const Inputs&, AttnOperand&, AttnOperand&, AttnOperand&, AttnOutput&,
+                     AttentionParams&, AttnLse&)>
+      edit;
+};
+
+TEST(Attention, ErrorsNameTheProblemAndWriteNothing) {
+  using Q = AttnOperand;
+  const auto none = [](Spec&) {};
+  std::vector<std::int32_t> bad4 = {0, 3, 2};
+  std::vector<std::int32_t> offsets_past = {0, 3, 99};
+  std::vector<std::int32_t> offsets_nonzero = {1, 3, 5};
+  std::vector<std::int32_t> table_bad = {0, 9, 1, 2};
+  std::vector<std::int32_t> lengths_long = {5, 99};
+  std::vector<std::int32_t> lengths_short = {5};
+  std::vector<float> sinks_nan = {0.0f, std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> three = {0.0f, 0.0f, 0.0f};
+  std::vector<std::byte> tiny_ws(16);
+  std::vector<MxTensorView> wrong_views;
+  const std::vector<ErrorCase> cases = {
+      {"V has 3 heads", none, [](auto&, Q&, Q&, Q& v, auto&, auto&, auto&) { v.h = 3; }},
+      {"not a multiple of Hkv", [](Spec& s) { s.hq = 4, s.hkv = 2; },
+       [](auto&, Q& q, Q&, Q&, AttnOutput& o, auto&, auto&) { q.h = 3, o.h = 3; }},
+      {"Dqk of Q", none, [](auto&, Q&, Q& k, Q&, auto&, auto&, auto&) { k.d = 8; }},
+      {"Skv of K", none, [](auto&, Q&, Q&, Q& v, auto&, auto&, auto&) { v.s = 3; }},
+      {"O is [", none, [](auto&, Q&, Q&, Q&, AttnOutput& o, auto&, auto&) { o.d = 8; }},
+      {"null", none, [](auto&, Q& q, Q&, Q&, auto&, auto&, auto&) { q.data = nullptr; }},
+      {"overflow the address space", none,
+       [](auto&, Q&, Q& k, Q&, auto&, auto&, auto&) { k.s_stride = SIZE_MAX / 8; }},
+      {"O's strides make two outputs share memory", none,
+       [](auto&, Q&, Q&, Q&, AttnOutput& o, auto&, auto&) { o.s_stride = 1; }},
+      {"LSE's strides", none, [](auto&, Q&, Q&, Q&, auto&, auto&, AttnLse& l) { l.s_stride = 0; }},
+      {"O overlaps an input", none,
+       [](const Inputs&, Q& q, Q&, Q&, AttnOutput& o, auto&, auto&) {
+         o.data = const_cast<void*>(q.data);
+       }},
+      {"LSE overlaps O", none,
+       [](auto&, Q&, Q&, Q&, AttnOutput& o, auto&, AttnLse& l) {
+         l.data = static_cast<float*>(o.data);
+       }},
+      {"K is MX with 1 views", [](Spec& s) { s.hkv = 2, s.k_mx = MxFormat::kMxfp8E4M3; },
+       [](auto&, Q&, Q& k, Q&, auto&, auto&, auto&) { k.mx = k.mx.subspan(0, 1); }},
+      {"V MX view 0 must be blocked along s", [](Spec& s) { s.v_mx = MxFormat::kMxfp8E4M3; },
+       [&](const Inputs& in, Q&, Q&, Q& v, auto&, auto&, auto&) {
+         wrong_views.assign(in.v().mx.begin(), in.v().mx.end());
+         wrong_views[0].shape.axis = BlockAxis::kRows;
+         v.mx = wrong_views;
+       }},
+      {"kv_tile", none,
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.kv_tile = 48; }},
+      {"kv_tile", none, [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.kv_tile = 0; }},
+      {"below -1", none,
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.window_left = -2; }},
+      {"causal with window_right", none,
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) {
+         p.causal = true, p.window_right = 2;
+       }},
+      {"softcap", none,
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.softcap = -1.0f; }},
+      {"softcap", none,
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.softcap = kInf; }},
+      {"scale", none, [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.scale = -0.5f; }},
+      {"params.sinks[1] is not finite", none,
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.sinks = sinks_nan; }},
+      {"params.alibi_slopes has 3 entries", none,
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.alibi_slopes = three; }},
+      {"params.q_offsets[2] = 2 is below",
+       [](Spec& s) {
+         s.batch = 3, s.varlen_q = true, s.q_lens = {1, 2, 2};
+       },
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.q_offsets = bad4; }},
+      {"params.kv_offsets[2] = 2 is below",
+       [](Spec& s) {
+         s.batch = 2, s.kv = KvLayout::kVarlen, s.kv_lens = {3, 2};
+       },
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.kv_offsets = bad4; }},
+      {"params.kv_offsets[2] = 99 is past",
+       [](Spec& s) {
+         s.batch = 2, s.kv = KvLayout::kVarlen, s.kv_lens = {3, 2};
+       },
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.kv_offsets = offsets_past; }},
+      {"params.kv_offsets[0] is 1",
+       [](Spec& s) {
+         s.batch = 2, s.kv = KvLayout::kVarlen, s.kv_lens = {3, 2};
+       },
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) {
+         p.kv_offsets = offsets_nonzero;
+       }},
+      {"params.kv_lengths[1] = 99",
+       [](Spec& s) {
+         s.batch = 2, s.kv = KvLayout::kPadded, s.kv_lens = {5, 7};
+       },
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.kv_lengths = lengths_long; }},
+      {"params.kv_lengths has 1 entries",
+       [](Spec& s) {
+         s.batch = 2, s.kv = KvLayout::kPadded, s.kv_lens = {5, 7};
+       },
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.kv_lengths = lengths_short; }},
+      {"block_table entry of sequence 0, block 1 is 9",
+       [](Spec& s) {
+         s.batch = 2, s.kv = KvLayout::kPaged, s.page = 32, s.kv_lens = {40, 40};
+       },
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.block_table = table_bad; }},
+      {"a paged cache needs params.kv_lengths",
+       [](Spec& s) {
+         s.batch = 2, s.kv = KvLayout::kPaged, s.kv_lens = {40, 40};
+       },
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.kv_lengths = {}; }},
+      {"not defined for the MXFP8 P format", none,
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) {
+         p.p_type = AttnPType::kMxfp8E4M3, p.p_scale_rule = ScaleRule::kGgml;
+       }},
+      {"not an AttnPType", none,
+       [](auto&, Q&, Q&, Q&, auto&, AttentionParams& p,
+          auto&) { p.p_type = static_cast<AttnPType>(9); }},
+      {"not an OperandType", none,
+       [](auto&, Q&, Q& k, Q&, auto&, auto&, auto&) { k.type = static_cast<OperandType>(7); }},
+      {"params.workspace has 16 bytes", none,
+       [&](auto&, Q&, Q&, Q&, auto&, AttentionParams& p, auto&) { p.workspace = tiny_ws; }},
+  };
+  for (const ErrorCase& ec : cases) {
+    SCOPED_TRACE(ec.what);
+    Spec spec;
+    spec.sq = 4, spec.skv = 6;
+    ec.spec(spec);
+    const Inputs in(spec);
+    for (bool ref : {false, true}) {
+      std::vector<std::uint8_t> o_bytes(in.o_bytes(), 0xA5);
+      std::vector<float> lse_data(in.lse_elements(), -3.0f);
+      AttnOperand q = in.q();
+      AttnOperand k = in.k();
+      AttnOperand v = in.v();
+      AttnOutput o = in.o(o_bytes.data());
+      AttentionParams p = in.params();
+      AttnLse lse = in.lse(lse_data.data());
+      ec.edit(in, q, k, v, o, p, lse);
+      const Status st =
+          ref ? ref::Attention(q, k, v, o, p, lse) : Attention(q, k, v, o, p, nullptr, lse);
+      ASSERT_FALSE(st.ok()) << (ref ? "reference" : "kernel");
+      EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(st.message().find(ec.what), std::string::npos) << st.message();
+      for (std::uint8_t b : o_bytes) ASSERT_EQ(b, 0xA5);
+      for (float x : lse_data) ASSERT_EQ(x, -3.0f);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trnmx
