@@ -1,13 +1,18 @@
 // trnmx-emu attention: lower flash attention onto one chip's cores,
 // simulate it, print the report.
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "commands.h"
+#include "trnmx/attention.h"
 #include "trnmx/emu/attention.h"
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/simulator.h"
@@ -24,10 +29,11 @@ struct AttentionArgs {
   std::string trace;
   bool no_throttle = false;
   bool check = false;
+  uint64_t seed = 1;
 };
 
-// --check: the lowered tile schedule against the numerics contract of
-// trnmx/attention.h with the lowering's kv_tile and kv_splits.
+// --check, part 1: the lowered tile schedule against the numerics contract
+// of trnmx/attention.h with the lowering's kv_tile and kv_splits.
 int CheckSchedule(const LoweredAttention& a) {
   const Status s = CheckAttentionSchedule(a);
   if (!s.ok()) {
@@ -38,6 +44,96 @@ int CheckSchedule(const LoweredAttention& a) {
       "check             tile schedule equals the trnmx/attention.h contract (kv_tile %lld, "
       "kv_splits %d): every query row visits its KV tiles in its splits, in order\n",
       static_cast<long long>(a.plan.config.kv_tile), a.plan.config.kv_splits);
+  return 0;
+}
+
+// --check, part 2: one trnmx::Attention call on random data with
+// AttentionParams::kv_tile and kv_splits set to the lowering's (P in BF16,
+// or Q, K, V and P in MXFP8 E4M3 with Trainium's scale rule). The library's
+// split rule must give the lowering's split count; the call must succeed
+// and give finite O. With part 1 this shows that the library runs the
+// lowered program's online-softmax tile sequence; its O is what the lowered
+// program computes under the contract (the library exposes no tile-level
+// building blocks to replay the tiles one by one).
+int CheckLibrary(const LoweredAttention& a, uint64_t seed) {
+  const AttentionConfig& c = a.plan.config;
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t b = static_cast<size_t>(c.batch), hq = static_cast<size_t>(c.heads),
+               hkv = static_cast<size_t>(c.kv_heads), sq = static_cast<size_t>(c.seq),
+               l = static_cast<size_t>(c.kv_seq), d = static_cast<size_t>(c.head_dim);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto fill = [&](size_t n) {
+    std::vector<Bf16> v(n);
+    for (Bf16& x : v) x = Fp32ToBf16Rne(dist(rng));
+    return v;
+  };
+  const std::vector<Bf16> q = fill(b * hq * sq * d), k = fill(b * hkv * l * d),
+                          v = fill(b * hkv * l * d);
+  std::vector<Bf16> o(b * hq * sq * d);
+  AttnOperand qo = AttnOperand::Bhsd(OperandType::kBf16, q.data(), b, hq, sq, d);
+  AttnOperand ko = AttnOperand::Bhsd(OperandType::kBf16, k.data(), b, hkv, l, d);
+  AttnOperand vo = AttnOperand::Bhsd(OperandType::kBf16, v.data(), b, hkv, l, d);
+  const AttnOutput oo = AttnOutput::Bhsd(OutputType::kBf16, o.data(), b, hq, sq, d);
+  AttentionParams params;
+  params.causal = c.causal;
+  params.window_left = c.window;
+  params.kv_tile = static_cast<size_t>(c.kv_tile);
+  params.kv_splits = static_cast<size_t>(c.kv_splits);
+  params.p_type = AttnPType::kBf16;
+  const bool mx = c.dtype == MatmulDtype::kMxfp8;
+  const ScaleRule rule = IsScaleRuleDefinedFor(MxFormat::kMxfp8E4M3, ScaleRule::kNki)
+                             ? ScaleRule::kNki
+                             : ScaleRule::kOcpFloor;
+  std::vector<AttnMxTensor> owned;
+  owned.reserve(3);  // operand() views stay valid when the vector grows anyway
+  if (mx) {
+    MxQuantizeOptions options;
+    options.rule = rule;
+    for (auto [operand, axis] : {std::pair{&qo, BlockAxis::kRows}, std::pair{&ko, BlockAxis::kRows},
+                                 std::pair{&vo, BlockAxis::kCols}}) {
+      StatusOr<AttnMxTensor> t = QuantizeAttnOperand(*operand, MxFormat::kMxfp8E4M3, axis, options);
+      if (!t.ok()) {
+        std::printf("check             FAILED: QuantizeAttnOperand: %s\n",
+                    t.status().ToString().c_str());
+        return 1;
+      }
+      owned.push_back(std::move(*t));
+      *operand = owned.back().operand();
+    }
+    params.p_type = AttnPType::kMxfp8E4M3;
+    params.p_scale_rule = rule;
+  }
+  const size_t splits = AttentionKvSplits(sq, l, params);
+  if (splits != static_cast<size_t>(c.kv_splits)) {
+    std::printf(
+        "check             FAILED: trnmx::AttentionKvSplits gives %zu splits for Sq=%zu, L=%zu, "
+        "kv_tile %zu, kv_splits %zu; the lowering runs %d\n",
+        splits, sq, l, params.kv_tile, params.kv_splits, c.kv_splits);
+    return 1;
+  }
+  const Status s = Attention(qo, ko, vo, oo, params, &DefaultExecutor());
+  if (!s.ok()) {
+    std::printf("check             FAILED: trnmx::Attention: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  size_t finite = 0;
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the O bits
+  for (const Bf16& x : o) {
+    finite += std::isfinite(Decode(x)) ? 1 : 0;
+    hash = (hash ^ x.bits) * 1099511628211ULL;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (finite != o.size()) {
+    std::printf("check             FAILED: trnmx::Attention gave %zu non-finite O of %zu\n",
+                o.size() - finite, o.size());
+    return 1;
+  }
+  std::printf(
+      "check             trnmx::Attention with kv_tile %zu, kv_splits %zu (%zu splits by its own "
+      "rule), P %s: %zu finite O, bits FNV-1a %016llx (seed %llu, %.3f s)\n",
+      params.kv_tile, params.kv_splits, splits, mx ? "MXFP8 E4M3" : "BF16", o.size(),
+      static_cast<unsigned long long>(hash), static_cast<unsigned long long>(seed), secs);
   return 0;
 }
 
@@ -118,7 +214,10 @@ int RunAttention(const AttentionArgs& args) {
     std::printf("trace             %s (%zu events; open in chrome://tracing or ui.perfetto.dev)\n",
                 args.trace.c_str(), result->trace.size());
   }
-  if (args.check) return CheckSchedule(*a);
+  if (args.check) {
+    if (const int rc = CheckSchedule(*a); rc != 0) return rc;
+    return CheckLibrary(*a, args.seed);
+  }
   return 0;
 }
 
@@ -164,7 +263,10 @@ void AddAttentionCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
   cmd->add_flag("--no-throttle", args->no_throttle, "disable the TensorE dI/dt throttle");
   cmd->add_flag("--check", args->check,
-                "check the lowered tile schedule against the trnmx/attention.h contract");
+                "check the lowered tile schedule against the trnmx/attention.h contract, then "
+                "run trnmx::Attention with the lowering's kv_tile and kv_splits");
+  cmd->add_option("--seed", args->seed, "seed of the --check data (std::mt19937_64)")
+      ->capture_default_str();
   cmd->callback([args, &exit_code]() { exit_code = RunAttention(*args); });
 }
 
