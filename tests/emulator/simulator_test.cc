@@ -261,6 +261,20 @@ TEST(SimExact, DmaMatchesPublishedTrn2Example) {
   EXPECT_EQ(r.dma_engine_busy_ps[1], 0);
 }
 
+// An HBM -> HBM copy uses all 16 engines; 1000 bytes do not divide evenly,
+// so each engine carries ceil(1000 / 16) = 63 bytes: 211 ns fixed + 63 B /
+// 27.2 GB/s = 213,317 ps on trn2 (62 bytes, a floor, would give 213,280).
+TEST(SimExact, DmaBytesPerEngineRoundUp) {
+  Program p = MakeProgram("trn2");
+  BufferId src = p.AllocHbm("src", 1000).value();
+  BufferId dst = p.AllocHbm("dst", 1000).value();
+  const StreamId q = p.AddDmaQueue(0, "copy").value();
+  ASSERT_TRUE(p.Append(q, Instruction::DmaCopy(src, dst, 1000, 128)).ok());
+  SimResult r = Simulate(p).value();
+  EXPECT_EQ(r.end_ps, 213317);
+  EXPECT_EQ(r.dma_engine_busy_ps[15], r.end_ps);
+}
+
 TEST(SimExact, DependencyChainAcrossEngines) {
   // DMA load -> TensorE matmul -> VectorE PSUM evacuation -> DMA store (trn3).
   Program p = MakeProgram();

@@ -109,7 +109,8 @@ bool SameBits(float x, float y) {
 
 std::string Hex(float x) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%08x (%g)", std::bit_cast<std::uint32_t>(x), static_cast<double>(x));
+  std::snprintf(buf, sizeof(buf), "%08x (%g)", std::bit_cast<std::uint32_t>(x),
+                static_cast<double>(x));
   return buf;
 }
 
@@ -219,13 +220,16 @@ TEST(MxDotRef, KnownAnswers) {
   // 2^-254 rounds to +0.
   EXPECT_EQ(std::bit_cast<std::uint32_t>(Dot(E4, {0x38}, {0}, E4, {0x38}, {0})), 0u);
   // 32 * 448^2 * 2^254 overflows to +Inf; negated -Inf.
-  EXPECT_EQ(Dot(E4, V(32, 0x7E), {0xFE}, E4, V(32, 0x7E), {0xFE}), std::numeric_limits<float>::infinity());
-  EXPECT_EQ(Dot(E4, V(32, 0xFE), {0xFE}, E4, V(32, 0x7E), {0xFE}), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Dot(E4, V(32, 0x7E), {0xFE}, E4, V(32, 0x7E), {0xFE}),
+            std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Dot(E4, V(32, 0xFE), {0xFE}, E4, V(32, 0x7E), {0xFE}),
+            -std::numeric_limits<float>::infinity());
   // Scale FF: NaN even for zero elements.
   EXPECT_TRUE(std::isnan(Dot(E4, V(32, 0), {0xFF}, E4, V(32, 0), {127})));
   // E5M2 Inf * 0 -> NaN; Inf * 1 -> Inf; +Inf and -Inf in one block -> NaN.
   EXPECT_TRUE(std::isnan(Dot(E5, {0x7C}, {127}, E5, {0x00}, {127})));
-  EXPECT_EQ(Dot(E5, {0x7C, 0x3C}, {127}, E5, {0x3C, 0x3C}, {127}), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Dot(E5, {0x7C, 0x3C}, {127}, E5, {0x3C, 0x3C}, {127}),
+            std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(Dot(E5, {0x7C, 0xFC}, {127}, E5, {0x3C, 0x3C}, {127})));
   // E4M3 NaN code.
   EXPECT_TRUE(std::isnan(Dot(E4, {0x7F}, {127}, E4, {0x38}, {127})));
@@ -257,8 +261,8 @@ TEST(MxDotRef, MatchesMpfrOnRandomBlocks) {
         const float r = ref::MxDot(a.view(), 0, b.view(), 0);
         const float check = MpfrMxDot(a.view(), 0, b.view(), 0);
         ASSERT_TRUE(SameBits(r, check))
-            << GetMxFormatInfo(fa).name << " x " << GetMxFormatInfo(fb).name << " k=" << k
-            << ": " << Hex(r) << " vs MPFR " << Hex(check);
+            << GetMxFormatInfo(fa).name << " x " << GetMxFormatInfo(fb).name << " k=" << k << ": "
+            << Hex(r) << " vs MPFR " << Hex(check);
       }
     }
   }
@@ -290,7 +294,7 @@ TEST(MxElementRef, ValueTimesScale) {
   EXPECT_EQ(ref::MxElement(a.view(), 0, 1), -12.0f);  // -1.5 * 2^3
   const MxTestTensor b = Line(MxFormat::kMxfp8E4M3, BlockAxis::kCols, {0x7E, 0x01}, {0xFE});
   EXPECT_EQ(ref::MxElement(b.view(), 0, 0), std::numeric_limits<float>::infinity());  // 448 * 2^127
-  EXPECT_EQ(ref::MxElement(b.view(), 1, 0), 0x1p118f);                               // 2^-9 * 2^127
+  EXPECT_EQ(ref::MxElement(b.view(), 1, 0), 0x1p118f);  // 2^-9 * 2^127
   const MxTestTensor c = Line(MxFormat::kMxint8, BlockAxis::kRows, {0x80}, {0x00});
   EXPECT_EQ(ref::MxElement(c.view(), 0, 0), -0x1p-126f);  // -2 * 2^-127
   const MxTestTensor d = Line(MxFormat::kMxfp6E3M2, BlockAxis::kRows, {0x01}, {0xFF});
@@ -319,7 +323,8 @@ std::vector<float> ExpectedC(const MxTestTensor& a, const MxTestTensor& b, const
         r = r + t;
       }
       if (cs.params.bias != nullptr) r = r + bias[j];
-      if (cs.bf16_out) r = std::bit_cast<float>(static_cast<std::uint32_t>(Fp32ToBf16Rne(r).bits) << 16);
+      if (cs.bf16_out)
+        r = std::bit_cast<float>(static_cast<std::uint32_t>(Fp32ToBf16Rne(r).bits) << 16);
       out[i * cs.n + j] = r;
     }
   }
@@ -337,16 +342,19 @@ std::vector<float> RunKernel(const MxTestTensor& a, const MxTestTensor& b, const
     std::vector<Bf16> c(cs.m * ld + 1);
     for (std::size_t i = 0; i < cs.m; ++i)
       for (std::size_t j = 0; j < cs.n; ++j) c[i * ld + j] = Fp32ToBf16Rne(c_old[i * cs.n + j]);
-    const Status s = internal::GemmMxMx(ga, gb, GemmOutput::Bf16(c.data(), cs.m, cs.n, ld), cs.params, ex);
+    const Status s =
+        internal::GemmMxMx(ga, gb, GemmOutput::Bf16(c.data(), cs.m, cs.n, ld), cs.params, ex);
     EXPECT_TRUE(s.ok()) << s.message();
     for (std::size_t i = 0; i < cs.m; ++i)
       for (std::size_t j = 0; j < cs.n; ++j)
-        out[i * cs.n + j] = std::bit_cast<float>(static_cast<std::uint32_t>(c[i * ld + j].bits) << 16);
+        out[i * cs.n + j] =
+            std::bit_cast<float>(static_cast<std::uint32_t>(c[i * ld + j].bits) << 16);
   } else {
     std::vector<float> c(cs.m * ld + 1, 0.0f);
     for (std::size_t i = 0; i < cs.m; ++i)
       for (std::size_t j = 0; j < cs.n; ++j) c[i * ld + j] = c_old[i * cs.n + j];
-    const Status s = internal::GemmMxMx(ga, gb, GemmOutput::Fp32(c.data(), cs.m, cs.n, ld), cs.params, ex);
+    const Status s =
+        internal::GemmMxMx(ga, gb, GemmOutput::Fp32(c.data(), cs.m, cs.n, ld), cs.params, ex);
     EXPECT_TRUE(s.ok()) << s.message();
     for (std::size_t i = 0; i < cs.m; ++i)
       for (std::size_t j = 0; j < cs.n; ++j) out[i * cs.n + j] = c[i * ld + j];
@@ -444,7 +452,10 @@ TEST_P(GemmMxMxPerTarget, QuantizedDataAllPairings) {
 // boundaries, every register-tile edge.
 TEST_P(GemmMxMxPerTarget, LargeShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2003);
-  struct Shape { MxFormat fa, fb; std::size_t m, n, k; };
+  struct Shape {
+    MxFormat fa, fb;
+    std::size_t m, n, k;
+  };
   const Shape shapes[] = {
       {MxFormat::kMxfp4, MxFormat::kMxfp4, 67, 2100, 600},
       {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E4M3, 130, 530, 300},
@@ -469,11 +480,15 @@ TEST_P(GemmMxMxPerTarget, LargeShapes) {
 // extreme scales, and enough work for the threads to split N.
 TEST_P(GemmMxMxPerTarget, GemvShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2005);
-  struct Shape { MxFormat fa; std::size_t m, n, k; bool special; };
+  struct Shape {
+    MxFormat fa;
+    std::size_t m, n, k;
+    bool special;
+  };
   const Shape shapes[] = {
-      {MxFormat::kMxfp4, 1, 3001, 800, false},   {MxFormat::kMxfp4, 1, 333, 1000, true},
-      {MxFormat::kMxfp6E2M3, 1, 47, 97, true},   {MxFormat::kMxint8, 2, 129, 160, true},
-      {MxFormat::kMxfp4, 4, 300, 64, true},      {MxFormat::kMxint8, 1, 1600, 1400, false},
+      {MxFormat::kMxfp4, 1, 3001, 800, false}, {MxFormat::kMxfp4, 1, 333, 1000, true},
+      {MxFormat::kMxfp6E2M3, 1, 47, 97, true}, {MxFormat::kMxint8, 2, 129, 160, true},
+      {MxFormat::kMxfp4, 4, 300, 64, true},    {MxFormat::kMxint8, 1, 1600, 1400, false},
   };
   for (const Shape& sh : shapes) {
     Case cs{sh.m, sh.n, sh.k, {}, false};
@@ -506,7 +521,8 @@ TEST_P(GemmMxMxPerTarget, Epilogue) {
         cs.params.bias = variant == 3 ? nullptr : bias.data();
       }
       if (cs.bf16_out) {
-        for (auto& v : c_old) v = std::bit_cast<float>(static_cast<std::uint32_t>(Fp32ToBf16Rne(v).bits) << 16);
+        for (auto& v : c_old)
+          v = std::bit_cast<float>(static_cast<std::uint32_t>(Fp32ToBf16Rne(v).bits) << 16);
       }
       const MxTestTensor a = MakeRandomCodes(f, BlockAxis::kRows, cs.m, cs.k, 0, rng, false, false);
       const MxTestTensor b = MakeRandomCodes(f, BlockAxis::kCols, cs.k, cs.n, 0, rng, false, false);
@@ -543,9 +559,13 @@ TEST_P(GemmMxMxPerTarget, KernelPaths) {
 TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
   std::mt19937_64 rng(TestSeed() ^ 0x3001);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  struct Shape { std::size_t n, k; bool bf16, special; };
-  const Shape shapes[] = {{1, 1, false, false},   {70, 33, false, true},  {200, 300, true, false},
-                          {1000, 2100, false, false}, {129, 95, true, true}, {3000, 1024, false, false}};
+  struct Shape {
+    std::size_t n, k;
+    bool bf16, special;
+  };
+  const Shape shapes[] = {{1, 1, false, false},    {70, 33, false, true},
+                          {200, 300, true, false}, {1000, 2100, false, false},
+                          {129, 95, true, true},   {3000, 1024, false, false}};
   static SerialExecutor serial;
   static ThreadPoolExecutor two(2);
   static ThreadPoolExecutor three(3);
@@ -571,7 +591,8 @@ TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
     std::vector<float> want(sh.n);
     for (std::size_t j = 0; j < sh.n; ++j) {
       float acc = 0.0f;
-      for (std::size_t i = 0; i < sh.k; ++i) acc = std::fma(x[i], ref::MxElement(b.view(), i, j), acc);
+      for (std::size_t i = 0; i < sh.k; ++i)
+        acc = std::fma(x[i], ref::MxElement(b.view(), i, j), acc);
       if (params.alpha != 1.0f) acc = params.alpha * acc;
       if (params.bias != nullptr) acc = acc + bias[j];
       want[j] = acc;
@@ -612,6 +633,32 @@ TEST(GemmMxMx, EmptyK) {
   SerialExecutor ex;
   const std::vector<float> got = RunKernel(a, b, cs, c_old, ex);
   for (float v : got) EXPECT_EQ(v, 2.5f);
+}
+
+// The wide path (E5M2 x E5M2) cuts an exact block sum to 53 bits before
+// scaling: the bits cut off must stay as a sticky bit. A = B = [2^14, 2^2,
+// 2^-16, 0, ...]: S = 2^28 + 2^4 + 2^-32, halfway between two FP32 values at
+// 2^28 (ulp 32) but for the 2^-32, so RNE must give 268435488, not the even
+// 268435456 that a dropped sticky bit would round to (mutation testing).
+TEST(GemmMxMx, WidePathKeepsTheStickyBitOfTheExactSum) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 16384.0f;
+  x[1] = 4.0f;
+  x[2] = std::ldexp(1.0f, -16);
+  StatusOr<MxTensor> a = QuantizeMx(Fp32MatrixView{x.data(), 1, 32, 32}, MxFormat::kMxfp8E5M2,
+                                    {.axis = BlockAxis::kRows});
+  StatusOr<MxTensor> b = QuantizeMx(Fp32MatrixView{x.data(), 32, 1, 1}, MxFormat::kMxfp8E5M2,
+                                    {.axis = BlockAxis::kCols});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_STREQ(internal::GemmMxMxPathName(MxFormat::kMxfp8E5M2, MxFormat::kMxfp8E5M2), "wide");
+  for (const testing::HwyTarget& target : testing::CompiledHwyTargets()) {
+    const testing::ScopedHwyTarget scoped(target.bits);
+    float c = -1.0f;
+    ASSERT_TRUE(
+        Gemm(GemmOperand::Mx(a->view()), GemmOperand::Mx(b->view()), GemmOutput::Fp32(&c, 1, 1, 1))
+            .ok());
+    EXPECT_EQ(c, 268435488.0f) << target.name;
+  }
 }
 
 }  // namespace
