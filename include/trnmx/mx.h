@@ -93,10 +93,10 @@ struct MxQuantizeOptions {
   // format (IsScaleRuleDefinedFor). NVFP4 computes its own UE4M3 scales
   // (section 8) and accepts only the default kOcpFloor here.
   ScaleRule rule = ScaleRule::kOcpFloor;
-  // Element conversion: rounding (RNE default; kStochastic uses the
-  // counter-based StochasticBits(stochastic_seed, r * cols + c) of
-  // stochastic.h for source element (r, c)), overflow, NaN, FP32 subnormals,
-  // MXINT8 range (policy.h).
+  // Element conversion: rounding (RNE default; kStochastic gives source
+  // element (r, c) the random word of index r * cols + c from
+  // stochastic_source, seeded with stochastic_seed), overflow, NaN, FP32
+  // subnormals, MXINT8 range (policy.h).
   EncodeOptions element{};
   // Blocks with NaN / Inf (formats.md section 6.3); kInfPassThrough is for
   // MXFP8 E5M2 only, NVFP4 accepts only kDefault (see QuantizeMxInto).
@@ -104,6 +104,13 @@ struct MxQuantizeOptions {
   // Direction of the blocks (see the top of this file).
   BlockAxis axis = BlockAxis::kRows;
   std::uint64_t stochastic_seed = 0;
+  // kCounter: StochasticBits(stochastic_seed, index) (stochastic.h), any
+  // element computed alone. kXorwow: the index-th word of
+  // Xorwow::FromSeed(stochastic_seed) (xorwow.h, Trainium3's generator with
+  // trnmx's documented seeding); the call generates rows x cols words up
+  // front (4 bytes each) and reads them by index, so the bits still do not
+  // depend on threads, axis or target.
+  StochasticSource stochastic_source = StochasticSource::kCounter;
   // NVFP4 only: the tensor amax behind the per-tensor scale. Unset: the
   // largest |x| of the source, NaN ignored (+-Inf counts). Set: must be finite
   // and >= 0 (for example a calibrated amax; larger source values saturate).

@@ -30,6 +30,13 @@ enum class Rounding : std::uint8_t {
   kStochastic,
 };
 
+// Where the random words of Rounding::kStochastic come from in MX
+// quantization (mx.h MxQuantizeOptions::stochastic_source).
+enum class StochasticSource : std::uint8_t {
+  kCounter,  // StochasticBits(seed, r * cols + c): counter-based (stochastic.h).
+  kXorwow,   // Word r * cols + c of Xorwow::FromSeed(seed) (xorwow.h).
+};
+
 // What FP32 subnormal inputs (exponent field 0) are (formats.md D5).
 enum class Subnormals : std::uint8_t {
   kKeep,   // Converted exactly (default).

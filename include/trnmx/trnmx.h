@@ -36,6 +36,7 @@
 #include "trnmx/formats.h"
 #include "trnmx/formats/mx_pack.h"
 #include "trnmx/formats/stochastic.h"
+#include "trnmx/formats/xorwow.h"
 #include "trnmx/gemm.h"
 #include "trnmx/moe.h"
 #include "trnmx/mx.h"

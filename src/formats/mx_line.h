@@ -37,6 +37,9 @@ struct MxLineParams {
   std::uint64_t seed = 0;
   std::uint64_t first_index = 0;
   std::uint64_t index_step = 1;
+  // When set, the random words by element index instead of StochasticBits
+  // (StochasticSource::kXorwow: the tensor's words, generated up front).
+  const std::uint32_t* random_words = nullptr;
 };
 
 // src: n values. codes: ceil(n / block_size) * block_bytes bytes.

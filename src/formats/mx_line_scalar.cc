@@ -38,7 +38,8 @@ namespace {
 // Fills rnd[0..len) for the elements first, first + 1, ... of the line.
 void FillRandom(const MxLineParams& p, std::size_t first, std::size_t len, std::uint32_t* rnd) {
   for (std::size_t i = 0; i < len; ++i) {
-    rnd[i] = StochasticBits(p.seed, p.first_index + (first + i) * p.index_step);
+    const std::uint64_t index = p.first_index + (first + i) * p.index_step;
+    rnd[i] = p.random_words != nullptr ? p.random_words[index] : StochasticBits(p.seed, index);
   }
 }
 
@@ -58,8 +59,8 @@ std::uint8_t QuantizeMxLine(const MxLineParams& p, const float* src, std::size_t
                    : std::span<const std::uint32_t>());
     scales[b] = blk.scale.bits;
     // All 32 codes: the tail's padding is the code of +0.
-    PackMxCodes(p.format, blk.codes, std::span<std::uint8_t>(codes + b * info.block_bytes,
-                                                             info.block_bytes));
+    PackMxCodes(p.format, blk.codes,
+                std::span<std::uint8_t>(codes + b * info.block_bytes, info.block_bytes));
     flags |= blk.flags;
   }
   return flags;
@@ -111,7 +112,8 @@ void DequantizeMxLine(MxFormat format, const std::uint8_t* codes, const std::uin
   MxBlockCodes blk;
   for (std::size_t b = 0, first = 0; first < n; ++b, first += kMxBlockSize) {
     const std::size_t len = std::min(kMxBlockSize, n - first);
-    UnpackMxCodes(format, std::span<const std::uint8_t>(codes + b * info.block_bytes, info.block_bytes),
+    UnpackMxCodes(format,
+                  std::span<const std::uint8_t>(codes + b * info.block_bytes, info.block_bytes),
                   std::span<std::uint8_t>(blk.codes.data(), len));
     blk.scale = ScaleE8M0::FromBits(scales[b]);
     DequantizeMxBlock<Traits>(blk, std::span<float>(dst + first, len));

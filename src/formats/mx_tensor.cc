@@ -29,6 +29,7 @@
 #include "internal/checks.h"
 #include "internal/status_macros.h"
 #include "trnmx/formats/visit.h"
+#include "trnmx/formats/xorwow.h"
 #include "trnmx/mx.h"
 
 namespace trnmx {
@@ -43,10 +44,10 @@ using internal::MxCodeRanges;
 using internal::MxScaleRanges;
 using internal::Overlap;
 
-constexpr std::size_t kChunk = 256;            // Scratch tile length along a line.
-constexpr std::size_t kSegment = 8192;         // Elements of one line per work item.
+constexpr std::size_t kChunk = 256;             // Scratch tile length along a line.
+constexpr std::size_t kSegment = 8192;          // Elements of one line per work item.
 constexpr std::size_t kTargetElements = 16384;  // Elements per work item (about).
-constexpr std::size_t kMaxColGroup = 32;       // Column lines gathered at once.
+constexpr std::size_t kMaxColGroup = 32;        // Column lines gathered at once.
 static_assert(kChunk % 32 == 0 && kSegment % kChunk == 0);
 
 std::string Str(std::size_t v) { return std::to_string(v); }
@@ -101,7 +102,9 @@ Status CheckMatrixWithMx(const StridedMatrix<T>& m, const char* what, const MxSh
 }
 
 float Load(const float* p) { return *p; }
-float Load(const Bf16* p) { return std::bit_cast<float>(static_cast<std::uint32_t>(p->bits) << 16); }
+float Load(const Bf16* p) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(p->bits) << 16);
+}
 
 // Work items over lines and segments.
 struct Tiling {
@@ -190,6 +193,13 @@ Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
   base.element = options.element;
   base.special = options.special;
   base.seed = options.stochastic_seed;
+  std::vector<std::uint32_t> xorwow_words;
+  if (options.element.rounding == Rounding::kStochastic &&
+      options.stochastic_source == StochasticSource::kXorwow) {
+    xorwow_words.resize(shape.rows * shape.cols);
+    Xorwow::FromSeed(options.stochastic_seed).Fill(xorwow_words);
+    base.random_words = xorwow_words.data();
+  }
   float tensor_scale = 1.0f;
   if (info.has_tensor_scale) {
     const float amax = options.nvfp4_global_amax.has_value()
@@ -295,21 +305,30 @@ Status CheckMxQuantizeOptions(MxFormat format, const MxQuantizeOptions& o) {
                                 Str(static_cast<std::size_t>(v)));
   };
   if (!ValidFormat(format)) return bad_enum("format", format);
-  if (static_cast<std::size_t>(o.rule) >= std::size(kAllScaleRules)) return bad_enum("options.rule", o.rule);
-  if (static_cast<std::size_t>(o.special) > static_cast<std::size_t>(SpecialBlock::kInfPassThrough)) {
+  if (static_cast<std::size_t>(o.rule) >= std::size(kAllScaleRules))
+    return bad_enum("options.rule", o.rule);
+  if (static_cast<std::size_t>(o.special) >
+      static_cast<std::size_t>(SpecialBlock::kInfPassThrough)) {
     return bad_enum("options.special", o.special);
   }
   if (!ValidAxis(o.axis)) return bad_enum("options.axis", o.axis);
-  if (static_cast<std::size_t>(o.element.rounding) > static_cast<std::size_t>(Rounding::kStochastic)) {
+  if (static_cast<std::size_t>(o.element.rounding) >
+      static_cast<std::size_t>(Rounding::kStochastic)) {
     return bad_enum("options.element.rounding", o.element.rounding);
   }
-  if (static_cast<std::size_t>(o.element.overflow) > static_cast<std::size_t>(Overflow::kMlDtypesSat)) {
+  if (static_cast<std::size_t>(o.stochastic_source) >
+      static_cast<std::size_t>(StochasticSource::kXorwow)) {
+    return bad_enum("options.stochastic_source", o.stochastic_source);
+  }
+  if (static_cast<std::size_t>(o.element.overflow) >
+      static_cast<std::size_t>(Overflow::kMlDtypesSat)) {
     return bad_enum("options.element.overflow", o.element.overflow);
   }
   if (static_cast<std::size_t>(o.element.nan) > static_cast<std::size_t>(NanPolicy::kMlDtypesNaN)) {
     return bad_enum("options.element.nan", o.element.nan);
   }
-  if (static_cast<std::size_t>(o.element.subnormals) > static_cast<std::size_t>(Subnormals::kFlush)) {
+  if (static_cast<std::size_t>(o.element.subnormals) >
+      static_cast<std::size_t>(Subnormals::kFlush)) {
     return bad_enum("options.element.subnormals", o.element.subnormals);
   }
   if (static_cast<std::size_t>(o.element.int8_range) >
@@ -399,13 +418,21 @@ StatusOr<MxTensor> MxTensor::Create(const MxShape& shape) {
 }
 
 MxTensorView MxTensor::view() const {
-  return {shape_, codes_.data(), shape_.line_code_bytes(), scales_.data(),
-          shape_.line_scale_bytes(), tensor_scale_};
+  return {shape_,
+          codes_.data(),
+          shape_.line_code_bytes(),
+          scales_.data(),
+          shape_.line_scale_bytes(),
+          tensor_scale_};
 }
 
 MxTensorSpan MxTensor::span() {
-  return {shape_, codes_.data(), shape_.line_code_bytes(), scales_.data(),
-          shape_.line_scale_bytes(), tensor_scale_};
+  return {shape_,
+          codes_.data(),
+          shape_.line_code_bytes(),
+          scales_.data(),
+          shape_.line_scale_bytes(),
+          tensor_scale_};
 }
 
 // ---- Quantize / dequantize -----------------------------------------------------
@@ -455,8 +482,8 @@ Status DequantizeMx(const MxTensorView& src, Fp32MatrixSpan dst, Executor* execu
     };
     if (!cols_axis) {
       for (std::size_t r = l0; r < l1; ++r) {
-        DequantizeLine(shape.format, in_codes(r, s0), in_scales(r, s0), s1 - s0,
-                       src.tensor_scale, dst.data + r * dst.row_stride + s0);
+        DequantizeLine(shape.format, in_codes(r, s0), in_scales(r, s0), s1 - s0, src.tensor_scale,
+                       dst.data + r * dst.row_stride + s0);
       }
       return;
     }
@@ -497,8 +524,7 @@ Status CheckGgmlShape(std::size_t rows, std::size_t cols) {
                                 Str(cols));
   }
   if (GgmlMxfp4Bytes(rows, cols) == 0 && rows != 0 && cols != 0) {
-    return OutOfRangeError("GGML MXFP4 tensor " + Str(rows) + " x " + Str(cols) +
-                           " is too large");
+    return OutOfRangeError("GGML MXFP4 tensor " + Str(rows) + " x " + Str(cols) + " is too large");
   }
   return OkStatus();
 }

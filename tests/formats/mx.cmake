@@ -14,7 +14,7 @@ trnmx_add_gtest(formats_mx_pack_test
 
 # MX tensors: layout, tensor API, NVFP4, GGML MXFP4 (issue 3).
 trnmx_add_gtest(formats_mx_tensor_test
-  SOURCES mx_tensor_test.cc
+  SOURCES mx_tensor_test.cc xorwow_test.cc
   LABELS unit)
 
 trnmx_add_gtest(formats_mx_tensor_exhaustive_test
