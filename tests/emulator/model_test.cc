@@ -36,6 +36,14 @@ constexpr const char* kTinyMoe = R"({
   "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
   "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 1000})";
 
+// A small gpt-oss-family model: a sliding layer (window 8), then a full one.
+constexpr const char* kTinyGptOss = R"({
+  "architectures": ["GptOssForCausalLM"], "num_hidden_layers": 2, "hidden_size": 256,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+  "intermediate_size": 128, "num_local_experts": 4, "experts_per_token": 2,
+  "vocab_size": 1000, "sliding_window": 8,
+  "layer_types": ["sliding_attention", "full_attention"]})";
+
 Model Tiny(const char* json) {
   StatusOr<Model> m = ParseModelConfig(json, "tiny");
   EXPECT_TRUE(m.ok()) << m.status().ToString();
@@ -347,6 +355,41 @@ TEST(ServeTest, MoeDecodeReadsTheExpectedExperts) {
     EXPECT_DOUBLE_EQ(op.flops, 2 * (2 * 2 * 3 * 256 * 128));
   }
   EXPECT_EQ(found, 1);
+}
+
+// Sliding-window layers attend to at most `window` keys: a prefill of 16
+// tokens has 8 x 9 / 2 + 8 x 8 = 100 (query, key) pairs per head in the
+// window layer and 16 x 17 / 2 = 136 in the full one; a decode step at
+// context 16 has 8 and 16.
+TEST(ServeTest, WindowLayersAttendToTheirWindow) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyGptOss);
+  ASSERT_EQ(m.window[0], 8);
+  ASSERT_EQ(m.window[1], 0);
+  ServeConfig c;
+  c.input = 16;
+  c.output = 2;
+  ServeEstimate e = EstimateServing(trn3, m, c).value();
+  const double per_pair = 4 * 2 * (64 + 64);  // heads x 2 (d_qk + d_v)
+  int found = 0;
+  for (const OpCost& op : e.prefill.ops) {
+    if (op.name == "attention") {
+      ++found;
+      EXPECT_DOUBLE_EQ(op.flops, (100 + 136) * per_pair);
+    }
+  }
+  c.input = 15;  // decode at context 16
+  e = EstimateServing(trn3, m, c).value();
+  for (const OpCost& op : e.decode.ops) {
+    if (op.name == "attention") {
+      ++found;
+      EXPECT_DOUBLE_EQ(op.flops, (8 + 16) * per_pair);
+      // K and V of 8 + 16 keys, 2 KV heads x (64 + 64) each, BF16; Q in and
+      // O out; the new token's K and V written; per layer.
+      EXPECT_DOUBLE_EQ(op.hbm_bytes, ((8 + 16) * 2 * 128 + 2 * (4 * 128 + 2 * 128)) * 2);
+    }
+  }
+  EXPECT_EQ(found, 2);
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ void ReadWindows(const ConfigReader& r, Model& m) {
   }
 }
 
-void ReadMoe(const ConfigReader& r, const Json& j, Model& m) {
+void ReadMoe(const ConfigReader& r, Model& m) {
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
   switch (m.family) {
     case ModelFamily::kLlama:
@@ -225,7 +225,6 @@ void ReadMoe(const ConfigReader& r, const Json& j, Model& m) {
       break;
     }
   }
-  (void)j;
   if (m.top_k > m.experts) {
     throw ConfigError{"/num_experts_per_tok", std::to_string(m.top_k) + " experts per token > " +
                                                   std::to_string(m.experts) + " experts"};
@@ -291,7 +290,7 @@ StatusOr<Model> ParseModelConfig(std::string_view json_text, std::string_view or
     m.qk_norm = m.family == ModelFamily::kQwen3 || m.family == ModelFamily::kQwen3Moe;
     m.sinks = m.family == ModelFamily::kGptOss;
     ReadAttention(r, m);
-    ReadMoe(r, j, m);
+    ReadMoe(r, m);
     ReadWindows(r, m);
     if (const Json* src = r.Get("_trnmx_source");
         src != nullptr && src->is_object() && src->contains("read_from")) {

@@ -360,8 +360,11 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
     // Attention core (BF16): 2 (d_qk + d_v) FLOPs per (query, key) pair and head.
     const int64_t w = m.window[static_cast<size_t>(layer)];
     const double pairs = static_cast<double>(c.batch) * AttendedPairs(past, tokens_per_seq, w);
-    const double keys_read = static_cast<double>(c.batch) *
-                             static_cast<double>(CachedTokens(m, layer, past + tokens_per_seq));
+    // Keys some query of the pass sees, each read once: all of them, or with
+    // a window the last w + tokens - 1 (a decode step: its window).
+    const int64_t visible =
+        w > 0 ? std::min(past + tokens_per_seq, w + tokens_per_seq - 1) : past + tokens_per_seq;
+    const double keys_read = static_cast<double>(c.batch) * static_cast<double>(visible);
     double flops = 0, bytes = 0;
     if (m.mla && decode) {
       // Absorbed: every head attends over the latent (kv_lora + rope wide) and
