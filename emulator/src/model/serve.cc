@@ -632,18 +632,26 @@ StatusOr<MemoryFit> FitMemory(const System& sys, const Model& m, const ServeConf
   f.total = f.weights + f.kv_cache + f.activations + f.workspace;
   f.capacity = sys.chip.hbm.capacity_bytes.value;
   if (f.total > f.capacity) {
-    std::string what = f.weights > f.capacity ? "the weights alone (" + Gib(f.weights) + ")"
-                       : f.weights + f.kv_cache > f.capacity
-                           ? "weights " + Gib(f.weights) + " + KV cache " + Gib(f.kv_cache)
-                           : "weights " + Gib(f.weights) + " + KV cache " + Gib(f.kv_cache) +
-                                 " + activations " + Gib(f.activations) + " + workspace " +
-                                 Gib(f.workspace);
-    return ResourceExhaustedError(m.name + " does not fit on " + sys.name + ": per chip " + what +
-                                  " = " + Gib(f.total) + " exceed the " + Gib(f.capacity) +
-                                  " of HBM by " + Gib(f.total - f.capacity) + " (" +
-                                  std::to_string(f.ranks_per_chip) +
-                                  " ranks per chip; raise --tp or --pp, or lower "
-                                  "--batch, --input or --output, or the weight format)");
+    // Name the smallest part that overflows on its own: the weights, the
+    // weights and KV cache, or everything.
+    std::string what;
+    double need = f.total;
+    if (f.weights > f.capacity) {
+      what = "the weights alone";
+      need = f.weights;
+    } else if (f.weights + f.kv_cache > f.capacity) {
+      what = "the weights and KV cache";
+      need = f.weights + f.kv_cache;
+    } else {
+      what = "weights, KV cache, activations and workspace";
+    }
+    return ResourceExhaustedError(
+        m.name + " does not fit on " + sys.name + ": per chip, " + what + " (" + Gib(need) +
+        ") exceed the " + Gib(f.capacity) + " of HBM by " + Gib(need - f.capacity) + " (weights " +
+        Gib(f.weights) + ", KV cache " + Gib(f.kv_cache) + ", activations " + Gib(f.activations) +
+        ", workspace " + Gib(f.workspace) + "; " + std::to_string(f.ranks_per_chip) +
+        " ranks per chip; raise --tp or --pp, or lower --batch, --input or --output, or the "
+        "weight format)");
   }
   return f;
 }
