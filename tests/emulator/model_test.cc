@@ -180,6 +180,21 @@ TEST(ModelTest, BadConfigsNameTheKey) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("/num_experts_per_tok: missing"), std::string::npos);
 
+  m = ParseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 1e12,
+                           "hidden_size": 256, "num_attention_heads": 4, "vocab_size": 10,
+                           "intermediate_size": 512})",
+                       "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("x.json: /num_hidden_layers: expected an integer"),
+            std::string::npos)
+      << m.status().message();
+  m = ParseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 100000,
+                           "hidden_size": 256, "num_attention_heads": 4, "vocab_size": 10,
+                           "intermediate_size": 512})",
+                       "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/num_hidden_layers: must be <= 65536"), std::string::npos);
+
   EXPECT_FALSE(LoadModel("llama-9").ok());
 }
 

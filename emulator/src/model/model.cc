@@ -2,6 +2,7 @@
 #include "trnmx/emu/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,9 @@ using internal::Json;
 struct ConfigError {
   std::string path, message;
 };
+
+// Per-layer tables are sized by the layer count: bounded first.
+constexpr int64_t kMaxLayers = 65536;
 
 struct Architecture {
   std::string_view name;
@@ -64,20 +68,27 @@ class ConfigReader {
   static std::string Path(const char* key) { return std::string("/") + key; }
 
  private:
+  // Model dimensions above this are refused before anything is sized from
+  // them (2^31: every published width is far below; products stay in int64).
+  static constexpr int64_t kMaxDimension = int64_t{1} << 31;
+
   static int64_t Checked(const char* key, const Json& v, int64_t min) {
-    // Integral floats (e.g. 128.0) are accepted; the configs of some exporters write them.
-    if (v.is_number_integer() ||
-        (v.is_number_float() &&
-         v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))) {
-      const int64_t x =
-          v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
-      if (x < min) {
-        throw ConfigError{Path(key),
-                          "must be >= " + std::to_string(min) + " (got " + std::to_string(x) + ")"};
-      }
-      return x;
+    int64_t x = 0;
+    if (v.is_number_integer()) {
+      x = v.get<int64_t>();
+    } else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+               std::abs(v.get<double>()) <= static_cast<double>(kMaxDimension) &&
+               v.get<double>() == std::floor(v.get<double>())) {
+      // Integral floats (e.g. 128.0): some exporters write them.
+      x = static_cast<int64_t>(v.get<double>());
+    } else {
+      throw ConfigError{Path(key), "expected an integer (got " + v.dump() + ")"};
     }
-    throw ConfigError{Path(key), "expected an integer (got " + v.dump() + ")"};
+    if (x < min || x > kMaxDimension) {
+      throw ConfigError{Path(key), "must be in [" + std::to_string(min) + ", 2^31] (got " +
+                                       std::to_string(x) + ")"};
+    }
+    return x;
   }
   const Json& j_;
 };
@@ -283,6 +294,10 @@ StatusOr<Model> ParseModelConfig(std::string_view json_text, std::string_view or
     m.architecture = j.at("architectures").at(0).get<std::string>();
     const ConfigReader r(j);
     m.layers = r.Int("num_hidden_layers");
+    if (m.layers > kMaxLayers) {
+      throw ConfigError{"/num_hidden_layers", "must be <= " + std::to_string(kMaxLayers) +
+                                                  " (got " + std::to_string(m.layers) + ")"};
+    }
     m.hidden = r.Int("hidden_size");
     m.vocab = r.Int("vocab_size");
     m.tied_embeddings = r.BoolOr("tie_word_embeddings", false);

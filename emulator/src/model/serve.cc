@@ -604,9 +604,14 @@ Status CheckLayout(const System& sys, const Model& m, const ServeConfig& c) {
     return InvalidArgumentError("--pp " + std::to_string(l.pp) + " > the " +
                                 std::to_string(m.layers) + " layers");
   }
+  // Bounded so that tokens x widths stay far inside int64 and double's exact range.
+  constexpr int64_t kMaxTokens = int64_t{1} << 31;
   for (auto [name, v] : {std::pair{"--batch", c.batch}, std::pair{"--input", c.input},
                          std::pair{"--output", c.output}}) {
-    if (v < 1) return InvalidArgumentError(std::string(name) + " = " + std::to_string(v) + " < 1");
+    if (v < 1 || v > kMaxTokens) {
+      return InvalidArgumentError(std::string(name) + " = " + std::to_string(v) +
+                                  " outside [1, 2^31]");
+    }
   }
   return OkStatus();
 }
