@@ -21,6 +21,7 @@ struct ServeArgs {
   std::string weights = "bf16";
   std::string mode = "analytical";
   bool json = false;
+  bool ops = false;
   ServeConfig config;
 };
 
@@ -51,6 +52,17 @@ void PrintServePhase(const char* name, const PhaseCost& p) {
     first = false;
   }
   std::printf("\n");
+}
+
+void PrintServeOps(const char* phase, const PhaseCost& p) {
+  std::printf("%s ops (one rank, all layers):\n", phase);
+  std::printf("  %-24s %-11s %6s %12s %12s %12s  %s\n", "op", "class", "count", "ms", "GFLOP",
+              "HBM MB", "bound");
+  for (const OpCost& o : p.ops) {
+    std::printf("  %-24s %-11s %6lld %12.4f %12.3f %12.3f  %s\n", o.name.c_str(),
+                o.op_class.c_str(), static_cast<long long>(o.count), o.seconds * 1e3, o.flops / 1e9,
+                o.hbm_bytes / 1e6, o.bound.c_str());
+  }
 }
 
 int RunServe(const ServeArgs& args) {
@@ -139,6 +151,10 @@ int RunServe(const ServeArgs& args) {
   std::printf("bottleneck   decode: %s (%s), %.0f %% of TPOT\n", top.op_class.c_str(),
               top.bound.c_str(), 100 * top.seconds / e->decode.seconds);
   std::printf("energy       %s\n", e->energy.c_str());
+  if (args.ops) {
+    PrintServeOps("prefill", e->prefill);
+    PrintServeOps("decode", e->decode);
+  }
   return 0;
 }
 
@@ -168,6 +184,7 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--output", args->config.output, "generated tokens")->capture_default_str();
   cmd->add_option("--mode", args->mode, "analytical (event: not built yet)")->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object instead of text");
+  cmd->add_flag("--ops", args->ops, "also print every op of both phases");
   cmd->callback([args, &exit_code]() { exit_code = RunServe(*args); });
 }
 
