@@ -98,7 +98,8 @@ int RunServe(const ServeArgs& args) {
         {"mode", "analytical"},
         {"parameters", params.total},
         {"active_parameters", params.active},
-        {"layout", {{"tp", l.tp}, {"ep", l.ep}, {"dp", l.dp}, {"pp", l.pp}, {"lnc", l.lnc}}},
+        {"layout",
+         {{"tp", l.tp}, {"ep", l.ep}, {"dp", l.dp}, {"pp", l.pp}, {"lnc", l.lnc}, {"sp", l.sp}}},
         {"weights", WeightFormatsName(c.weights)},
         {"batch", c.batch},
         {"input", c.input},
@@ -127,9 +128,10 @@ int RunServe(const ServeArgs& args) {
               std::string(ModelFamilyName(model->family)).c_str(), params.total / 1e9,
               params.active / 1e9);
   std::printf(
-      "layout       %s: tp %d x ep %d x pp %d x dp %d at LNC %d = %lld ranks on %d chip(s)\n",
+      "layout       %s: tp %d x ep %d x pp %d x dp %d at LNC %d = %lld ranks on %d chip(s)%s\n",
       system->name.c_str(), l.tp, l.ep, l.pp, l.dp, l.lnc,
-      static_cast<long long>(int64_t{l.tp} * l.pp * l.dp), mem.chips);
+      static_cast<long long>(int64_t{l.tp} * l.pp * l.dp), mem.chips,
+      l.sp ? "; sequence-parallel prefill" : "");
   std::printf("weights      %s\n", WeightFormatsName(c.weights).c_str());
   std::printf(
       "workload     batch %lld per replica, input %lld, output %lld (decode at mean "
@@ -175,6 +177,8 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--pp", args->config.layout.pp, "pipeline stages")->capture_default_str();
   cmd->add_option("--lnc", args->config.layout.lnc, "physical cores per logical core (1 or 2)")
       ->capture_default_str();
+  cmd->add_flag("--sp", args->config.layout.sp,
+                "sequence parallelism in prefill (hidden state split by token over --tp)");
   cmd->add_option("--weights", args->weights,
                   "bf16|fp8|mxfp8|mxfp4, or per group: attn=bf16,experts=mxfp4 (groups attn, "
                   "mlp, experts, embed)")

@@ -353,6 +353,35 @@ TEST(ServeTest, TensorParallelAllReducesAreTheSimulatedCollective) {
   EXPECT_TRUE(found);
 }
 
+// Sequence parallelism: a prefill's norms and residuals work on 1 / tp of the
+// tokens; the embedding and each block end in a reduce-scatter and each block
+// starts with an all-gather (plus one for the last positions); decode is
+// unchanged.
+TEST(ServeTest, SequenceParallelPrefill) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyLlama);
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.batch = 2;
+  c.input = 64;
+  const ServeEstimate plain = EstimateServing(trn3, m, c).value();
+  c.layout.sp = true;
+  const ServeEstimate sp = EstimateServing(trn3, m, c).value();
+  auto op = [](const PhaseCost& p, const std::string& name) {
+    for (const OpCost& o : p.ops) {
+      if (o.name == name) return o;
+    }
+    return OpCost{};
+  };
+  EXPECT_DOUBLE_EQ(op(sp.prefill, "norms+residual").hbm_bytes,
+                   op(plain.prefill, "norms+residual").hbm_bytes / 2);
+  EXPECT_EQ(op(sp.prefill, "all-reduce").count, 0);
+  EXPECT_EQ(op(sp.prefill, "reduce-scatter").count, 1 + 2 * 2);
+  EXPECT_EQ(op(sp.prefill, "all-gather").count, 2 * 2 + 1);
+  EXPECT_EQ(op(plain.prefill, "all-reduce").count, 1 + 2 * 2);
+  EXPECT_DOUBLE_EQ(sp.tpot_s, plain.tpot_s);
+}
+
 // Uniform routing: a decode step of one token reads top_k = 2 of the 8 experts.
 TEST(ServeTest, MoeDecodeReadsTheExpectedExperts) {
   const System trn3 = LoadSystem("trn3").value();

@@ -326,16 +326,30 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
   const bool decode = tokens_per_seq == 1 && past > 0;
   const double kv_elems =
       m.mla ? static_cast<double>(m.kv_cache_elements_per_token()) : kvh * (dq + dv);
+  // Sequence parallelism (prefill only, as Neuron applies it to context
+  // encoding): the hidden state between blocks is split over the tp ranks by
+  // token, each block gathers it first and reduce-scatters its output
+  // instead of all-reducing it.
+  const bool sp = l.sp && !decode && l.tp > 1;
+  const double shard = sp ? std::ceil(t / l.tp) : t;  // hidden-state tokens per rank
+  const double hidden_bytes = t * h * kActBytes;
+  auto gather = [&]() -> Status {
+    return sp ? b.Collective("all-gather", CollectiveOp::kAllGather, hidden_bytes, l.tp)
+              : OkStatus();
+  };
+  auto reduce = [&]() -> Status {
+    return sp ? b.Collective("reduce-scatter", CollectiveOp::kReduceScatter, hidden_bytes, l.tp)
+              : b.Collective("all-reduce", CollectiveOp::kAllReduce, hidden_bytes, l.tp);
+  };
 
-  // Embedding: gather rows (vocabulary-parallel), then the all-reduce.
+  // Embedding: gather rows (vocabulary-parallel), then sum the shards.
   b.Elementwise("embedding", t * h * (WeightBytes(wf.embedding) + kActBytes));
-  if (Status st = b.Collective("all-reduce", CollectiveOp::kAllReduce, t * h * kActBytes, l.tp);
-      !st.ok()) {
-    return st;
-  }
+  if (Status st = reduce(); !st.ok()) return st;
   for (int64_t layer = 0; layer < m.layers; ++layer) {
     // Two RMSNorms (read + write) and two residual adds (read two, write one).
-    b.Elementwise("norms+residual", 2 * (2 * t * h * kActBytes) + 2 * (3 * t * h * kActBytes));
+    b.Elementwise("norms+residual",
+                  2 * (2 * shard * h * kActBytes) + 2 * (3 * shard * h * kActBytes));
+    if (Status st = gather(); !st.ok()) return st;
     if (m.mla) {
       const MlaDims& d = *m.mla;
       const double q_lora = static_cast<double>(d.q_lora_rank);
@@ -383,20 +397,15 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
     b.Roofline("attention", "attention", flops, bytes, MatmulDtype::kBf16);
 
     b.Gemm("o_proj", t, heads * dv, h, wf.attention);
-    if (Status st = b.Collective("all-reduce", CollectiveOp::kAllReduce, t * h * kActBytes, l.tp);
-        !st.ok()) {
-      return st;
-    }
+    if (Status st = reduce(); !st.ok()) return st;
 
     if (!m.moe_layer[static_cast<size_t>(layer)]) {
+      if (Status st = gather(); !st.ok()) return st;
       const double inter = static_cast<double>(s.inter);
       b.Gemm("mlp gate_up", t, h, 2 * inter, wf.mlp);
       b.Elementwise("swiglu", 3 * t * inter * kActBytes);
       b.Gemm("mlp down", t, inter, h, wf.mlp);
-      if (Status st = b.Collective("all-reduce", CollectiveOp::kAllReduce, t * h * kActBytes, l.tp);
-          !st.ok()) {
-        return st;
-      }
+      if (Status st = reduce(); !st.ok()) return st;
       continue;
     }
     // MoE block. Uniform routing: T x k assignments spread evenly; the experts
@@ -404,7 +413,12 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
     const double e = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
     const double hit_fraction = 1 - std::pow(1 - k / e, t);
     const double ie = static_cast<double>(s.expert_inter);
+    // With expert parallelism each rank routes its 1 / ep of the tokens (the
+    // sequence-parallel shard when sp is on); else the gathered hidden state.
     const double local_tokens = s.expert_parallel ? std::ceil(t / l.ep) : t;
+    if (!s.expert_parallel) {
+      if (Status st = gather(); !st.ok()) return st;
+    }
     b.Gemm("router", local_tokens, h, e, WeightDtype::kBf16);
     const double assignments = s.expert_parallel ? t * k / l.ep : t * k;
     if (s.expert_parallel) {
@@ -434,24 +448,34 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
           !st.ok()) {
         return st;
       }
-      if (Status st = b.Collective("all-gather", CollectiveOp::kAllGather, t * h * kActBytes, l.tp);
-          !st.ok()) {
-        return st;
+      // The combined tokens are the rank's shard: sequence parallelism keeps
+      // them so; otherwise every rank gathers the whole hidden state.
+      if (!sp) {
+        if (Status st = b.Collective("all-gather", CollectiveOp::kAllGather, hidden_bytes, l.tp);
+            !st.ok()) {
+          return st;
+        }
       }
-    } else if (Status st =
-                   b.Collective("all-reduce", CollectiveOp::kAllReduce, t * h * kActBytes, l.tp);
-               !st.ok()) {
+    } else if (Status st = reduce(); !st.ok()) {
       return st;
     }
   }
   // Pipeline stages hand the hidden state on.
   const int rpc = sys.chip.core_count() / l.lnc;
   for (int stage = 0; stage + 1 < l.pp; ++stage) {
-    b.Send("pipeline send", t * h * kActBytes, stage * l.tp / rpc, (stage + 1) * l.tp / rpc);
+    b.Send("pipeline send", shard * h * kActBytes, stage * l.tp / rpc, (stage + 1) * l.tp / rpc);
   }
-  // Logits of the last position of each sequence, then greedy sampling on
-  // device: each rank's (value, index) of its vocabulary shard all-gathered.
+  // Logits of the last position of each sequence (gathered from their
+  // sequence-parallel shards), then greedy sampling on device: each rank's
+  // (value, index) of its vocabulary shard all-gathered.
   const double rows = static_cast<double>(c.batch);
+  if (sp) {
+    if (Status st =
+            b.Collective("all-gather", CollectiveOp::kAllGather, rows * h * kActBytes, l.tp);
+        !st.ok()) {
+      return st;
+    }
+  }
   b.Elementwise("final norm", 2 * rows * h * kActBytes);
   b.Gemm("lm_head", rows, h, static_cast<double>(s.vocab), wf.embedding);
   return b.Collective("sampling all-gather", CollectiveOp::kAllGather, l.tp * rows * 8, l.tp);

@@ -14,7 +14,9 @@
 // and LM head by vocabulary, each followed by a tensor-parallel all-reduce of
 // the hidden state. With ep = tp > 1, each rank holds experts / ep whole
 // experts instead: the tokens are split over the ranks, dispatched to their
-// experts' ranks and combined back by two all-to-alls, then all-gathered.
+// experts' ranks and combined back by two all-to-alls, then all-gathered
+// (kept split under sequence parallelism). With sp, a prefill keeps the
+// hidden state split by token between blocks (ParallelLayout::sp).
 //
 // Analytical timing (one rank; ranks of a stage are symmetric): every op is a
 // roofline max(FLOPs / peak, HBM bytes / HBM bandwidth) with the rank's peak
@@ -83,6 +85,11 @@ std::string WeightFormatsName(
 struct ParallelLayout {
   int tp = 1, ep = 1, dp = 1, pp = 1;
   int lnc = 2;
+  // Sequence parallelism in prefill (Neuron applies it to context encoding):
+  // the hidden state between blocks split by token over the tp ranks (norms
+  // and residuals on 1 / tp of the tokens), each block's input all-gathered
+  // and its output reduce-scattered instead of all-reduced.
+  bool sp = false;
 };
 
 struct ServeConfig {
