@@ -14,6 +14,9 @@
 //   trnmx-emu moe --system trn3-ultraserver-gen2 --experts 128 --top-k 4 --tokens 8192
 //                 --hidden 2880 --intermediate 2880 --weights mxfp4 --ep 16
 //                 [--skew zipf:1.2] [--histogram FILE]
+//   trnmx-emu serve --system trn3-ultraserver-gen2 --model gpt-oss-120b --tp 16 --dp 36
+//                   --weights attn=bf16,experts=mxfp4 --batch 64 --input 2048 --output 128
+//                   [--ep N] [--pp N] [--lnc 1|2] [--json]
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   trnmx::emu::cli::AddAttentionCommand(app, exit_code);
   trnmx::emu::cli::AddCollectiveCommand(app, exit_code);
   trnmx::emu::cli::AddMoeCommand(app, exit_code);
+  trnmx::emu::cli::AddServeCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

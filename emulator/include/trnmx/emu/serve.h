@@ -1,0 +1,153 @@
+// Serving a model (trnmx/emu/model.h) on a system (trnmx/emu/system.h): the
+// parallel layout, whether it fits in HBM, and the analytical estimate of
+// prefill (TTFT) and decode (TPOT) from per-op rooflines (docs/models.md has
+// every formula and what is not modelled).
+//
+// Layout. Ranks are logical NeuronCores of `lnc` physical cores (LNC = 2 by
+// default, as on Neuron): --tp counts them as Neuron does, so TP = 64 at
+// LNC = 2 is a whole trn2-server (16 chips x 4). A replica is tp x pp ranks:
+// pp pipeline stages of consecutive layers, each tensor-parallel over tp
+// ranks; dp replicas serve independent requests. Ranks fill chips in order
+// (cores / lnc per chip). Attention is split by heads (KV heads replicated
+// when tp exceeds them; MLA's latent cache replicated on every rank), the
+// dense MLP and the experts by their intermediate dimension, the embedding
+// and LM head by vocabulary, each followed by a tensor-parallel all-reduce of
+// the hidden state. With ep = tp > 1, each rank holds experts / ep whole
+// experts instead: the tokens are split over the ranks, dispatched to their
+// experts' ranks and combined back by two all-to-alls, then all-gathered
+// (kept split under sequence parallelism). With sp, a prefill keeps the
+// hidden state split by token between blocks (ParallelLayout::sp).
+//
+// Analytical timing (one rank; ranks of a stage are symmetric): every op is a
+// roofline max(FLOPs / peak, HBM bytes / HBM bandwidth) with the rank's peak
+// = lnc x CorePeakFlops(chip, dtype) and bandwidth = lnc x the chip's
+// sustained HBM bandwidth / cores (cost.h HbmStackBandwidth: a rank at
+// LNC = 2 has one stack). GEMM dtype: the weights' (MX on a chip without MX
+// matmuls runs at the BF16 rate from MX bytes). Collectives are lowered and
+// simulated once per distinct (op, bytes) (collective.h), with the
+// algorithm PlanCollective chooses. MoE routing is the uniform expectation:
+// every expert gets T x top_k / experts tokens, and a step reads the weights
+// of experts x (1 - (1 - top_k / experts)^T) experts.
+//
+//   System sys = LoadSystem("trn3-ultraserver-gen2").value();
+//   Model m = LoadModel("gpt-oss-120b").value();
+//   ServeConfig c;
+//   c.layout = {.tp = 16, .dp = 36};
+//   c.weights = ParseWeightFormats("attn=bf16,experts=mxfp4").value();
+//   c.batch = 64; c.input = 2048; c.output = 128;
+//   ServeEstimate e = EstimateServing(sys, m, c).value();
+//   // e.ttft_s, e.tpot_s, e.tokens_per_s, e.memory.total
+//
+// Errors (INVALID_ARGUMENT, naming the option): tp, ep, dp, pp < 1; lnc
+// other than 1 or 2 or not dividing the chip's cores; tp x pp x dp above the
+// system's logical cores; heads (or KV heads) not divisible by tp; ep other
+// than 1 or tp, not dividing the experts, or on a dense model; pp above the
+// layers; batch, input or output < 1. RESOURCE_EXHAUSTED when a chip's HBM
+// does not hold its share, naming the parts and by how much it overflows.
+#ifndef TRNMX_EMU_SERVE_H_
+#define TRNMX_EMU_SERVE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trnmx/emu/machine.h"
+#include "trnmx/emu/model.h"
+#include "trnmx/emu/system.h"
+#include "trnmx/status.h"
+
+namespace trnmx::emu {
+
+enum class WeightDtype { kBf16, kFp8, kMxfp8, kMxfp4 };
+std::string_view WeightDtypeName(WeightDtype d);  // "bf16", "fp8", "mxfp8", "mxfp4"
+StatusOr<WeightDtype> ParseWeightDtype(std::string_view name);
+// Bytes per weight in HBM: 2, 1, 1 + 1/32, 1/2 + 1/32 (MX: one E8M0 scale per 32).
+double WeightBytes(WeightDtype d);
+// The matmul a weight of `d` runs as on `chip`: MX where the chip has MX
+// matmuls, else BF16 (dequantized, as Neuron does on Trainium2); FP8 as FP8.
+MatmulDtype WeightMatmulDtype(const Machine& chip, WeightDtype d);
+
+// Weight formats per group: attention projections, dense MLPs and shared
+// experts, routed experts, embedding and LM head. Routers and norms stay BF16.
+struct WeightFormats {
+  WeightDtype attention = WeightDtype::kBf16;
+  WeightDtype mlp = WeightDtype::kBf16;
+  WeightDtype experts = WeightDtype::kBf16;
+  WeightDtype embedding = WeightDtype::kBf16;
+};
+// "mxfp4" (every group), or groups "attn=bf16,experts=mxfp4" (groups attn,
+// mlp, experts, embed; the others BF16). The error names the bad item.
+StatusOr<WeightFormats> ParseWeightFormats(std::string_view spec);
+std::string WeightFormatsName(
+    const WeightFormats& w);  // "attn=bf16 mlp=bf16 experts=mxfp4 embed=bf16"
+
+struct ParallelLayout {
+  int tp = 1, ep = 1, dp = 1, pp = 1;
+  int lnc = 2;
+  // Sequence parallelism in prefill (Neuron applies it to context encoding):
+  // the hidden state between blocks split by token over the tp ranks (norms
+  // and residuals on 1 / tp of the tokens), each block's input all-gathered
+  // and its output reduce-scattered instead of all-reduced.
+  bool sp = false;
+};
+
+struct ServeConfig {
+  ParallelLayout layout;
+  WeightFormats weights;
+  int64_t batch = 1;     // sequences per replica, prefilled together and decoded together
+  int64_t input = 128;   // prompt tokens per sequence
+  int64_t output = 128;  // generated tokens per sequence
+};
+
+// Bytes per chip (the fullest chip: the pipeline stage with the most
+// weights, all its ranks on the chip).
+struct MemoryFit {
+  int ranks_per_chip = 0;  // ranks on the fullest chip
+  int chips = 0;           // chips holding ranks
+  double weights = 0, kv_cache = 0, activations = 0, workspace = 0;
+  double total = 0, capacity = 0;
+};
+
+// One op of a phase, over all the layers it runs in (seconds, FLOPs and bytes
+// of one rank).
+struct OpCost {
+  std::string name;      // "qkv", "attention", "experts", "all-reduce", ...
+  std::string op_class;  // "gemm", "attention", "elementwise", "collective"
+  int64_t count = 0;     // times per pass
+  double seconds = 0;
+  double flops = 0, hbm_bytes = 0;
+  std::string bound;  // "compute", "HBM", or the collective's limiting resource
+};
+struct ClassCost {
+  std::string op_class;
+  double seconds = 0;
+  std::string bound;  // of the op that takes most of the class's time
+};
+struct PhaseCost {
+  double seconds = 0;
+  std::vector<OpCost> ops;
+  std::vector<ClassCost> classes;  // largest first
+};
+
+struct ServeEstimate {
+  ServeConfig config;
+  MemoryFit memory;
+  int64_t decode_context = 0;  // tokens in context at the mean decode step: input + output / 2
+  PhaseCost prefill, decode;
+  double ttft_s = 0, tpot_s = 0;
+  // All replicas: dp x batch x output / (TTFT + (output - 1) x TPOT).
+  double tokens_per_s = 0;
+  std::string energy;  // why energy is not reported (the system gives no chip power)
+};
+
+// Validates the layout against the model and system (errors above).
+Status CheckLayout(const System& system, const Model& model, const ServeConfig& config);
+// CheckLayout, then the bytes per chip; RESOURCE_EXHAUSTED when they do not fit.
+StatusOr<MemoryFit> FitMemory(const System& system, const Model& model, const ServeConfig& config);
+StatusOr<ServeEstimate> EstimateServing(const System& system, const Model& model,
+                                        const ServeConfig& config);
+
+}  // namespace trnmx::emu
+
+#endif  // TRNMX_EMU_SERVE_H_

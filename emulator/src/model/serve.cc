@@ -1,0 +1,711 @@
+// Serving layout, memory fit and the analytical prefill/decode estimate
+// (trnmx/emu/serve.h; formulas in docs/models.md).
+#include "trnmx/emu/serve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "trnmx/emu/collective.h"
+#include "trnmx/emu/cost.h"
+#include "trnmx/emu/report.h"
+#include "trnmx/emu/simulator.h"
+
+namespace trnmx::emu {
+namespace {
+
+constexpr double kActBytes = 2;  // activations, KV cache and collectives in BF16
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string Gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / kGiB);
+  return buf;
+}
+
+// What one rank holds of a layer, by the layout (serve.h "Layout").
+struct Shard {
+  int64_t heads = 0, kv_heads = 0;  // query heads; K/V heads (0 with MLA)
+  int64_t inter = 0;                // dense MLP intermediate per rank
+  int64_t experts = 0, expert_inter = 0;
+  int64_t shared_inter = 0;  // shared experts' intermediate per rank
+  int64_t vocab = 0;
+  bool expert_parallel = false;  // ep > 1: whole experts, tokens split over the ranks
+};
+
+Shard ShardOf(const Model& m, const ParallelLayout& l) {
+  Shard s;
+  s.heads = m.heads / l.tp;
+  s.kv_heads = m.mla ? 0 : (m.kv_heads >= l.tp ? m.kv_heads / l.tp : 1);
+  s.inter = CeilDiv(m.intermediate, l.tp);
+  s.vocab = CeilDiv(m.vocab, l.tp);
+  s.expert_parallel = l.ep > 1;
+  if (s.expert_parallel) {
+    s.experts = m.experts / l.ep;
+    s.expert_inter = m.expert_intermediate;
+    s.shared_inter = m.shared_experts * m.expert_intermediate;
+  } else {
+    s.experts = m.experts;
+    s.expert_inter = CeilDiv(m.expert_intermediate, l.tp);
+    s.shared_inter = CeilDiv(m.shared_experts * m.expert_intermediate, l.tp);
+  }
+  return s;
+}
+
+// Attention weights of one rank per layer (elements).
+double AttentionWeights(const Model& m, const Shard& s) {
+  const double h = static_cast<double>(m.hidden), heads = static_cast<double>(s.heads);
+  if (m.mla) {
+    const MlaDims& d = *m.mla;
+    const double q_lora = static_cast<double>(d.q_lora_rank);
+    const double kv_lora = static_cast<double>(d.kv_lora_rank);
+    const double qk = static_cast<double>(m.qk_head_dim), v = static_cast<double>(d.v_head_dim);
+    double w = q_lora > 0 ? h * q_lora + q_lora + q_lora * heads * qk : h * heads * qk;
+    w += h * (kv_lora + static_cast<double>(d.qk_rope_head_dim)) + kv_lora;
+    w += kv_lora * heads * static_cast<double>(d.qk_nope_head_dim + d.v_head_dim);
+    return w + heads * v * h;
+  }
+  const double dq = static_cast<double>(m.qk_head_dim), dv = static_cast<double>(m.v_head_dim);
+  const double kv = static_cast<double>(s.kv_heads);
+  double w = h * heads * dq + h * kv * (dq + dv) + heads * dv * h;
+  if (m.attention_bias) w += heads * dq + kv * (dq + dv) + h;
+  if (m.qk_norm) w += 2 * dq;
+  if (m.sinks) w += heads;
+  return w;
+}
+
+// Layers [first, last) of pipeline stage `stage`.
+std::pair<int64_t, int64_t> StageLayers(const Model& m, int pp, int stage) {
+  const int64_t per = CeilDiv(m.layers, pp);
+  return {std::min(m.layers, stage * per), std::min(m.layers, (stage + 1) * per)};
+}
+
+// Tokens of a sequence whose K/V a layer keeps (a window layer keeps its window).
+int64_t CachedTokens(const Model& m, int64_t layer, int64_t context) {
+  const int64_t w = m.window[static_cast<size_t>(layer)];
+  return w > 0 ? std::min(w, context) : context;
+}
+
+struct RankMemory {
+  double weights = 0, kv_cache = 0, activations = 0, workspace = 0;
+  double total() const { return weights + kv_cache + activations + workspace; }
+};
+
+RankMemory MemoryOfStage(const Model& m, const ServeConfig& c, int stage) {
+  const ParallelLayout& l = c.layout;
+  const Shard s = ShardOf(m, l);
+  const WeightFormats& wf = c.weights;
+  const double h = static_cast<double>(m.hidden);
+  RankMemory r;
+  const auto [first, last] = StageLayers(m, l.pp, stage);
+  const double attn = AttentionWeights(m, s);
+  const double kv_elems = m.mla ? static_cast<double>(m.kv_cache_elements_per_token())
+                                : static_cast<double>(s.kv_heads * (m.qk_head_dim + m.v_head_dim));
+  const int64_t context = c.input + c.output;
+  for (int64_t layer = first; layer < last; ++layer) {
+    r.weights += attn * WeightBytes(wf.attention) + 2 * h * kActBytes;  // + the two norms
+    if (m.moe_layer[static_cast<size_t>(layer)]) {
+      const double expert = 3 * h * static_cast<double>(s.expert_inter) +
+                            (m.expert_bias ? 2 * static_cast<double>(s.expert_inter) + h : 0);
+      r.weights += static_cast<double>(s.experts) * expert * WeightBytes(wf.experts);
+      r.weights += 3 * h * static_cast<double>(s.shared_inter) * WeightBytes(wf.mlp);
+      r.weights += (h + (m.router_bias ? 1 : 0)) * static_cast<double>(m.experts) * kActBytes;
+    } else {
+      r.weights += 3 * h * static_cast<double>(s.inter) * WeightBytes(wf.mlp);
+    }
+    r.kv_cache +=
+        static_cast<double>(c.batch * CachedTokens(m, layer, context)) * kv_elems * kActBytes;
+  }
+  const double table = static_cast<double>(s.vocab) * h * WeightBytes(wf.embedding);
+  if (stage == 0) r.weights += table;
+  if (stage == l.pp - 1 && (!m.tied_embeddings || l.pp > 1)) r.weights += table;
+  if (stage == l.pp - 1) r.weights += h * kActBytes;  // final norm
+
+  // Activations of the widest op of a prefill of batch x input tokens: the
+  // residual stream and its normed copy, the op's input and output, and the
+  // logits of the last positions (FP32).
+  const double t = static_cast<double>(c.batch * c.input);
+  const double attn_io = static_cast<double>(s.heads * (m.qk_head_dim + 2 * m.v_head_dim)) +
+                         2 * static_cast<double>(s.kv_heads) * static_cast<double>(m.qk_head_dim);
+  double widest = attn_io;
+  if (m.moe_layers() < m.layers) widest = std::max(widest, 3.0 * static_cast<double>(s.inter));
+  if (m.is_moe()) {
+    // Per token of the batch: its top_k rows in, gate/up out (the rows a
+    // rank receives are 1 / ep of them with expert parallelism).
+    const double per_token =
+        static_cast<double>(m.top_k) * (h + 3 * static_cast<double>(s.expert_inter));
+    widest = std::max(widest, s.expert_parallel ? per_token / l.ep : per_token);
+  }
+  r.activations = t * (2 * h + widest) * kActBytes + static_cast<double>(c.batch * s.vocab) * 4;
+  // Collective staging: one hidden-state buffer; with expert parallelism the
+  // dispatch and combine receive buffers as well.
+  r.workspace = t * h * kActBytes;
+  if (s.expert_parallel) {
+    r.workspace += 2 * std::ceil(t / l.ep) * static_cast<double>(m.top_k) * h * kActBytes;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Analytical timing.
+
+class PhaseBuilder {
+ public:
+  PhaseBuilder(const System& sys, const ServeConfig& c) : sys_(sys), c_(c) {
+    const Machine& chip = sys.chip;
+    const double lnc = c.layout.lnc;
+    hbm_bw_ = HbmStackBandwidth(chip) * chip.hbm.stacks.value * lnc / chip.cores.value;
+    lnc_ = lnc;
+  }
+
+  // A roofline op: max(FLOPs / peak(dtype), bytes / HBM bandwidth).
+  void Roofline(const std::string& name, const std::string& op_class, double flops, double bytes,
+                MatmulDtype dtype) {
+    const double peak = lnc_ * CorePeakFlops(sys_.chip, dtype);
+    const double compute = flops > 0 ? flops / peak : 0;
+    const double memory = bytes / hbm_bw_;
+    OpCost& op = Op(name, op_class);
+    op.count += 1;
+    op.seconds += std::max(compute, memory);
+    op.flops += flops;
+    op.hbm_bytes += bytes;
+    (compute > memory ? compute_s_ : memory_s_)[name] += std::max(compute, memory);
+  }
+
+  // A GEMM [m, k] x [k, n] with weights of `w` (activations BF16).
+  void Gemm(const std::string& name, double m, double k, double n, WeightDtype w) {
+    const double bytes = k * n * WeightBytes(w) + (m * k + m * n) * kActBytes;
+    Roofline(name, "gemm", 2 * m * k * n, bytes, WeightMatmulDtype(sys_.chip, w));
+  }
+
+  // Elementwise work as HBM traffic.
+  void Elementwise(const std::string& name, double bytes) {
+    Roofline(name, "elementwise", 0, bytes, MatmulDtype::kBf16);
+  }
+
+  // A collective over `ranks` ranks of `bytes` per rank, simulated once per
+  // distinct (op, bytes, ranks).
+  Status Collective(const std::string& name, CollectiveOp op, double bytes, int ranks) {
+    if (ranks < 2) return OkStatus();
+    const int64_t b = std::max<int64_t>(static_cast<int64_t>(std::ceil(bytes)), ranks);
+    const auto key = std::make_tuple(static_cast<int>(op), b, ranks);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      CollectiveConfig cc;
+      cc.op = op;
+      cc.bytes = b;
+      cc.ranks = ranks;
+      cc.lnc = c_.layout.lnc;
+      StatusOr<LoweredCollective> lowered = LowerCollective(sys_, cc);
+      if (!lowered.ok()) return lowered.status();
+      StatusOr<SimResult> r = Simulate(lowered->program);
+      if (!r.ok()) return r.status();
+      const Report rep = MakeReport(lowered->program, *r, 0, MatmulDtype::kBf16);
+      const std::string bound =
+          std::string(CollectiveAlgorithmName(lowered->plan.algorithm)) + ", " + rep.limiting;
+      it = cache_.emplace(key, std::make_pair(static_cast<double>(r->end_ps) * 1e-12, bound)).first;
+    }
+    OpCost& o = Op(name, "collective");
+    o.count += 1;
+    o.seconds += it->second.first;
+    link_bound_[name] = it->second.second;
+    return OkStatus();
+  }
+
+  // A point-to-point send of `bytes` from the chip of rank a to that of rank
+  // b: the route's latency and the DMA start latency, plus bytes over the
+  // slowest link of the route (or an HBM copy on one chip).
+  void Send(const std::string& name, double bytes, int chip_a, int chip_b) {
+    double seconds = 0;
+    std::string bound = "HBM";
+    if (chip_a == chip_b) {
+      seconds = 2 * bytes / hbm_bw_;
+    } else {
+      const std::vector<int> route = sys_.Route(chip_a, chip_b);
+      double bw = 0;
+      for (int id : route) {
+        const double b = sys_.links[static_cast<size_t>(id)].bandwidth_bytes_per_s.value;
+        bw = bw == 0 ? b : std::min(bw, b);
+      }
+      seconds =
+          static_cast<double>(RouteLatencyPs(sys_, route) + DmaWaitLatencyPs(sys_.chip)) * 1e-12 +
+          bytes / bw;
+      bound = "links";
+    }
+    OpCost& o = Op(name, "collective");
+    o.count += 1;
+    o.seconds += seconds;
+    link_bound_[name] = bound;
+  }
+
+  PhaseCost Finish() {
+    PhaseCost p;
+    std::map<std::string, ClassCost> classes;
+    std::map<std::string, double> largest;
+    for (OpCost& op : ops_) {
+      if (op.op_class == "collective") {
+        op.bound = link_bound_[op.name];
+      } else {
+        op.bound = compute_s_[op.name] > memory_s_[op.name] ? "compute" : "HBM";
+      }
+      p.seconds += op.seconds;
+      ClassCost& cl = classes[op.op_class];
+      cl.op_class = op.op_class;
+      cl.seconds += op.seconds;
+      if (op.seconds >= largest[op.op_class]) {
+        largest[op.op_class] = op.seconds;
+        cl.bound = op.bound;
+      }
+    }
+    for (auto& [name, cl] : classes) p.classes.push_back(cl);
+    std::sort(p.classes.begin(), p.classes.end(),
+              [](const ClassCost& a, const ClassCost& b) { return a.seconds > b.seconds; });
+    p.ops = ops_;
+    return p;
+  }
+
+  double hbm_bw() const { return hbm_bw_; }
+
+ private:
+  OpCost& Op(const std::string& name, const std::string& op_class) {
+    for (OpCost& o : ops_) {
+      if (o.name == name) return o;
+    }
+    OpCost op;
+    op.name = name;
+    op.op_class = op_class;
+    ops_.push_back(op);
+    return ops_.back();
+  }
+
+  const System& sys_;
+  const ServeConfig& c_;
+  double hbm_bw_ = 0, lnc_ = 2;
+  std::vector<OpCost> ops_;
+  std::map<std::string, double> compute_s_, memory_s_;
+  std::map<std::string, std::string> link_bound_;
+  std::map<std::tuple<int, int64_t, int>, std::pair<double, std::string>> cache_;
+};
+
+// Query-key pairs of one head of one sequence: `queries` new tokens after
+// `past` cached ones, causal, a window of w keys (0: none).
+double AttendedPairs(int64_t past, int64_t queries, int64_t w) {
+  double pairs = 0;
+  if (w <= 0) {
+    // sum over i of (past + i + 1)
+    return static_cast<double>(queries) * static_cast<double>(past) +
+           static_cast<double>(queries) * static_cast<double>(queries + 1) / 2;
+  }
+  // Keys visible to query i: min(past + i + 1, w); split where they reach w.
+  const int64_t ramp = std::clamp<int64_t>(w - past, 0, queries);  // queries before the cap
+  pairs += static_cast<double>(ramp) * static_cast<double>(past) +
+           static_cast<double>(ramp) * static_cast<double>(ramp + 1) / 2;
+  pairs += static_cast<double>(queries - ramp) * static_cast<double>(w);
+  return pairs;
+}
+
+// One pass over the model for `tokens_per_seq` new tokens of each of the
+// batch's sequences after `past` cached tokens: a prefill (past 0) or a
+// decode step (one token). Ops are summed over all the layers.
+Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const ServeConfig& c,
+                 int64_t past, int64_t tokens_per_seq) {
+  const ParallelLayout& l = c.layout;
+  const Shard s = ShardOf(m, l);
+  const WeightFormats& wf = c.weights;
+  const double t = static_cast<double>(c.batch * tokens_per_seq);
+  const double h = static_cast<double>(m.hidden);
+  const double heads = static_cast<double>(s.heads), kvh = static_cast<double>(s.kv_heads);
+  const double dq = static_cast<double>(m.qk_head_dim), dv = static_cast<double>(m.v_head_dim);
+  const bool decode = tokens_per_seq == 1 && past > 0;
+  const double kv_elems =
+      m.mla ? static_cast<double>(m.kv_cache_elements_per_token()) : kvh * (dq + dv);
+  // Sequence parallelism (prefill only, as Neuron applies it to context
+  // encoding): the hidden state between blocks is split over the tp ranks by
+  // token, each block gathers it first and reduce-scatters its output
+  // instead of all-reducing it.
+  const bool sp = l.sp && !decode && l.tp > 1;
+  const double shard = sp ? std::ceil(t / l.tp) : t;  // hidden-state tokens per rank
+  const double hidden_bytes = t * h * kActBytes;
+  auto gather = [&]() -> Status {
+    return sp ? b.Collective("all-gather", CollectiveOp::kAllGather, hidden_bytes, l.tp)
+              : OkStatus();
+  };
+  auto reduce = [&]() -> Status {
+    return sp ? b.Collective("reduce-scatter", CollectiveOp::kReduceScatter, hidden_bytes, l.tp)
+              : b.Collective("all-reduce", CollectiveOp::kAllReduce, hidden_bytes, l.tp);
+  };
+
+  // Embedding: gather rows (vocabulary-parallel), then sum the shards.
+  b.Elementwise("embedding", t * h * (WeightBytes(wf.embedding) + kActBytes));
+  if (Status st = reduce(); !st.ok()) return st;
+  for (int64_t layer = 0; layer < m.layers; ++layer) {
+    // Two RMSNorms (read + write) and two residual adds (read two, write one).
+    b.Elementwise("norms+residual",
+                  2 * (2 * shard * h * kActBytes) + 2 * (3 * shard * h * kActBytes));
+    if (Status st = gather(); !st.ok()) return st;
+    if (m.mla) {
+      const MlaDims& d = *m.mla;
+      const double q_lora = static_cast<double>(d.q_lora_rank);
+      const double kv_lora = static_cast<double>(d.kv_lora_rank);
+      const double rope = static_cast<double>(d.qk_rope_head_dim);
+      if (q_lora > 0) {
+        b.Gemm("q_a", t, h, q_lora, wf.attention);
+        b.Gemm("q_b", t, q_lora, heads * dq, wf.attention);
+      } else {
+        b.Gemm("q", t, h, heads * dq, wf.attention);
+      }
+      b.Gemm("kv_a", t, h, kv_lora + rope, wf.attention);
+      // Prefill expands the latent to per-head K and V; decode absorbs the
+      // same weights into Q and the output (the same FLOPs and bytes).
+      b.Gemm("kv_b", t, kv_lora, heads * static_cast<double>(d.qk_nope_head_dim + d.v_head_dim),
+             wf.attention);
+    } else {
+      b.Gemm("qkv", t, h, heads * dq + kvh * (dq + dv), wf.attention);
+    }
+    b.Elementwise("rope", 2 * t * (heads + std::max(kvh, 1.0)) * dq * kActBytes);
+
+    // Attention core (BF16): 2 (d_qk + d_v) FLOPs per (query, key) pair and head.
+    const int64_t w = m.window[static_cast<size_t>(layer)];
+    const double pairs = static_cast<double>(c.batch) * AttendedPairs(past, tokens_per_seq, w);
+    // Keys some query of the pass sees, each read once: all of them, or with
+    // a window the last w + tokens - 1 (a decode step: its window).
+    const int64_t visible =
+        w > 0 ? std::min(past + tokens_per_seq, w + tokens_per_seq - 1) : past + tokens_per_seq;
+    const double keys_read = static_cast<double>(c.batch) * static_cast<double>(visible);
+    double flops = 0, bytes = 0;
+    if (m.mla && decode) {
+      // Absorbed: every head attends over the latent (kv_lora + rope wide) and
+      // reads the latent cache once.
+      const double kv_lora = static_cast<double>(m.mla->kv_lora_rank);
+      const double rope = static_cast<double>(m.mla->qk_rope_head_dim);
+      flops = pairs * heads * 2 * (kv_lora + rope + kv_lora);
+      bytes = keys_read * kv_elems * kActBytes + t * heads * (kv_lora + rope + kv_lora) * kActBytes;
+    } else {
+      flops = pairs * heads * 2 * (dq + dv);
+      // Q in, O out, K and V read once (per KV head, or per head with MLA's
+      // expanded K/V), the new tokens' cache entries written.
+      const double kv_read = m.mla ? t * heads * (dq + dv) : keys_read * kvh * (dq + dv);
+      bytes = (t * heads * (dq + dv) + kv_read + t * kv_elems) * kActBytes;
+    }
+    b.Roofline("attention", "attention", flops, bytes, MatmulDtype::kBf16);
+
+    b.Gemm("o_proj", t, heads * dv, h, wf.attention);
+    if (Status st = reduce(); !st.ok()) return st;
+
+    if (!m.moe_layer[static_cast<size_t>(layer)]) {
+      if (Status st = gather(); !st.ok()) return st;
+      const double inter = static_cast<double>(s.inter);
+      b.Gemm("mlp gate_up", t, h, 2 * inter, wf.mlp);
+      b.Elementwise("swiglu", 3 * t * inter * kActBytes);
+      b.Gemm("mlp down", t, inter, h, wf.mlp);
+      if (Status st = reduce(); !st.ok()) return st;
+      continue;
+    }
+    // MoE block. Uniform routing: T x k assignments spread evenly; the experts
+    // a rank holds are read when at least one token picks them.
+    const double e = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
+    const double hit_fraction = 1 - std::pow(1 - k / e, t);
+    const double ie = static_cast<double>(s.expert_inter);
+    // With expert parallelism each rank routes its 1 / ep of the tokens (the
+    // sequence-parallel shard when sp is on); else the gathered hidden state.
+    const double local_tokens = s.expert_parallel ? std::ceil(t / l.ep) : t;
+    if (!s.expert_parallel) {
+      if (Status st = gather(); !st.ok()) return st;
+    }
+    b.Gemm("router", local_tokens, h, e, WeightDtype::kBf16);
+    const double assignments = s.expert_parallel ? t * k / l.ep : t * k;
+    if (s.expert_parallel) {
+      if (Status st = b.Collective("all-to-all", CollectiveOp::kAllToAll,
+                                   local_tokens * k * h * kActBytes, l.ep);
+          !st.ok()) {
+        return st;
+      }
+    }
+    const double expert_weights = static_cast<double>(s.experts) * hit_fraction *
+                                  (3 * h * ie + (m.expert_bias ? 2 * ie + h : 0)) *
+                                  WeightBytes(wf.experts);
+    // Rows in, gate/up out, SwiGLU (read 2, write 1), down in and out.
+    const double expert_acts = assignments * (h + 2 * ie + 3 * ie + ie + h) * kActBytes;
+    b.Roofline("experts", "gemm", 2 * assignments * 3 * h * ie, expert_weights + expert_acts,
+               WeightMatmulDtype(sys.chip, wf.experts));
+    if (s.shared_inter > 0) {
+      const double si = static_cast<double>(s.shared_inter);
+      b.Gemm("shared experts gate_up", local_tokens, h, 2 * si, wf.mlp);
+      b.Gemm("shared experts down", local_tokens, si, h, wf.mlp);
+    }
+    // Weighted sum of each token's k expert outputs.
+    b.Elementwise("moe combine", local_tokens * (k + 1) * h * kActBytes);
+    if (s.expert_parallel) {
+      if (Status st = b.Collective("all-to-all", CollectiveOp::kAllToAll,
+                                   local_tokens * k * h * kActBytes, l.ep);
+          !st.ok()) {
+        return st;
+      }
+      // The combined tokens are the rank's shard: sequence parallelism keeps
+      // them so; otherwise every rank gathers the whole hidden state.
+      if (!sp) {
+        if (Status st = b.Collective("all-gather", CollectiveOp::kAllGather, hidden_bytes, l.tp);
+            !st.ok()) {
+          return st;
+        }
+      }
+    } else if (Status st = reduce(); !st.ok()) {
+      return st;
+    }
+  }
+  // Pipeline stages hand the hidden state on.
+  const int rpc = sys.chip.core_count() / l.lnc;
+  for (int stage = 0; stage + 1 < l.pp; ++stage) {
+    b.Send("pipeline send", shard * h * kActBytes, stage * l.tp / rpc, (stage + 1) * l.tp / rpc);
+  }
+  // Logits of the last position of each sequence (gathered from their
+  // sequence-parallel shards), then greedy sampling on device: each rank's
+  // (value, index) of its vocabulary shard all-gathered.
+  const double rows = static_cast<double>(c.batch);
+  if (sp) {
+    if (Status st =
+            b.Collective("all-gather", CollectiveOp::kAllGather, rows * h * kActBytes, l.tp);
+        !st.ok()) {
+      return st;
+    }
+  }
+  b.Elementwise("final norm", 2 * rows * h * kActBytes);
+  b.Gemm("lm_head", rows, h, static_cast<double>(s.vocab), wf.embedding);
+  return b.Collective("sampling all-gather", CollectiveOp::kAllGather, l.tp * rows * 8, l.tp);
+}
+
+}  // namespace
+
+std::string_view WeightDtypeName(WeightDtype d) {
+  switch (d) {
+    case WeightDtype::kBf16:
+      return "bf16";
+    case WeightDtype::kFp8:
+      return "fp8";
+    case WeightDtype::kMxfp8:
+      return "mxfp8";
+    case WeightDtype::kMxfp4:
+      return "mxfp4";
+  }
+  return "?";
+}
+
+StatusOr<WeightDtype> ParseWeightDtype(std::string_view name) {
+  for (WeightDtype d :
+       {WeightDtype::kBf16, WeightDtype::kFp8, WeightDtype::kMxfp8, WeightDtype::kMxfp4}) {
+    if (WeightDtypeName(d) == name) return d;
+  }
+  return InvalidArgumentError("unknown weight format '" + std::string(name) +
+                              "' (bf16, fp8, mxfp8, mxfp4)");
+}
+
+double WeightBytes(WeightDtype d) {
+  switch (d) {
+    case WeightDtype::kBf16:
+      return 2;
+    case WeightDtype::kFp8:
+      return 1;
+    case WeightDtype::kMxfp8:
+      return 1 + 1.0 / 32;
+    case WeightDtype::kMxfp4:
+      return 0.5 + 1.0 / 32;
+  }
+  return 2;
+}
+
+MatmulDtype WeightMatmulDtype(const Machine& chip, WeightDtype d) {
+  switch (d) {
+    case WeightDtype::kBf16:
+      return MatmulDtype::kBf16;
+    case WeightDtype::kFp8:
+      return MatmulDtype::kFp8;
+    case WeightDtype::kMxfp8:
+      return MacsPerPeCycle(chip, MatmulDtype::kMxfp8) > 0 ? MatmulDtype::kMxfp8
+                                                           : MatmulDtype::kBf16;
+    case WeightDtype::kMxfp4:
+      return MacsPerPeCycle(chip, MatmulDtype::kMxfp4) > 0 ? MatmulDtype::kMxfp4
+                                                           : MatmulDtype::kBf16;
+  }
+  return MatmulDtype::kBf16;
+}
+
+StatusOr<WeightFormats> ParseWeightFormats(std::string_view spec) {
+  WeightFormats w;
+  if (spec.find('=') == std::string_view::npos) {
+    StatusOr<WeightDtype> d = ParseWeightDtype(spec);
+    if (!d.ok()) return InvalidArgumentError("--weights: " + d.status().message());
+    w.attention = w.mlp = w.experts = w.embedding = *d;
+    return w;
+  }
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', pos), spec.size());
+    const std::string_view item = spec.substr(pos, comma - pos);
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return InvalidArgumentError("--weights: '" + std::string(item) +
+                                  "' is not group=format (groups attn, mlp, experts, embed)");
+    }
+    const std::string_view group = item.substr(0, eq);
+    StatusOr<WeightDtype> d = ParseWeightDtype(item.substr(eq + 1));
+    if (!d.ok())
+      return InvalidArgumentError("--weights " + std::string(group) + ": " + d.status().message());
+    if (group == "attn") {
+      w.attention = *d;
+    } else if (group == "mlp") {
+      w.mlp = *d;
+    } else if (group == "experts") {
+      w.experts = *d;
+    } else if (group == "embed") {
+      w.embedding = *d;
+    } else {
+      return InvalidArgumentError("--weights: unknown group '" + std::string(group) +
+                                  "' (attn, mlp, experts, embed)");
+    }
+    pos = comma + 1;
+  }
+  return w;
+}
+
+std::string WeightFormatsName(const WeightFormats& w) {
+  return "attn=" + std::string(WeightDtypeName(w.attention)) +
+         " mlp=" + std::string(WeightDtypeName(w.mlp)) +
+         " experts=" + std::string(WeightDtypeName(w.experts)) +
+         " embed=" + std::string(WeightDtypeName(w.embedding));
+}
+
+Status CheckLayout(const System& sys, const Model& m, const ServeConfig& c) {
+  const ParallelLayout& l = c.layout;
+  for (auto [name, v] : {std::pair{"--tp", l.tp}, std::pair{"--ep", l.ep}, std::pair{"--dp", l.dp},
+                         std::pair{"--pp", l.pp}}) {
+    if (v < 1) return InvalidArgumentError(std::string(name) + " = " + std::to_string(v) + " < 1");
+  }
+  const int cores = sys.chip.core_count();
+  if ((l.lnc != 1 && l.lnc != 2) || cores % l.lnc != 0) {
+    return InvalidArgumentError("--lnc = " + std::to_string(l.lnc) + ": 1 or 2, dividing the " +
+                                std::to_string(cores) + " cores of a chip");
+  }
+  const int64_t ranks = int64_t{l.tp} * l.pp * l.dp;
+  const int64_t logical = int64_t{sys.chip_count()} * (cores / l.lnc);
+  if (ranks > logical) {
+    return InvalidArgumentError("--tp " + std::to_string(l.tp) + " x --pp " + std::to_string(l.pp) +
+                                " x --dp " + std::to_string(l.dp) + " = " + std::to_string(ranks) +
+                                " ranks > the " + std::to_string(logical) + " logical cores of " +
+                                sys.name + " at LNC " + std::to_string(l.lnc));
+  }
+  if (m.heads % l.tp != 0) {
+    return InvalidArgumentError("--tp " + std::to_string(l.tp) + ": num_attention_heads " +
+                                std::to_string(m.heads) + " is not divisible by it");
+  }
+  if (!m.mla && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0) {
+    return InvalidArgumentError("--tp " + std::to_string(l.tp) + ": num_key_value_heads " +
+                                std::to_string(m.kv_heads) +
+                                " neither divides it nor is divisible by it");
+  }
+  if (l.ep > 1) {
+    if (!m.is_moe()) {
+      return InvalidArgumentError("--ep " + std::to_string(l.ep) + ": " + m.name +
+                                  " has no experts");
+    }
+    if (l.ep != l.tp) {
+      return InvalidArgumentError("--ep " + std::to_string(l.ep) +
+                                  ": 1 or equal to --tp (experts split inside an EP rank are "
+                                  "not modelled)");
+    }
+    if (m.experts % l.ep != 0) {
+      return InvalidArgumentError("--ep " + std::to_string(l.ep) + " does not divide the " +
+                                  std::to_string(m.experts) + " experts");
+    }
+  }
+  if (l.pp > m.layers) {
+    return InvalidArgumentError("--pp " + std::to_string(l.pp) + " > the " +
+                                std::to_string(m.layers) + " layers");
+  }
+  // Bounded so that tokens x widths stay far inside int64 and double's exact range.
+  constexpr int64_t kMaxTokens = int64_t{1} << 31;
+  for (auto [name, v] : {std::pair{"--batch", c.batch}, std::pair{"--input", c.input},
+                         std::pair{"--output", c.output}}) {
+    if (v < 1 || v > kMaxTokens) {
+      return InvalidArgumentError(std::string(name) + " = " + std::to_string(v) +
+                                  " outside [1, 2^31]");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<MemoryFit> FitMemory(const System& sys, const Model& m, const ServeConfig& c) {
+  if (Status s = CheckLayout(sys, m, c); !s.ok()) return s;
+  const ParallelLayout& l = c.layout;
+  RankMemory worst;
+  for (int stage = 0; stage < l.pp; ++stage) {
+    const RankMemory r = MemoryOfStage(m, c, stage);
+    if (r.total() > worst.total()) worst = r;
+  }
+  const int rpc = sys.chip.core_count() / l.lnc;
+  const int64_t ranks = int64_t{l.tp} * l.pp * l.dp;
+  MemoryFit f;
+  f.ranks_per_chip = static_cast<int>(std::min<int64_t>(rpc, ranks));
+  f.chips = static_cast<int>(CeilDiv(ranks, rpc));
+  const double n = f.ranks_per_chip;
+  f.weights = worst.weights * n;
+  f.kv_cache = worst.kv_cache * n;
+  f.activations = worst.activations * n;
+  f.workspace = worst.workspace * n;
+  f.total = f.weights + f.kv_cache + f.activations + f.workspace;
+  f.capacity = sys.chip.hbm.capacity_bytes.value;
+  if (f.total > f.capacity) {
+    // Name the smallest part that overflows on its own: the weights, the
+    // weights and KV cache, or everything.
+    std::string what;
+    double need = f.total;
+    if (f.weights > f.capacity) {
+      what = "the weights alone";
+      need = f.weights;
+    } else if (f.weights + f.kv_cache > f.capacity) {
+      what = "the weights and KV cache";
+      need = f.weights + f.kv_cache;
+    } else {
+      what = "weights, KV cache, activations and workspace";
+    }
+    return ResourceExhaustedError(
+        m.name + " does not fit on " + sys.name + ": per chip, " + what + " (" + Gib(need) +
+        ") exceed the " + Gib(f.capacity) + " of HBM by " + Gib(need - f.capacity) + " (weights " +
+        Gib(f.weights) + ", KV cache " + Gib(f.kv_cache) + ", activations " + Gib(f.activations) +
+        ", workspace " + Gib(f.workspace) + "; " + std::to_string(f.ranks_per_chip) +
+        " ranks per chip; raise --tp or --pp, or lower --batch, --input or --output, or the "
+        "weight format)");
+  }
+  return f;
+}
+
+StatusOr<ServeEstimate> EstimateServing(const System& sys, const Model& m, const ServeConfig& c) {
+  StatusOr<MemoryFit> fit = FitMemory(sys, m, c);
+  if (!fit.ok()) return fit.status();
+  ServeEstimate e;
+  e.config = c;
+  e.memory = *fit;
+  PhaseBuilder prefill(sys, c);
+  if (Status s = BuildPass(prefill, sys, m, c, 0, c.input); !s.ok()) return s;
+  e.prefill = prefill.Finish();
+  e.decode_context = c.input + c.output / 2;
+  PhaseBuilder decode(sys, c);
+  if (Status s = BuildPass(decode, sys, m, c, e.decode_context - 1, 1); !s.ok()) return s;
+  e.decode = decode.Finish();
+  e.ttft_s = e.prefill.seconds;
+  e.tpot_s = e.decode.seconds;
+  e.tokens_per_s = static_cast<double>(c.layout.dp * c.batch * c.output) /
+                   (e.ttft_s + static_cast<double>(c.output - 1) * e.tpot_s);
+  e.energy = "not reported: " + sys.name +
+             "'s description has no chip power (trainium.md #18 gives only third-party "
+             "figures, ~500 W Trn2 and ~1 kW Trn3)";
+  return e;
+}
+
+}  // namespace trnmx::emu

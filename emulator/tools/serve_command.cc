@@ -1,0 +1,195 @@
+// trnmx-emu serve: a model served on a system (serve.h): the layout, whether
+// it fits in HBM, and the analytical TTFT, TPOT and throughput.
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.h"
+#include "trnmx/emu/model.h"
+#include "trnmx/emu/serve.h"
+#include "trnmx/emu/system.h"
+
+namespace trnmx::emu::cli {
+namespace {
+
+struct ServeArgs {
+  std::string system = "trn3-ultraserver-gen2";
+  std::string model;
+  std::string weights = "bf16";
+  std::string mode = "analytical";
+  bool json = false;
+  bool ops = false;
+  ServeConfig config;
+};
+
+nlohmann::json ServePhaseJson(const PhaseCost& p) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpCost& o : p.ops) {
+    ops.push_back({{"name", o.name},
+                   {"class", o.op_class},
+                   {"count", o.count},
+                   {"ms", o.seconds * 1e3},
+                   {"flops", o.flops},
+                   {"hbm_bytes", o.hbm_bytes},
+                   {"bound", o.bound}});
+  }
+  nlohmann::json classes = nlohmann::json::array();
+  for (const ClassCost& c : p.classes) {
+    classes.push_back({{"class", c.op_class}, {"ms", c.seconds * 1e3}, {"bound", c.bound}});
+  }
+  return {{"ms", p.seconds * 1e3}, {"classes", classes}, {"ops", ops}};
+}
+
+void PrintServePhase(const char* name, const PhaseCost& p) {
+  std::printf("%-13s", name);
+  bool first = true;
+  for (const ClassCost& c : p.classes) {
+    std::printf("%s%s %.3f ms (%.0f %%, %s)", first ? "" : "; ", c.op_class.c_str(),
+                c.seconds * 1e3, 100 * c.seconds / p.seconds, c.bound.c_str());
+    first = false;
+  }
+  std::printf("\n");
+}
+
+void PrintServeOps(const char* phase, const PhaseCost& p) {
+  std::printf("%s ops (one rank, all layers):\n", phase);
+  std::printf("  %-24s %-11s %6s %12s %12s %12s  %s\n", "op", "class", "count", "ms", "GFLOP",
+              "HBM MB", "bound");
+  for (const OpCost& o : p.ops) {
+    std::printf("  %-24s %-11s %6lld %12.4f %12.3f %12.3f  %s\n", o.name.c_str(),
+                o.op_class.c_str(), static_cast<long long>(o.count), o.seconds * 1e3, o.flops / 1e9,
+                o.hbm_bytes / 1e6, o.bound.c_str());
+  }
+}
+
+int RunServe(const ServeArgs& args) {
+  if (args.mode != "analytical") {
+    std::cerr << "INVALID_ARGUMENT: --mode " << args.mode
+              << ": only the analytical mode is built; the event-driven mode (lowered kernels "
+                 "and collectives per layer) is not built yet\n";
+    return 1;
+  }
+  StatusOr<System> system = LoadSystem(args.system);
+  StatusOr<Model> model = LoadModel(args.model);
+  StatusOr<WeightFormats> weights = ParseWeightFormats(args.weights);
+  for (const Status& s : {system.status(), model.status(), weights.status()}) {
+    if (!s.ok()) {
+      std::cerr << s.ToString() << "\n";
+      return 1;
+    }
+  }
+  ServeConfig c = args.config;
+  c.weights = *weights;
+  StatusOr<ServeEstimate> e = EstimateServing(*system, *model, c);
+  if (!e.ok()) {
+    std::cerr << e.status().ToString() << "\n";
+    return 1;
+  }
+  const ParameterCount params = CountParameters(*model);
+  const ParallelLayout& l = c.layout;
+  const MemoryFit& mem = e->memory;
+  if (args.json) {
+    const nlohmann::json j = {
+        {"model", model->name},
+        {"system", system->name},
+        {"mode", "analytical"},
+        {"parameters", params.total},
+        {"active_parameters", params.active},
+        {"layout",
+         {{"tp", l.tp}, {"ep", l.ep}, {"dp", l.dp}, {"pp", l.pp}, {"lnc", l.lnc}, {"sp", l.sp}}},
+        {"weights", WeightFormatsName(c.weights)},
+        {"batch", c.batch},
+        {"input", c.input},
+        {"output", c.output},
+        {"decode_context", e->decode_context},
+        {"ttft_ms", e->ttft_s * 1e3},
+        {"tpot_ms", e->tpot_s * 1e3},
+        {"tokens_per_s", e->tokens_per_s},
+        {"hbm_bytes_per_chip", mem.total},
+        {"memory",
+         {{"weights", mem.weights},
+          {"kv_cache", mem.kv_cache},
+          {"activations", mem.activations},
+          {"workspace", mem.workspace},
+          {"capacity", mem.capacity},
+          {"ranks_per_chip", mem.ranks_per_chip},
+          {"chips", mem.chips}}},
+        {"prefill", ServePhaseJson(e->prefill)},
+        {"decode", ServePhaseJson(e->decode)},
+        {"energy", e->energy}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  std::printf("model        %s (%s, %.2f B parameters, %.2f B active)\n", model->name.c_str(),
+              std::string(ModelFamilyName(model->family)).c_str(), params.total / 1e9,
+              params.active / 1e9);
+  std::printf(
+      "layout       %s: tp %d x ep %d x pp %d x dp %d at LNC %d = %lld ranks on %d chip(s)%s\n",
+      system->name.c_str(), l.tp, l.ep, l.pp, l.dp, l.lnc,
+      static_cast<long long>(int64_t{l.tp} * l.pp * l.dp), mem.chips,
+      l.sp ? "; sequence-parallel prefill" : "");
+  std::printf("weights      %s\n", WeightFormatsName(c.weights).c_str());
+  std::printf(
+      "workload     batch %lld per replica, input %lld, output %lld (decode at mean "
+      "context %lld)\n",
+      static_cast<long long>(c.batch), static_cast<long long>(c.input),
+      static_cast<long long>(c.output), static_cast<long long>(e->decode_context));
+  std::printf(
+      "HBM per chip %.2f GiB of %.2f GiB: weights %.2f, KV cache %.2f, activations %.2f, "
+      "workspace %.2f GiB (%d ranks)\n",
+      mem.total / gib, mem.capacity / gib, mem.weights / gib, mem.kv_cache / gib,
+      mem.activations / gib, mem.workspace / gib, mem.ranks_per_chip);
+  std::printf("TTFT         %.3f ms\n", e->ttft_s * 1e3);
+  std::printf("TPOT         %.3f ms\n", e->tpot_s * 1e3);
+  std::printf("throughput   %.1f tok/s (%d replica(s) x batch %lld)\n", e->tokens_per_s, l.dp,
+              static_cast<long long>(c.batch));
+  PrintServePhase("prefill", e->prefill);
+  PrintServePhase("decode", e->decode);
+  const ClassCost& top = e->decode.classes.front();
+  std::printf("bottleneck   decode: %s (%s), %.0f %% of TPOT\n", top.op_class.c_str(),
+              top.bound.c_str(), 100 * top.seconds / e->decode.seconds);
+  std::printf("energy       %s\n", e->energy.c_str());
+  if (args.ops) {
+    PrintServeOps("prefill", e->prefill);
+    PrintServeOps("decode", e->decode);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "A model served on a system: memory fit, TTFT, TPOT and throughput (analytical)");
+  cmd->add_option("--system", args->system, "system preset or JSON file")->capture_default_str();
+  cmd->add_option("--model", args->model, "built-in model or a Hugging Face config.json")
+      ->required();
+  cmd->add_option("--tp", args->config.layout.tp, "tensor-parallel ranks (logical cores)")
+      ->required();
+  cmd->add_option("--ep", args->config.layout.ep, "expert-parallel ranks: 1 or --tp")
+      ->capture_default_str();
+  cmd->add_option("--dp", args->config.layout.dp, "data-parallel replicas")->capture_default_str();
+  cmd->add_option("--pp", args->config.layout.pp, "pipeline stages")->capture_default_str();
+  cmd->add_option("--lnc", args->config.layout.lnc, "physical cores per logical core (1 or 2)")
+      ->capture_default_str();
+  cmd->add_flag("--sp", args->config.layout.sp,
+                "sequence parallelism in prefill (hidden state split by token over --tp)");
+  cmd->add_option("--weights", args->weights,
+                  "bf16|fp8|mxfp8|mxfp4, or per group: attn=bf16,experts=mxfp4 (groups attn, "
+                  "mlp, experts, embed)")
+      ->capture_default_str();
+  cmd->add_option("--batch", args->config.batch, "sequences per replica")->capture_default_str();
+  cmd->add_option("--input", args->config.input, "prompt tokens")->capture_default_str();
+  cmd->add_option("--output", args->config.output, "generated tokens")->capture_default_str();
+  cmd->add_option("--mode", args->mode, "analytical (event: not built yet)")->capture_default_str();
+  cmd->add_flag("--json", args->json, "one JSON object instead of text");
+  cmd->add_flag("--ops", args->ops, "also print every op of both phases");
+  cmd->callback([args, &exit_code]() { exit_code = RunServe(*args); });
+}
+
+}  // namespace trnmx::emu::cli

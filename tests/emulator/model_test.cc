@@ -1,0 +1,441 @@
+// Models (model.h) and their serving estimate (serve.h): the built-in
+// configs, parameter counts against the published totals, bad configs and
+// layouts, the memory fit and the analytical roofline on small cases worked
+// by hand.
+#include "trnmx/emu/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "trnmx/emu/collective.h"
+#include "trnmx/emu/cost.h"
+#include "trnmx/emu/serve.h"
+#include "trnmx/emu/simulator.h"
+#include "trnmx/emu/system.h"
+
+namespace trnmx::emu {
+namespace {
+
+Model MustLoad(const std::string& name) {
+  StatusOr<Model> m = LoadModel(name);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return *m;
+}
+
+// A small Llama-family model whose numbers are easy to follow by hand.
+constexpr const char* kTinyLlama = R"({
+  "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "hidden_size": 256,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+  "intermediate_size": 512, "vocab_size": 1000, "tie_word_embeddings": false})";
+
+// A small Mixtral-family model: 8 experts, top 2.
+constexpr const char* kTinyMoe = R"({
+  "architectures": ["MixtralForCausalLM"], "num_hidden_layers": 2, "hidden_size": 256,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+  "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 1000})";
+
+// A small gpt-oss-family model: a sliding layer (window 8), then a full one.
+constexpr const char* kTinyGptOss = R"({
+  "architectures": ["GptOssForCausalLM"], "num_hidden_layers": 2, "hidden_size": 256,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+  "intermediate_size": 128, "num_local_experts": 4, "experts_per_token": 2,
+  "vocab_size": 1000, "sliding_window": 8,
+  "layer_types": ["sliding_attention", "full_attention"]})";
+
+Model Tiny(const char* json) {
+  StatusOr<Model> m = ParseModelConfig(json, "tiny");
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return *m;
+}
+
+TEST(ModelTest, EveryBuiltInParses) {
+  ASSERT_EQ(PresetModelNames().size(), 9u);
+  for (const std::string& name : PresetModelNames()) {
+    StatusOr<Model> m = LoadModel(name);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+    EXPECT_FALSE(m->source.empty()) << name << " has no _trnmx_source/read_from";
+    EXPECT_EQ(m->window.size(), static_cast<size_t>(m->layers));
+    EXPECT_EQ(m->moe_layer.size(), static_cast<size_t>(m->layers));
+  }
+}
+
+TEST(ModelTest, BuiltInShapes) {
+  const Model l8 = MustLoad("llama-3.1-8b");
+  EXPECT_EQ(l8.family, ModelFamily::kLlama);
+  EXPECT_EQ(l8.layers, 32);
+  EXPECT_EQ(l8.hidden, 4096);
+  EXPECT_EQ(l8.heads, 32);
+  EXPECT_EQ(l8.kv_heads, 8);
+  EXPECT_EQ(l8.qk_head_dim, 128);  // hidden / heads: no head_dim key
+  EXPECT_EQ(l8.intermediate, 14336);
+  EXPECT_EQ(l8.vocab, 128256);
+  EXPECT_FALSE(l8.is_moe());
+
+  const Model g = MustLoad("gpt-oss-120b");
+  EXPECT_EQ(g.family, ModelFamily::kGptOss);
+  EXPECT_EQ(g.layers, 36);
+  EXPECT_EQ(g.experts, 128);
+  EXPECT_EQ(g.top_k, 4);
+  EXPECT_EQ(g.qk_head_dim, 64);
+  EXPECT_EQ(g.window[0], 128);  // sliding, full, sliding, ...
+  EXPECT_EQ(g.window[1], 0);
+  EXPECT_TRUE(g.sinks);
+  EXPECT_TRUE(g.attention_bias);
+  EXPECT_EQ(g.moe_layers(), 36);
+  EXPECT_EQ(MustLoad("gpt-oss-20b").experts, 32);
+
+  const Model d = MustLoad("deepseek-v3");
+  ASSERT_TRUE(d.mla.has_value());
+  EXPECT_EQ(d.mla->kv_lora_rank, 512);
+  EXPECT_EQ(d.mla->q_lora_rank, 1536);
+  EXPECT_EQ(d.qk_head_dim, 192);  // nope 128 + rope 64
+  EXPECT_EQ(d.v_head_dim, 128);
+  EXPECT_EQ(d.kv_cache_elements_per_token(), 576);  // latent 512 + RoPE key 64
+  EXPECT_EQ(d.experts, 256);
+  EXPECT_EQ(d.shared_experts, 1);
+  EXPECT_EQ(d.moe_layers(), 58);  // first_k_dense_replace 3
+  EXPECT_FALSE(d.moe_layer[2]);
+  EXPECT_TRUE(d.moe_layer[3]);
+
+  const Model q = MustLoad("qwen3-235b-a22b");
+  EXPECT_EQ(q.family, ModelFamily::kQwen3Moe);
+  EXPECT_EQ(q.moe_layers(), 94);
+  EXPECT_EQ(q.expert_intermediate, 1536);
+  EXPECT_EQ(q.kv_heads, 4);
+  EXPECT_TRUE(q.qk_norm);
+
+  const Model x = MustLoad("mixtral-8x7b");
+  EXPECT_EQ(x.experts, 8);
+  EXPECT_EQ(x.top_k, 2);
+  EXPECT_EQ(x.expert_intermediate, 14336);
+  EXPECT_EQ(x.window[0], 0);  // sliding_window absent
+}
+
+// Published totals: Meta (8.03 B, 70.6 B, 405 B), OpenAI's gpt-oss model
+// card (116.8 B / 5.1 B active; 20.9 B / 3.6 B), DeepSeek-V3's report
+// (671 B / 37 B), Mistral (46.7 B / 12.9 B), Qwen (235 B / 22 B).
+TEST(ModelTest, ParameterCountsMatchPublished) {
+  struct Row {
+    const char* name;
+    double total, active, tolerance;
+  };
+  const Row rows[] = {
+      {"llama-3.1-8b", 8.03e9, 0, 0.005},      {"llama-3.1-70b", 70.6e9, 0, 0.005},
+      {"llama-3.3-70b", 70.6e9, 0, 0.005},     {"llama-3.1-405b", 405e9, 0, 0.01},
+      {"gpt-oss-120b", 116.8e9, 5.1e9, 0.015}, {"gpt-oss-20b", 20.9e9, 3.6e9, 0.02},
+      {"deepseek-v3", 671e9, 37e9, 0.02},      {"mixtral-8x7b", 46.7e9, 0, 0.01},
+      {"qwen3-235b-a22b", 235e9, 22e9, 0.02},
+  };
+  for (const Row& r : rows) {
+    const ParameterCount p = CountParameters(MustLoad(r.name));
+    EXPECT_NEAR(p.total / r.total, 1, r.tolerance) << r.name << " total " << p.total;
+    if (r.active > 0) {
+      EXPECT_NEAR(p.active / r.active, 1, r.tolerance) << r.name << " active " << p.active;
+    }
+  }
+  // Mistral's 12.9 B active counts the input table as well.
+  const ParameterCount mixtral = CountParameters(MustLoad("mixtral-8x7b"));
+  EXPECT_NEAR((mixtral.active + mixtral.embedding) / 12.9e9, 1, 0.005);
+  // Llama 3.1 8B exactly: 8,030,261,248 (the checkpoint's tensor sizes).
+  EXPECT_EQ(CountParameters(MustLoad("llama-3.1-8b")).total, 8030261248.0);
+}
+
+TEST(ModelTest, BadConfigsNameTheKey) {
+  StatusOr<Model> m = ParseModelConfig(R"({"architectures": ["BertModel"]})", "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("x.json: /architectures/0: unknown architecture "
+                                      "'BertModel' (known: LlamaForCausalLM"),
+            std::string::npos)
+      << m.status().message();
+
+  m = ParseModelConfig(R"({"hidden_size": 8})", "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/architectures: missing"), std::string::npos);
+
+  m = ParseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+                           "num_attention_heads": 4, "vocab_size": 10,
+                           "intermediate_size": 512})",
+                       "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("x.json: /num_hidden_layers: missing"), std::string::npos)
+      << m.status().message();
+
+  m = ParseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2,
+                           "hidden_size": 256, "num_attention_heads": 4,
+                           "num_key_value_heads": 3, "vocab_size": 10,
+                           "intermediate_size": 512})",
+                       "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/num_key_value_heads: 3 does not divide "
+                                      "/num_attention_heads 4"),
+            std::string::npos)
+      << m.status().message();
+
+  m = ParseModelConfig(R"({"architectures": ["MixtralForCausalLM"], "num_hidden_layers": 2,
+                           "hidden_size": 256, "num_attention_heads": 4, "vocab_size": 10,
+                           "intermediate_size": 512, "num_local_experts": 8})",
+                       "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/num_experts_per_tok: missing"), std::string::npos);
+
+  m = ParseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 1e12,
+                           "hidden_size": 256, "num_attention_heads": 4, "vocab_size": 10,
+                           "intermediate_size": 512})",
+                       "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("x.json: /num_hidden_layers: expected an integer"),
+            std::string::npos)
+      << m.status().message();
+  m = ParseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 100000,
+                           "hidden_size": 256, "num_attention_heads": 4, "vocab_size": 10,
+                           "intermediate_size": 512})",
+                       "x.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/num_hidden_layers: must be <= 65536"), std::string::npos);
+
+  EXPECT_FALSE(LoadModel("llama-9").ok());
+}
+
+TEST(ServeTest, BadLayouts) {
+  const System trn2 = LoadSystem("trn2-server").value();
+  const Model l8 = MustLoad("llama-3.1-8b");
+  ServeConfig c;
+  c.layout.tp = 3;
+  Status s = CheckLayout(trn2, l8, c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "--tp 3: num_attention_heads 32 is not divisible by it");
+
+  c.layout.tp = 64;
+  c.layout.dp = 2;
+  s = CheckLayout(trn2, l8, c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(),
+            "--tp 64 x --pp 1 x --dp 2 = 128 ranks > the 64 logical cores of trn2-server at LNC 2");
+
+  c.layout = {.tp = 8, .ep = 8};
+  s = CheckLayout(trn2, l8, c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("has no experts"), std::string::npos);
+
+  c.layout = {.tp = 8, .ep = 4};
+  s = CheckLayout(trn2, MustLoad("mixtral-8x7b"), c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--ep 4: 1 or equal to --tp"), std::string::npos);
+
+  EXPECT_FALSE(ParseWeightFormats("attn=bf16,kv=fp8").ok());
+  EXPECT_FALSE(ParseWeightFormats("fp16").ok());
+  const WeightFormats w = ParseWeightFormats("attn=bf16,experts=mxfp4").value();
+  EXPECT_EQ(w.experts, WeightDtype::kMxfp4);
+  EXPECT_EQ(w.attention, WeightDtype::kBf16);
+}
+
+TEST(ServeTest, ModelThatDoesNotFitSaysByHowMuch) {
+  const System trn2 = LoadSystem("trn2").value();  // one chip: 96 GiB
+  ServeConfig c;
+  c.layout.tp = 4;
+  StatusOr<MemoryFit> f = FitMemory(trn2, MustLoad("llama-3.1-405b"), c);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(f.status().message().find("llama-3.1-405b does not fit on trn2: per chip, the "
+                                      "weights alone (755.98 GiB) exceed the 96.00 GiB of HBM "
+                                      "by 659.98 GiB (weights 755.98 GiB, KV cache"),
+            std::string::npos)
+      << f.status().message();
+  // 755.98 GiB: all four TP shards are on the chip, i.e. the 405.85 B
+  // parameters once in BF16 (plus each rank's copy of the norms).
+}
+
+// Bytes per chip of the tiny model at TP 2 (both ranks on one trn3 chip):
+TEST(ServeTest, MemoryFitClosedForm) {
+  const System trn3 = LoadSystem("trn3").value();
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.batch = 2;
+  c.input = 16;
+  c.output = 16;
+  const MemoryFit f = FitMemory(trn3, Tiny(kTinyLlama), c).value();
+  EXPECT_EQ(f.ranks_per_chip, 2);
+  EXPECT_EQ(f.chips, 1);
+  // Per rank: 2 query heads, 1 KV head, intermediate 256, vocabulary 500.
+  const double attn = 256 * 2 * 64 + 256 * 1 * 128 + 2 * 64 * 256;   // q, k+v, o
+  const double layer = (attn + 3 * 256 * 256) * 2 + 2 * 256 * 2;     // + MLP, + 2 norms (BF16)
+  const double weights = 2 * layer + 2 * (500 * 256 * 2) + 256 * 2;  // + embedding, head, norm
+  const double kv = 2 * (2 * 32 * 128 * 2);  // layers x batch x (16 + 16) tokens x K+V
+  const double acts = 32 * (2 * 256 + 3 * 256) * 2 + 2 * 500 * 4;  // 32 tokens; logits FP32
+  const double workspace = 32 * 256 * 2;
+  EXPECT_DOUBLE_EQ(f.weights, 2 * weights);
+  EXPECT_DOUBLE_EQ(f.kv_cache, 2 * kv);
+  EXPECT_DOUBLE_EQ(f.activations, 2 * acts);
+  EXPECT_DOUBLE_EQ(f.workspace, 2 * workspace);
+  EXPECT_DOUBLE_EQ(f.total, 2 * (weights + kv + acts + workspace));
+  EXPECT_DOUBLE_EQ(f.capacity, 144.0 * 1024 * 1024 * 1024);
+}
+
+// A decode step of the tiny model on one rank (TP 1, LNC 2) of trn3: every
+// op is HBM-bound at one token, so TPOT = bytes / the rank's bandwidth.
+TEST(ServeTest, DecodeRooflineByHand) {
+  const System trn3 = LoadSystem("trn3").value();
+  ServeConfig c;
+  c.batch = 1;
+  c.input = 15;
+  c.output = 2;  // decode at context 15 + 1: 15 cached tokens and the new one
+  const ServeEstimate e = EstimateServing(trn3, Tiny(kTinyLlama), c).value();
+  EXPECT_EQ(e.decode_context, 16);
+  const double bw = HbmStackBandwidth(trn3.chip) * 4 * 2 / 8;        // two cores of 8, 4 stacks
+  const double per_layer = 2 * (2 * 256 * 2) + 2 * (3 * 256 * 2)     // norms, residuals
+                           + 256 * 512 * 2 + (256 + 512) * 2         // qkv
+                           + 2 * (4 + 2) * 64 * 2                    // rope
+                           + (4 * 128 + 16 * 2 * 128 + 2 * 128) * 2  // attention
+                           + 256 * 256 * 2 + (256 + 256) * 2         // o_proj
+                           + 256 * 1024 * 2 + (256 + 1024) * 2       // gate_up
+                           + 3 * 512 * 2                             // swiglu
+                           + 512 * 256 * 2 + (512 + 256) * 2;        // down
+  const double bytes = 256 * (2 + 2) + 2 * per_layer + 2 * 256 * 2   // embedding, final norm
+                       + 256 * 1000 * 2 + (256 + 1000) * 2;          // lm_head
+  EXPECT_NEAR(e.tpot_s, bytes / bw, 1e-15);
+  for (const OpCost& op : e.decode.ops) EXPECT_EQ(op.bound, "HBM") << op.name;
+  // Attention: 16 keys x 4 heads x 2 (64 + 64) FLOPs per layer.
+  for (const OpCost& op : e.decode.ops) {
+    if (op.name == "attention") {
+      EXPECT_DOUBLE_EQ(op.flops, 2 * 16 * 4 * 2 * 128);
+    }
+  }
+  EXPECT_NEAR(e.tokens_per_s, 2 / (e.ttft_s + e.tpot_s), 1e-9);
+}
+
+// A large prefill GEMM crosses the ridge: its time is FLOPs / peak.
+TEST(ServeTest, PrefillGemmIsComputeBoundPastTheRidge) {
+  const System trn3 = LoadSystem("trn3").value();
+  ServeConfig c;
+  c.batch = 64;
+  c.input = 256;  // 16384 tokens
+  c.output = 1;
+  const ServeEstimate e = EstimateServing(trn3, Tiny(kTinyLlama), c).value();
+  const double peak = 2 * CorePeakFlops(trn3.chip, MatmulDtype::kBf16);
+  int found = 0;
+  for (const OpCost& op : e.prefill.ops) {
+    if (op.name != "mlp gate_up") continue;
+    ++found;
+    const double flops = 2.0 * 16384 * 256 * 1024;
+    EXPECT_DOUBLE_EQ(op.flops, 2 * flops);  // two layers
+    EXPECT_EQ(op.bound, "compute");
+    EXPECT_NEAR(op.seconds, 2 * flops / peak, 1e-15);
+  }
+  EXPECT_EQ(found, 1);
+}
+
+// TP 2 adds the all-reduces, each the simulated collective (collective.h):
+// the embedding's and two per layer.
+TEST(ServeTest, TensorParallelAllReducesAreTheSimulatedCollective) {
+  const System trn3 = LoadSystem("trn3").value();
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.input = 15;
+  c.output = 2;
+  const ServeEstimate e = EstimateServing(trn3, Tiny(kTinyLlama), c).value();
+  CollectiveConfig cc;
+  cc.op = CollectiveOp::kAllReduce;
+  cc.bytes = 256 * 2;
+  cc.ranks = 2;
+  cc.lnc = 2;
+  LoweredCollective l = LowerCollective(trn3, cc).value();
+  const double one = static_cast<double>(Simulate(l.program).value().end_ps) * 1e-12;
+  bool found = false;
+  for (const OpCost& op : e.decode.ops) {
+    if (op.name != "all-reduce") continue;
+    found = true;
+    EXPECT_EQ(op.count, 1 + 2 * 2);
+    EXPECT_DOUBLE_EQ(op.seconds, 5 * one);
+    EXPECT_EQ(op.op_class, "collective");
+  }
+  EXPECT_TRUE(found);
+}
+
+// Sequence parallelism: a prefill's norms and residuals work on 1 / tp of the
+// tokens; the embedding and each block end in a reduce-scatter and each block
+// starts with an all-gather (plus one for the last positions); decode is
+// unchanged.
+TEST(ServeTest, SequenceParallelPrefill) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyLlama);
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.batch = 2;
+  c.input = 64;
+  const ServeEstimate plain = EstimateServing(trn3, m, c).value();
+  c.layout.sp = true;
+  const ServeEstimate sp = EstimateServing(trn3, m, c).value();
+  auto op = [](const PhaseCost& p, const std::string& name) {
+    for (const OpCost& o : p.ops) {
+      if (o.name == name) return o;
+    }
+    return OpCost{};
+  };
+  EXPECT_DOUBLE_EQ(op(sp.prefill, "norms+residual").hbm_bytes,
+                   op(plain.prefill, "norms+residual").hbm_bytes / 2);
+  EXPECT_EQ(op(sp.prefill, "all-reduce").count, 0);
+  EXPECT_EQ(op(sp.prefill, "reduce-scatter").count, 1 + 2 * 2);
+  EXPECT_EQ(op(sp.prefill, "all-gather").count, 2 * 2 + 1);
+  EXPECT_EQ(op(plain.prefill, "all-reduce").count, 1 + 2 * 2);
+  EXPECT_DOUBLE_EQ(sp.tpot_s, plain.tpot_s);
+}
+
+// Uniform routing: a decode step of one token reads top_k = 2 of the 8 experts.
+TEST(ServeTest, MoeDecodeReadsTheExpectedExperts) {
+  const System trn3 = LoadSystem("trn3").value();
+  ServeConfig c;
+  c.input = 15;
+  c.output = 2;
+  c.weights = ParseWeightFormats("experts=mxfp4").value();
+  const ServeEstimate e = EstimateServing(trn3, Tiny(kTinyMoe), c).value();
+  int found = 0;
+  for (const OpCost& op : e.decode.ops) {
+    if (op.name != "experts") continue;
+    ++found;
+    const double weights = 2 * (3 * 256 * 128) * (0.5 + 1.0 / 32);  // 2 experts, MXFP4
+    const double acts = 2 * (256 + 2 * 128 + 3 * 128 + 128 + 256) * 2;
+    EXPECT_NEAR(op.hbm_bytes, 2 * (weights + acts), 1e-6);  // two layers
+    EXPECT_DOUBLE_EQ(op.flops, 2 * (2 * 2 * 3 * 256 * 128));
+  }
+  EXPECT_EQ(found, 1);
+}
+
+// Sliding-window layers attend to at most `window` keys: a prefill of 16
+// tokens has 8 x 9 / 2 + 8 x 8 = 100 (query, key) pairs per head in the
+// window layer and 16 x 17 / 2 = 136 in the full one; a decode step at
+// context 16 has 8 and 16.
+TEST(ServeTest, WindowLayersAttendToTheirWindow) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyGptOss);
+  ASSERT_EQ(m.window[0], 8);
+  ASSERT_EQ(m.window[1], 0);
+  ServeConfig c;
+  c.input = 16;
+  c.output = 2;
+  ServeEstimate e = EstimateServing(trn3, m, c).value();
+  const double per_pair = 4 * 2 * (64 + 64);  // heads x 2 (d_qk + d_v)
+  int found = 0;
+  for (const OpCost& op : e.prefill.ops) {
+    if (op.name == "attention") {
+      ++found;
+      EXPECT_DOUBLE_EQ(op.flops, (100 + 136) * per_pair);
+    }
+  }
+  c.input = 15;  // decode at context 16
+  e = EstimateServing(trn3, m, c).value();
+  for (const OpCost& op : e.decode.ops) {
+    if (op.name == "attention") {
+      ++found;
+      EXPECT_DOUBLE_EQ(op.flops, (8 + 16) * per_pair);
+      // K and V of 8 + 16 keys, 2 KV heads x (64 + 64) each, BF16; Q in and
+      // O out; the new token's K and V written; per layer.
+      EXPECT_DOUBLE_EQ(op.hbm_bytes, ((8 + 16) * 2 * 128 + 2 * (4 * 128 + 2 * 128)) * 2);
+    }
+  }
+  EXPECT_EQ(found, 2);
+}
+
+}  // namespace
+}  // namespace trnmx::emu
