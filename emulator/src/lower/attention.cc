@@ -10,24 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "lower/try.h"
+#include "trnmx/attention.h"
 #include "trnmx/emu/cost.h"
 
 namespace trnmx::emu {
 namespace {
 
-#define TRY(expr)                                \
-  do {                                           \
-    if (Status s_ = (expr); !s_.ok()) return s_; \
-  } while (0)
-#define TRY_ASSIGN(lhs, expr)         \
-  do {                                \
-    auto r_ = (expr);                 \
-    if (!r_.ok()) return r_.status(); \
-    lhs = *r_;                        \
-  } while (0)
-
 constexpr int64_t kRowTile = 128;          // query rows per tile (partitions)
-constexpr int64_t kDecodeMaxQueries = 16;  // trnmx/attention.h kAttnDecodeMaxQueries
 constexpr int kPipe = 3;                   // TensorE stages: QK^T, P^T, PV, one step apart
 constexpr int64_t kTransposeKeys = 128;    // keys per TensorE transpose of P
 
@@ -835,7 +825,7 @@ StatusOr<AttentionPlan> Plan(const Machine& machine, AttentionConfig c) {
                std::to_string(max_tile) + "] (the moving free size of " + machine.core_name + ")");
   }
   if (c.kv_buffers < 2) return bad("kv_buffers must be >= 2");
-  const bool decode = c.seq <= kDecodeMaxQueries;
+  const bool decode = c.seq <= static_cast<int64_t>(trnmx::kAttnDecodeMaxQueries);
   if (c.kv_splits == 0) c.kv_splits = decode ? c.cores : 1;
   if (c.kv_splits != 1 && c.kv_splits != c.cores) {
     return bad("kv_splits = " + std::to_string(c.kv_splits) + " must be 1 or cores (" +
@@ -1109,7 +1099,5 @@ Status CheckAttentionSchedule(const LoweredAttention& lowered) {
   return OkStatus();
 }
 
-#undef TRY
-#undef TRY_ASSIGN
 
 }  // namespace trnmx::emu

@@ -9,22 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "lower/try.h"
 #include "trnmx/emu/cost.h"
 
 namespace trnmx::emu {
 namespace {
-
-// Early-return helpers for Status / StatusOr inside this file.
-#define TRY(expr)                                \
-  do {                                           \
-    if (Status s_ = (expr); !s_.ok()) return s_; \
-  } while (0)
-#define TRY_ASSIGN(lhs, expr)         \
-  do {                                \
-    auto r_ = (expr);                 \
-    if (!r_.ok()) return r_.status(); \
-    lhs = *r_;                        \
-  } while (0)
 
 constexpr int64_t kTileRows = 128;  // stationary rows per matmul (PE columns)
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -1059,7 +1048,5 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   return LoweredGemm{std::move(p), std::move(kernel->plan), std::move(kernel->tile_ops)};
 }
 
-#undef TRY
-#undef TRY_ASSIGN
 
 }  // namespace trnmx::emu
