@@ -1099,5 +1099,4 @@ Status CheckAttentionSchedule(const LoweredAttention& lowered) {
   return OkStatus();
 }
 
-
 }  // namespace trnmx::emu

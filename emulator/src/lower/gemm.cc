@@ -1048,5 +1048,4 @@ StatusOr<LoweredGemm> LowerGemm(const Machine& machine, const GemmConfig& config
   return LoweredGemm{std::move(p), std::move(kernel->plan), std::move(kernel->tile_ops)};
 }
 
-
 }  // namespace trnmx::emu
