@@ -518,8 +518,7 @@ class Sim {
                        int64_t& end) {
     const size_t first = static_cast<size_t>(core) * engines_ + op.first_engine;
     int64_t* engine_free = &engine_free_ps_[first];
-    start = now;
-    for (int e = 0; e < op.engines; ++e) start = std::max(start, engine_free[e]);
+    start = now;  // Issue() hands a transfer over only once its engines are free.
     int64_t data_end = start + op.engine_ps;
     if (op.stack >= 0) data_end = std::max(data_end, hbm_stacks_[op.stack].Hold(start, op.hbm_ps));
     int64_t latency = 0;
