@@ -14,11 +14,11 @@
 # HWY_DISABLED_TARGETS, e.g. "HWY_SSSE3|HWY_SSE4"); EMU128, the fallback, is
 # compiled whenever it is attainable (no -march above it). Two builds of CI
 # use it, because compiling every target is most of their time:
-# tools/run.sh sanitize leaves AVX3 out (with -march=haswell where the CPU
-# has it, which drops EMU128 but still compiles SSSE3, SSE4 and AVX2; else
-# AVX2 and EMU128): the other
-# targets are the same Highway code at other widths, and the Release test
-# build runs them all on every CPU that has them. The consumer tests that
+# tools/run.sh sanitize leaves AVX3 out and, with -march=haswell -maes where
+# the CPU has them, compiles AVX2 alone (AVX2 becomes the static target;
+# else AVX2 and EMU128): the other targets are the same Highway code at
+# other widths, and the Release test build runs them all on every CPU that
+# has them. The consumer tests that
 # compile the library again from source (add_subdirectory, conan) compile
 # EMU128 alone. Release builds compile them all.
 set(TRNMX_HWY_DISABLED_TARGETS "" CACHE STRING

@@ -127,14 +127,15 @@ case "$mode" in
     apt_need "${base_packages[@]}" "${test_packages[@]}"
     # -O1 -g1 (line tables only): what AddressSanitizer's documentation
     # suggests for usable reports, and much quicker to compile than -O2 -g.
-    # On a CPU with Haswell's instructions, -march=haswell makes AVX2 the
-    # baseline, which drops Highway's EMU128 copy; AVX3 is left out. Highway
-    # 1.0.3 still compiles SSSE3 and SSE4 beside AVX2 there (the per-target
-    # suites run all three; measured at 4f94a1a). Elsewhere: AVX2 and EMU128.
-    # The Release test build runs every target (cmake/TrnmxCompilerOptions.cmake).
+    # On a CPU with Haswell's instructions and AES, -march=haswell -maes makes
+    # AVX2 Highway's static target, so only AVX2 is compiled (AVX3 left out):
+    # Highway 1.0.3's SSE4 baseline needs __AES__, which GCC's haswell lacks,
+    # and without -maes the static target was SSSE3 and SSSE3, SSE4 and AVX2
+    # were all compiled. Elsewhere: AVX2 and EMU128. The Release test build
+    # runs every target (cmake/TrnmxCompilerOptions.cmake).
     isa_flags=(-DCMAKE_CXX_FLAGS= -DTRNMX_HWY_DISABLED_TARGETS='HWY_SSSE3|HWY_SSE4|HWY_AVX3|HWY_AVX3_DL')
     if [ "$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | grep -ow -E 'avx2|bmi1|bmi2|fma|f16c|movbe|aes|pclmulqdq|abm' | sort -u | wc -l)" -eq 9 ]; then
-      isa_flags=(-DCMAKE_CXX_FLAGS=-march=haswell -DTRNMX_HWY_DISABLED_TARGETS='HWY_AVX3|HWY_AVX3_DL')
+      isa_flags=(-DCMAKE_CXX_FLAGS='-march=haswell -maes' -DTRNMX_HWY_DISABLED_TARGETS='HWY_AVX3|HWY_AVX3_DL')
     fi
     timed configure configure build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${isa_flags[@]}" \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DTRNMX_SANITIZE=ON -DTRNMX_WERROR=ON \
