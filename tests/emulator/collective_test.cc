@@ -462,6 +462,58 @@ TEST(CollectiveLinks, TheReportNamesTheBusiestLink) {
 // servers (chip i of server 0 and chip i of server 1 through their rack's
 // switch). Steps, instructions and done counts are the closed forms of the
 // header; the time is bounded below by its links alone.
+// The same two servers at 8 KiB, exact: every transfer and reduction holds
+// its 16 DMA engines for E = 211 ns + ceil(bytes / 16 / 38.4 GB/s) (intra:
+// the 2 KiB pieces, E_i = 214,334 ps; inter: 1 KiB sub-pieces, E_x =
+// 212,667 ps) and the ports for a few ps. Each route (through the server
+// switch, or the rack's) lands lat = 1.5 us after the data, and a transfer
+// that waits starts w = 1.3 us after its semaphore. All ranks run in step.
+// A reduce-scatter ring step is a send (E + lat) then the reduction of what
+// arrived (w + E), the next send right after it; an all-gather step is a
+// send (E + lat) and, from the second on, w before it. So:
+//   reduce-scatter = (L - 1) (2 E_i + lat + w) + (S - 1) (2 E_x + lat + w)
+//   all-gather     = (S - 1) (E_x + lat + w) + (L - 1) (E_i + lat + w) - w
+//   all-reduce     = (L - 1) (3 E_i + 2 lat + 2 w) + (S - 1) (3 E_x + 2 lat + 2 w) - w
+// (the inter all-gather follows the inter reduce-scatter without a wait;
+// the intra all-gather waits w for the inter ring's last arrival).
+TEST(CollectiveHierarchical, TinyIsTheClosedFormForEveryOp) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  const int64_t L = 4, S = 2, ei = 214334, ex = 212667, w = 1300000, lat = 1500000;
+  ASSERT_EQ(RouteLatencyPs(gen2, gen2.Route(0, 1)), lat);  // chip0 -> l1switch0 -> chip1
+  ASSERT_EQ(RouteLatencyPs(gen2, gen2.Route(0, 4)), lat);  // chip0 -> rack switch -> chip4
+  struct Case {
+    CollectiveOp op;
+    int64_t steps, end_ps;
+  };
+  for (const Case& k : {
+           Case{CollectiveOp::kReduceScatter, (L - 1) + (S - 1),
+                (L - 1) * (2 * ei + lat + w) + (S - 1) * (2 * ex + lat + w)},
+           Case{CollectiveOp::kAllGather, (L - 1) + (S - 1),
+                (S - 1) * (ex + lat + w) + (L - 1) * (ei + lat + w) - w},
+           Case{CollectiveOp::kAllReduce, 2 * (L - 1) + 2 * (S - 1),
+                (L - 1) * (3 * ei + 2 * lat + 2 * w) + (S - 1) * (3 * ex + 2 * lat + 2 * w) - w},
+       }) {
+    SCOPED_TRACE(std::string(CollectiveOpName(k.op)));
+    const LoweredCollective l =
+        LowerCollective(gen2, Config(k.op, 8 << 10, 8, 1, 1, CollectiveAlgorithm::kHierarchical))
+            .value();
+    for (const Stream& q : l.program.streams()) {
+      for (const Instruction& in : q.instructions) {
+        ASSERT_EQ(DmaCostOf(l.program, in).engine_ps, in.bytes == 2048 ? ei : ex) << in.bytes;
+      }
+    }
+    const SimResult r = Simulate(l.program).value();
+    EXPECT_EQ(l.plan.steps, k.steps);
+    EXPECT_EQ(l.plan.completions, k.steps);  // LNC 1: one write of its result per step
+    EXPECT_EQ(r.end_ps, k.end_ps);
+    // Bytes between chips: (L - 1) pieces of bytes / L per intra phase,
+    // (S - 1) sub-pieces of bytes / (L S) per inter phase, per rank.
+    const int64_t phases = k.op == CollectiveOp::kAllReduce ? 2 : 1;
+    EXPECT_EQ(r.link_transfer_bytes,
+              8 * phases * ((L - 1) * (8192 / L) + (S - 1) * (8192 / (L * S))));
+  }
+}
+
 TEST(CollectiveHierarchical, TwoServersAreTheClosedForm) {
   const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
   const int64_t bytes = 64 << 20;
@@ -548,9 +600,15 @@ TEST(CollectiveHierarchical, NeedsWholeServersAndAnAllReduce) {
           "ranks = 64 do not fill two or more whole servers of 64 ranks (16 chips x 4)");
   refused(gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 24, 2, 0, h),
           "ranks = 24 do not fill two or more whole servers of 16 ranks");
-  refused(gen2, Config(CollectiveOp::kAllGather, 64 << 20, 32, 2, 0, h),
-          "hierarchical is lowered for all-reduce only");
-  // auto: hierarchical only over whole servers, and above mesh_max_bytes.
+  refused(gen2, Config(CollectiveOp::kAllToAll, 64 << 20, 32, 2, 0, h),
+          "all-to-all is lowered as mesh only");
+  // auto: hierarchical only over whole servers, and above mesh_max_bytes;
+  // all-gather and reduce-scatter too (trainium.md 10.3).
+  for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+    EXPECT_EQ(PlanCollective(gen2, Config(op, 64 << 20, 32, 2, 0))->algorithm, h);
+    EXPECT_EQ(PlanCollective(gen2, Config(op, 64 << 20, 24, 2, 0))->algorithm,
+              CollectiveAlgorithm::kRing);
+  }
   EXPECT_EQ(PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 24, 2, 0))->algorithm,
             CollectiveAlgorithm::kRing);
   EXPECT_EQ(PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 32, 2, 0))->algorithm,

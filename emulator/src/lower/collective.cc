@@ -235,17 +235,27 @@ class Lowering {
     return OkStatus();
   }
 
-  // Hierarchical all-reduce (header): intra-server ring reduce-scatter, the
-  // inter-server ring all-reduce of the chunk it leaves, intra-server ring
-  // all-gather, which first waits for the inter ring's 2 (S - 1) arrivals
-  // (the chunk it sends out whole).
+  // Hierarchical (header). All-reduce: intra-server ring reduce-scatter,
+  // the inter-server ring all-reduce of the piece it leaves, intra-server
+  // ring all-gather, which first waits for the inter ring's 2 (S - 1)
+  // arrivals (the piece it sends out whole). Reduce-scatter: the first two
+  // of those. All-gather: the inter-server ring all-gather of piece l (rank
+  // (s, l) starting with its sub-piece s), then the intra-server one, after
+  // the S - 1 arrivals.
   Status LowerRankHierarchical(int r, int h) {
     const int L = Local(), S = Servers(), server = r / L, l = r % L;
     const Ring intra{server * L, 1, L, 0, c_.bytes, false};
+    if (c_.op == CollectiveOp::kAllGather) {
+      const Ring inter{l, L, S, intra.PieceOffset(l), intra.PieceBytes(l), true};
+      if (Status s = RingAllGather(inter, server, h, server, 0, {}); !s.ok()) return s;
+      return RingAllGather(intra, l, h, l, 0,
+                           {{ranks_[r].inter_arrived[h], static_cast<int64_t>(S - 1)}});
+    }
     if (Status s = RingReduceScatter(intra, l, h, 0, 0); !s.ok()) return s;
     const int chunk = (l + 1) % L;
     const Ring inter{l, L, S, intra.PieceOffset(chunk), intra.PieceBytes(chunk), true};
     if (Status s = RingReduceScatter(inter, server, h, InterStagingBase(), 0); !s.ok()) return s;
+    if (c_.op == CollectiveOp::kReduceScatter) return OkStatus();
     if (Status s = RingAllGather(inter, server, h, (server + 1) % S, S - 1, {}); !s.ok()) return s;
     return RingAllGather(intra, l, h, chunk, L - 1,
                          {{ranks_[r].inter_arrived[h], 2 * static_cast<int64_t>(S - 1)}});
@@ -618,9 +628,13 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
   if (plan.algorithm == CollectiveAlgorithm::kKangaRing) {  // one transfer per step, primaries
     return plan.steps;
   }
-  if (plan.algorithm == CollectiveAlgorithm::kHierarchical) {  // all-reduce: 3 per ring step
+  if (plan.algorithm == CollectiveAlgorithm::kHierarchical) {
+    // Per ring step: a send, and a reduction in reduce-scatter phases.
     const int64_t L = plan.ranks_per_server, S = plan.config.ranks / L;
-    return 3 * (L - 1) + 3 * (S - 1);
+    const int64_t per_step = plan.config.op == CollectiveOp::kAllReduce       ? 3
+                             : plan.config.op == CollectiveOp::kReduceScatter ? 2
+                                                                              : 1;
+    return per_step * ((L - 1) + (S - 1));
   }
   const int64_t R = plan.config.ranks;
   switch (plan.config.op) {
@@ -952,9 +966,6 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   const int servers = c.ranks / per_server;
   const bool whole_servers = c.ranks % per_server == 0 && servers >= 2;
   if (c.algorithm == CollectiveAlgorithm::kHierarchical) {
-    if (c.op != CollectiveOp::kAllReduce) {
-      return InvalidArgumentError(what + ": hierarchical is lowered for all-reduce only");
-    }
     if (!whole_servers) {
       return InvalidArgumentError(
           what +
@@ -983,10 +994,13 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
     if (c.bytes <= mesh_max) {
       plan.algorithm = CollectiveAlgorithm::kMesh;
       plan.why = ByteSizeName(c.bytes) + " <= mesh_max_bytes " + ByteSizeName(mesh_max) + of;
-    } else if (c.op == CollectiveOp::kAllReduce && whole_servers) {
-      // trainium.md 10.3: across nodes the runtime composes AR = intra RS +
-      // inter AR + intra AG (a flat ring only in edge cases); #19 keeps it
-      // hierarchical across the Trn3 servers and racks.
+    } else if ((c.op == CollectiveOp::kAllReduce || c.op == CollectiveOp::kAllGather ||
+                c.op == CollectiveOp::kReduceScatter) &&
+               whole_servers) {
+      // trainium.md 10.3: across nodes the runtime composes AG = inter AG +
+      // intra AG, RS = intra RS + inter RS, AR = intra RS + inter AR + intra
+      // AG (a flat ring only in edge cases); #19 keeps it hierarchical across
+      // the Trn3 servers and racks.
       plan.algorithm = CollectiveAlgorithm::kHierarchical;
       plan.why = ByteSizeName(c.bytes) + " > mesh_max_bytes " + ByteSizeName(mesh_max) + of +
                  ", ranks over " + std::to_string(servers) + " servers: hierarchical";
@@ -1024,7 +1038,11 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
       break;
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
-      plan.steps = ring ? R - 1 : rdh ? log2_r : kanga ? R / 2 : 1;
+      plan.steps = ring           ? R - 1
+                   : rdh          ? log2_r
+                   : kanga        ? R / 2
+                   : hierarchical ? (per_server - 1) + (servers - 1)
+                                  : 1;
       plan.bus_factor = static_cast<double>(R - 1) / R;
       break;
     case CollectiveOp::kAllToAll:

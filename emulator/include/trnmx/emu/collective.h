@@ -27,16 +27,24 @@
 //          keep; doubling step j pairs r with r ^ 2^j, which swap their
 //          segments (bytes x 2^j / R each way). Each rank sends
 //          (R - 1) / R x bytes per phase, as the ring does, in log2 R steps.
-//   hierarchical  (all-reduce over whole servers, two or more; trainium.md
-//          10.3: "AR = intra RS + inter AR + intra AG"): the L ranks of each
-//          server (ranks_per_chip x chips_per_server, in rank order) run a
-//          ring reduce-scatter of the buffer, leaving local rank l with the
-//          sum over its server of chunk (l + 1) % L (bytes / L); the S ranks
-//          holding the same chunk, one per server, run a ring all-reduce of
-//          it (over whatever links, switch planes or EFA join the servers);
-//          then each server runs a ring all-gather. 2 (L - 1) + 2 (S - 1)
-//          steps, each rank sending (L - 1) / L x bytes per intra phase and
-//          (S - 1) / (S L) x bytes per inter phase.
+//   hierarchical  (all-reduce, all-gather, reduce-scatter over whole
+//          servers, two or more; trainium.md 10.3: "AR = intra RS + inter
+//          AR + intra AG", "RS = intra then inter", "AG = inter-node AG then
+//          intra-node AG"): the buffer is cut into L pieces of bytes / L,
+//          each into S sub-pieces. All-reduce: the L ranks of each server
+//          (ranks_per_chip x chips_per_server, in rank order) run a ring
+//          reduce-scatter of the buffer, leaving local rank l with the sum
+//          over its server of piece (l + 1) % L; the S ranks holding the
+//          same piece, one per server, run a ring all-reduce of it (over
+//          whatever links, switch planes or EFA join the servers); then each
+//          server runs a ring all-gather. 2 (L - 1) + 2 (S - 1) steps, each
+//          rank sending (L - 1) / L x bytes per intra phase and (S - 1) /
+//          (S L) x bytes per inter phase. Reduce-scatter: the first two
+//          phases; rank (s, l) ends with sub-piece (s + 1) % S of piece
+//          (l + 1) % L. All-gather: rank (s, l) starts with sub-piece s of
+//          piece l; the inter-server ring all-gather of piece l, then the
+//          intra-server one. (L - 1) + (S - 1) steps each. Like rdh's, these
+//          layouts are a permutation of nccom's chunk order (timing only).
 //   kangaring  (Trn2 torus; all-reduce, all-gather, reduce-scatter; S17 via
 //          trainium.md 10.3) the ranks of each chip pair up (2j, 2j + 1) and
 //          two cycles run at once: in cycle c the rank of each pair with
@@ -56,8 +64,9 @@
 //          in the other cycle. Needs every rank of each chip in the group and
 //          the ranks of exactly one n x n layer (n >= 3): all 16 chips of
 //          trn2-server, the first server of trn2-ultraserver.
-//   auto   mesh up to the system's mesh_max_bytes; above it an all-reduce
-//          whose ranks fill two or more whole servers is hierarchical
+//   auto   mesh up to the system's mesh_max_bytes; above it an all-reduce,
+//          all-gather or reduce-scatter whose ranks fill two or more whole
+//          servers is hierarchical
 //          (trainium.md 10.3: across nodes the runtime composes collectives
 //          hierarchically, a flat ring only in edge cases; #19: hierarchical
 //          across servers and racks); else rdh up to rdh_max_bytes when R
@@ -92,8 +101,9 @@
 // rdh over a rank count that is not a power of two, KangaRing on a switched
 // fabric (it needs a torus's Hamiltonian cycles), for another op, without
 // every rank of each chip, or over other than one n x n layer of chips,
-// hierarchical for an op other than all-reduce or over ranks that do not fill
-// two or more whole servers (one server has nothing to compose).
+// hierarchical for an op other than all-reduce, all-gather and reduce-scatter
+// or over ranks that do not fill two or more whole servers (one server has
+// nothing to compose).
 // RESOURCE_EXHAUSTED when the program would pass its instruction budget or
 // a buffer does not fit in HBM.
 #ifndef TRNMX_EMU_COLLECTIVE_H_
@@ -173,8 +183,9 @@ struct CollectivePlan {
   // Instructions per rank that write its result (CollectiveOperands::done_signals):
   // all-reduce 2 (R - 1) x LNC (its reductions, then the gathered chunks);
   // all-gather, reduce-scatter, all-to-all (R - 1) x LNC; permute, send-recv LNC.
-  // rdh: log2 R instead of R - 1; hierarchical: 2 (L - 1) + 2 (S - 1) for
-  // L ranks per server and S servers. kangaring: R - 1 for all-gather (R / 2
+  // rdh: log2 R instead of R - 1; hierarchical: its steps (all-reduce
+  // 2 (L - 1) + 2 (S - 1), the others (L - 1) + (S - 1)) for L ranks per
+  // server and S servers. kangaring: R - 1 for all-gather (R / 2
   // - 1 chunks as a primary, R / 2 as a secondary), 1 for reduce-scatter
   // (the sum written in place), R for all-reduce. All-to-all-v: 0 (its ranks receive
   // different numbers of transfers; done_signals are refused for it).
