@@ -394,6 +394,56 @@ TEST(CollectiveAllToAllV, BadSizesAreNamed) {
       << s.message();
 }
 
+// Lowered into a program, a rank's done semaphore reaches exactly
+// plan.completions: a wait for that many runs, one for one more deadlocks.
+TEST(CollectiveOperandsDone, KangaRingAndHierarchicalCountTheirWrites) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  struct Case {
+    const System* sys;
+    CollectiveConfig config;
+  };
+  const CollectiveAlgorithm k = CollectiveAlgorithm::kKangaRing;
+  const CollectiveAlgorithm h = CollectiveAlgorithm::kHierarchical;
+  std::vector<Case> cases;
+  for (CollectiveOp op :
+       {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
+    cases.push_back({&Trn2Server(), Config(op, 8 << 10, 0, 2, 0, k)});
+    cases.push_back({&gen2, Config(op, 8 << 10, 8, 1, 1, h)});
+  }
+  for (const Case& c : cases) {
+    const CollectivePlan plan = PlanCollective(*c.sys, c.config).value();
+    SCOPED_TRACE(std::string(CollectiveOpName(plan.config.op)) + " " +
+                 std::string(CollectiveAlgorithmName(plan.algorithm)));
+    for (int64_t extra : {0, 1}) {
+      Program p = Program::Create(*c.sys, c.sys->chip.core_count(), plan.chips).value();
+      CollectiveOperands ops;
+      const int R = plan.config.ranks, per_chip = plan.config.ranks_per_chip;
+      std::vector<SemId> done(R);
+      for (int r = 0; r < R; ++r) {
+        const int core = p.CoreId(r / per_chip, (r % per_chip) * plan.config.lnc);
+        done[r] = p.AddSemaphore(core, "done" + std::to_string(r)).value();
+        ops.done_signals.push_back({{done[r], 1}});
+      }
+      ASSERT_TRUE(LowerCollectiveInto(p, plan, ops).ok());
+      for (int r = 0; r < R; ++r) {  // rank r's result read once complete
+        const int chip = r / per_chip, core = p.CoreId(chip, (r % per_chip) * plan.config.lnc);
+        const BufferId a = p.AllocHbm("a" + std::to_string(r), 64, chip).value();
+        const BufferId b = p.AllocHbm("b" + std::to_string(r), 64, chip).value();
+        Instruction read = Instruction::DmaCopy(a, b, 64, 128);
+        read.waits = {{done[r], plan.completions + (r == 0 ? extra : 0)}};
+        ASSERT_TRUE(p.Append(p.AddDmaQueue(core, "read").value(), read).ok());
+      }
+      const StatusOr<SimResult> result = Simulate(p);
+      if (extra == 0) {
+        EXPECT_TRUE(result.ok()) << result.status().message();
+      } else {
+        ASSERT_FALSE(result.ok());
+        EXPECT_NE(result.status().message().find("deadlock"), std::string::npos);
+      }
+    }
+  }
+}
+
 // The plan says how it is simulated: every rank, and why no rank can stand
 // for another where the routes between consecutive chips differ.
 TEST(CollectivePlanText, SaysWhyEveryRankIsSimulated) {

@@ -419,9 +419,11 @@ class Lowering {
   // chips along KangaRingChips(c) and, on each chip, its primaries in rank
   // order; it carries the chunks of its primaries.
   void PlaceKangaRing() {
-    const int per_chip = c_.ranks_per_chip;
-    const TorusDim& x = p_.system()->topology.dims[0];
-    const int n = static_cast<int>(x.size.value);
+    // The plan's chips are an n x n layer (KangaRingMisfit); n from them,
+    // not from the program's system, which CheckOperands does not compare.
+    const int per_chip = c_.ranks_per_chip, chips = c_.ranks / per_chip;
+    int n = 1;
+    while (n * n < chips) ++n;
     kanga_pos_.assign(c_.ranks, 0);
     for (int cycle = 0; cycle < 2; ++cycle) {
       kanga_cycle_[cycle].clear();
