@@ -248,8 +248,8 @@ void AddCollectiveCommand(CLI::App& app, int& exit_code) {
                   "ranks on each chip (0 = all its logical cores; 1 = one per chip)")
       ->capture_default_str();
   cmd->add_option("--algorithm", args->algorithm,
-                  "auto, ring, mesh, rdh, hierarchical (all-reduce over whole servers; kangaring: "
-                  "refused, not modelled)")
+                  "auto, ring, mesh, rdh, hierarchical (AR, AG, RS over whole servers), "
+                  "kangaring (every rank of one n x n torus: Trn2)")
       ->capture_default_str();
   cmd->add_option("--skew", args->skew,
                   "all-to-all-v: zipf:S, each rank's bytes split over the receivers as "

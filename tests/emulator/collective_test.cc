@@ -117,10 +117,10 @@ TEST(CollectiveCurve, LatencyFloorThenBandwidthPlateau) {
   const double bus_huge = Figures(huge.plan, huge.result).busbw_bytes_per_s;
   EXPECT_NEAR(bus_big / bus_huge, 1.0, 0.1) << bus_big << " " << bus_huge;
   EXPECT_EQ(huge.plan.config.ranks, 64);
-  EXPECT_EQ(huge.plan.algorithm, CollectiveAlgorithm::kRing);
-  // The plateau is below a link's 128 GB/s per direction: each
-  // reduce-scatter step adds its DMA-compute pass after the transfer.
-  EXPECT_LT(bus_huge, 128e9);
+  EXPECT_EQ(huge.plan.algorithm, CollectiveAlgorithm::kKangaRing);  // every rank, > 56 MiB
+  // The plateau is below the two links (128 GB/s per direction each) that
+  // leave each chip in KangaRing's two cycles, each carrying half the bytes.
+  EXPECT_LT(bus_huge, 2 * 128e9);
   EXPECT_GT(bus_huge, 10e9);
 }
 
@@ -202,6 +202,108 @@ TEST(CollectiveRdh, MovesTheRingsBytesInFewerSteps) {
   EXPECT_EQ(rdh.plan.algorithm, CollectiveAlgorithm::kRdh);
   EXPECT_EQ(rdh.plan.steps, 12);
   EXPECT_LT(rdh.result.end_ps, ring.result.end_ps);
+}
+
+// KangaRing (S17) on all 64 ranks of trn2-server (16 chips x 4, LNC 2): two
+// cycles of M = 32 primaries, each visiting the chips along one of the
+// torus's two edge-disjoint Hamiltonian cycles, two primaries per chip. At
+// 8 KiB a half transfer moves 64 B, so every transfer holds its 16 DMA
+// engines for E = 211 ns fixed + ceil(64 B / 16 / 27.2 GB/s) = 211,148 ps
+// and its links and HBM stacks for a few ps. Step k of a primary waits for
+// the arrival of its upstream's step k - 1 and starts w = 1.3 us later (the
+// DMA semaphore-to-start latency); an arrival from another chip comes
+// lat = 1.5 us after the data (one torus link; each chip's second primary
+// sends over it, its first sends on the chip). The last of the M steps
+// writes on the chip (to the secondary, or the reduced chunk in place), so
+// the slowest primary waited on the M - 1 others, 16 of them across chips:
+//   all-gather = reduce-scatter = (M - 1) (E + w) + 16 lat + E;
+//   all-reduce = 2 x that - lat (the all-gather of the primary after the
+//   slowest starts lat earlier).
+TEST(CollectiveKangaRing, TinyIsTheClosedForm) {
+  const System& sys = Trn2Server();
+  const int64_t e = 211148, w = 1300000, lat = 1500000, M = 32;
+  ASSERT_EQ(RouteLatencyPs(sys, sys.Route(0, 1)), lat);
+  const int64_t one = (M - 1) * (e + w) + 16 * lat + e;
+  EXPECT_EQ(one, 71056736);
+  for (CollectiveOp op :
+       {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
+    SCOPED_TRACE(std::string(CollectiveOpName(op)));
+    const LoweredCollective l =
+        LowerCollective(sys, Config(op, 8 << 10, 0, 2, 0, CollectiveAlgorithm::kKangaRing)).value();
+    for (const Stream& q : l.program.streams()) {  // the engine time E of every transfer
+      for (const Instruction& in : q.instructions) {
+        ASSERT_EQ(in.bytes, 64);
+        ASSERT_EQ(DmaCostOf(l.program, in).engine_ps, e);
+      }
+    }
+    const SimResult r = Simulate(l.program).value();
+    const bool ar = op == CollectiveOp::kAllReduce;
+    EXPECT_EQ(l.plan.steps, ar ? 2 * M : M);
+    EXPECT_EQ(r.end_ps, ar ? 2 * one - lat : one);
+  }
+}
+
+// The cycles' chips: each chip once, every hop one torus link, and no link
+// (one direction) used by both cycles.
+TEST(CollectiveKangaRing, TwoEdgeDisjointHamiltonianCycles) {
+  const System& sys = Trn2Server();
+  const LoweredCollective l = LowerCollective(sys, Config(CollectiveOp::kAllGather, 8 << 10, 0, 1,
+                                                          0, CollectiveAlgorithm::kKangaRing))
+                                  .value();
+  const SimResult r = Simulate(l.program).value();
+  // 16 chips x 2 cycles, one link each, every link of the 4x4 torus in one direction.
+  int used = 0;
+  for (size_t id = 0; id < r.link_bytes.size(); ++id) used += r.link_bytes[id] > 0;
+  EXPECT_EQ(used, 32);
+  EXPECT_EQ(l.plan.steps, 64);  // LNC 1: 8 ranks per chip, 4 primaries, M = 64
+  // Every link carries the chunks of its cycle's primaries but its sender's
+  // last: M - 1 = 63 chunks of 8 KiB / 128 ranks = 64 B.
+  for (size_t id = 0; id < r.link_bytes.size(); ++id) {
+    if (r.link_bytes[id] > 0) {
+      EXPECT_EQ(r.link_bytes[id], 63 * 64) << id;
+    }
+  }
+}
+
+// S17: where every rank of each chip is in the group, KangaRing beats the
+// ring at all sizes: half the per-hop latencies at small sizes, and at
+// large ones both cycles' links at once and fewer HBM touches: an all-gather
+// chunk crossing two ranks costs 1R2W (3 touches) instead of the ring's two
+// 1R1W (4), 25 % fewer; the reduce-scatter's 3R1W replaces two send-and-add
+// steps (the ring here sends, 1R1W, then adds, 2R1W: 10 touches).
+TEST(CollectiveKangaRing, BeatsTheRingAtEverySize) {
+  const System& sys = Trn2Server();
+  const int64_t R = 64;
+  for (int64_t bytes : {int64_t{8} << 10, int64_t{64} << 20}) {
+    const int64_t chunk = bytes / R;
+    for (CollectiveOp op :
+         {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
+      SCOPED_TRACE(std::string(CollectiveOpName(op)) + " " + ByteSizeName(bytes));
+      const Timed k = Simulated(sys, Config(op, bytes, 0, 2, 0, CollectiveAlgorithm::kKangaRing));
+      const Timed ring = Simulated(sys, Config(op, bytes, 0, 2, 0, CollectiveAlgorithm::kRing));
+      EXPECT_LT(k.result.end_ps * 10, ring.result.end_ps * 6);  // below 0.6 x
+      const int64_t touches = k.result.hbm_read_bytes + k.result.hbm_write_bytes;
+      const int64_t ring_touches = ring.result.hbm_read_bytes + ring.result.hbm_write_bytes;
+      if (op == CollectiveOp::kAllGather) {
+        // M - 1 1R2W and one 1R1W per primary: R (3 R / 2 - 1) chunks; ring 2 R (R - 1).
+        EXPECT_EQ(touches, R * (3 * R / 2 - 1) * chunk);
+        EXPECT_EQ(ring_touches, 2 * R * (R - 1) * chunk);
+      }
+      if (op == CollectiveOp::kReduceScatter) {
+        // One 2R1W and M - 1 3R1W per primary: R (2 R - 1) chunks; ring 5 R (R - 1).
+        EXPECT_EQ(touches, R * (2 * R - 1) * chunk);
+        EXPECT_EQ(ring_touches, 5 * R * (R - 1) * chunk);
+      }
+    }
+  }
+  // auto: KangaRing above rdh_max_bytes (S17: "> 56MB") with every rank of the chips.
+  const CollectivePlan big =
+      PlanCollective(sys, Config(CollectiveOp::kAllGather, 64 << 20, 0, 2, 0)).value();
+  EXPECT_EQ(big.algorithm, CollectiveAlgorithm::kKangaRing);
+  EXPECT_NE(big.why.find("> rdh_max_bytes 56 MiB"), std::string::npos) << big.why;
+  const CollectivePlan per_chip =
+      PlanCollective(sys, Config(CollectiveOp::kAllGather, 64 << 20, 16, 2, 1)).value();
+  EXPECT_EQ(per_chip.algorithm, CollectiveAlgorithm::kRing);  // S17: one rank per chip: ring
 }
 
 TEST(CollectiveAllToAllV, ZipfSizesSplitEachRowByRank) {
@@ -292,6 +394,56 @@ TEST(CollectiveAllToAllV, BadSizesAreNamed) {
       << s.message();
 }
 
+// Lowered into a program, a rank's done semaphore reaches exactly
+// plan.completions: a wait for that many runs, one for one more deadlocks.
+TEST(CollectiveOperandsDone, KangaRingAndHierarchicalCountTheirWrites) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  struct Case {
+    const System* sys;
+    CollectiveConfig config;
+  };
+  const CollectiveAlgorithm k = CollectiveAlgorithm::kKangaRing;
+  const CollectiveAlgorithm h = CollectiveAlgorithm::kHierarchical;
+  std::vector<Case> cases;
+  for (CollectiveOp op :
+       {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
+    cases.push_back({&Trn2Server(), Config(op, 8 << 10, 0, 2, 0, k)});
+    cases.push_back({&gen2, Config(op, 8 << 10, 8, 1, 1, h)});
+  }
+  for (const Case& c : cases) {
+    const CollectivePlan plan = PlanCollective(*c.sys, c.config).value();
+    SCOPED_TRACE(std::string(CollectiveOpName(plan.config.op)) + " " +
+                 std::string(CollectiveAlgorithmName(plan.algorithm)));
+    for (int64_t extra : {0, 1}) {
+      Program p = Program::Create(*c.sys, c.sys->chip.core_count(), plan.chips).value();
+      CollectiveOperands ops;
+      const int R = plan.config.ranks, per_chip = plan.config.ranks_per_chip;
+      std::vector<SemId> done(R);
+      for (int r = 0; r < R; ++r) {
+        const int core = p.CoreId(r / per_chip, (r % per_chip) * plan.config.lnc);
+        done[r] = p.AddSemaphore(core, "done" + std::to_string(r)).value();
+        ops.done_signals.push_back({{done[r], 1}});
+      }
+      ASSERT_TRUE(LowerCollectiveInto(p, plan, ops).ok());
+      for (int r = 0; r < R; ++r) {  // rank r's result read once complete
+        const int chip = r / per_chip, core = p.CoreId(chip, (r % per_chip) * plan.config.lnc);
+        const BufferId a = p.AllocHbm("a" + std::to_string(r), 64, chip).value();
+        const BufferId b = p.AllocHbm("b" + std::to_string(r), 64, chip).value();
+        Instruction read = Instruction::DmaCopy(a, b, 64, 128);
+        read.waits = {{done[r], plan.completions + (r == 0 ? extra : 0)}};
+        ASSERT_TRUE(p.Append(p.AddDmaQueue(core, "read").value(), read).ok());
+      }
+      const StatusOr<SimResult> result = Simulate(p);
+      if (extra == 0) {
+        EXPECT_TRUE(result.ok()) << result.status().message();
+      } else {
+        ASSERT_FALSE(result.ok());
+        EXPECT_NE(result.status().message().find("deadlock"), std::string::npos);
+      }
+    }
+  }
+}
+
 // The plan says how it is simulated: every rank, and why no rank can stand
 // for another where the routes between consecutive chips differ.
 TEST(CollectivePlanText, SaysWhyEveryRankIsSimulated) {
@@ -360,6 +512,58 @@ TEST(CollectiveLinks, TheReportNamesTheBusiestLink) {
 // servers (chip i of server 0 and chip i of server 1 through their rack's
 // switch). Steps, instructions and done counts are the closed forms of the
 // header; the time is bounded below by its links alone.
+// The same two servers at 8 KiB, exact: every transfer and reduction holds
+// its 16 DMA engines for E = 211 ns + ceil(bytes / 16 / 38.4 GB/s) (intra:
+// the 2 KiB pieces, E_i = 214,334 ps; inter: 1 KiB sub-pieces, E_x =
+// 212,667 ps) and the ports for a few ps. Each route (through the server
+// switch, or the rack's) lands lat = 1.5 us after the data, and a transfer
+// that waits starts w = 1.3 us after its semaphore. All ranks run in step.
+// A reduce-scatter ring step is a send (E + lat) then the reduction of what
+// arrived (w + E), the next send right after it; an all-gather step is a
+// send (E + lat) and, from the second on, w before it. So:
+//   reduce-scatter = (L - 1) (2 E_i + lat + w) + (S - 1) (2 E_x + lat + w)
+//   all-gather     = (S - 1) (E_x + lat + w) + (L - 1) (E_i + lat + w) - w
+//   all-reduce     = (L - 1) (3 E_i + 2 lat + 2 w) + (S - 1) (3 E_x + 2 lat + 2 w) - w
+// (the inter all-gather follows the inter reduce-scatter without a wait;
+// the intra all-gather waits w for the inter ring's last arrival).
+TEST(CollectiveHierarchical, TinyIsTheClosedFormForEveryOp) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  const int64_t L = 4, S = 2, ei = 214334, ex = 212667, w = 1300000, lat = 1500000;
+  ASSERT_EQ(RouteLatencyPs(gen2, gen2.Route(0, 1)), lat);  // chip0 -> l1switch0 -> chip1
+  ASSERT_EQ(RouteLatencyPs(gen2, gen2.Route(0, 4)), lat);  // chip0 -> rack switch -> chip4
+  struct Case {
+    CollectiveOp op;
+    int64_t steps, end_ps;
+  };
+  for (const Case& k : {
+           Case{CollectiveOp::kReduceScatter, (L - 1) + (S - 1),
+                (L - 1) * (2 * ei + lat + w) + (S - 1) * (2 * ex + lat + w)},
+           Case{CollectiveOp::kAllGather, (L - 1) + (S - 1),
+                (S - 1) * (ex + lat + w) + (L - 1) * (ei + lat + w) - w},
+           Case{CollectiveOp::kAllReduce, 2 * (L - 1) + 2 * (S - 1),
+                (L - 1) * (3 * ei + 2 * lat + 2 * w) + (S - 1) * (3 * ex + 2 * lat + 2 * w) - w},
+       }) {
+    SCOPED_TRACE(std::string(CollectiveOpName(k.op)));
+    const LoweredCollective l =
+        LowerCollective(gen2, Config(k.op, 8 << 10, 8, 1, 1, CollectiveAlgorithm::kHierarchical))
+            .value();
+    for (const Stream& q : l.program.streams()) {
+      for (const Instruction& in : q.instructions) {
+        ASSERT_EQ(DmaCostOf(l.program, in).engine_ps, in.bytes == 2048 ? ei : ex) << in.bytes;
+      }
+    }
+    const SimResult r = Simulate(l.program).value();
+    EXPECT_EQ(l.plan.steps, k.steps);
+    EXPECT_EQ(l.plan.completions, k.steps);  // LNC 1: one write of its result per step
+    EXPECT_EQ(r.end_ps, k.end_ps);
+    // Bytes between chips: (L - 1) pieces of bytes / L per intra phase,
+    // (S - 1) sub-pieces of bytes / (L S) per inter phase, per rank.
+    const int64_t phases = k.op == CollectiveOp::kAllReduce ? 2 : 1;
+    EXPECT_EQ(r.link_transfer_bytes,
+              8 * phases * ((L - 1) * (8192 / L) + (S - 1) * (8192 / (L * S))));
+  }
+}
+
 TEST(CollectiveHierarchical, TwoServersAreTheClosedForm) {
   const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
   const int64_t bytes = 64 << 20;
@@ -446,18 +650,25 @@ TEST(CollectiveHierarchical, NeedsWholeServersAndAnAllReduce) {
           "ranks = 64 do not fill two or more whole servers of 64 ranks (16 chips x 4)");
   refused(gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 24, 2, 0, h),
           "ranks = 24 do not fill two or more whole servers of 16 ranks");
-  refused(gen2, Config(CollectiveOp::kAllGather, 64 << 20, 32, 2, 0, h),
-          "hierarchical is lowered for all-reduce only");
-  // auto: hierarchical only over whole servers, and above mesh_max_bytes.
+  refused(gen2, Config(CollectiveOp::kAllToAll, 64 << 20, 32, 2, 0, h),
+          "all-to-all is lowered as mesh only");
+  // auto: hierarchical only over whole servers, and above mesh_max_bytes;
+  // all-gather and reduce-scatter too (trainium.md 10.3).
+  for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+    EXPECT_EQ(PlanCollective(gen2, Config(op, 64 << 20, 32, 2, 0))->algorithm, h);
+    EXPECT_EQ(PlanCollective(gen2, Config(op, 64 << 20, 24, 2, 0))->algorithm,
+              CollectiveAlgorithm::kRing);
+  }
   EXPECT_EQ(PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 24, 2, 0))->algorithm,
             CollectiveAlgorithm::kRing);
   EXPECT_EQ(PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 32, 2, 0))->algorithm,
             h);
   EXPECT_EQ(PlanCollective(gen2, Config(CollectiveOp::kAllReduce, 1 << 20, 32, 2, 0))->algorithm,
             CollectiveAlgorithm::kMesh);
+  // One server, every rank of its chips: KangaRing (S17), not hierarchical.
   EXPECT_EQ(
       PlanCollective(Trn2Server(), Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0))->algorithm,
-      CollectiveAlgorithm::kRing);
+      CollectiveAlgorithm::kKangaRing);
 }
 
 // nccom-test's published 2-rank all-reduce (trainium.md 12.2, weak: no
@@ -524,10 +735,14 @@ TEST(CollectiveErrors, BadRequestsAreRefused) {
          "rdh pairs ranks by the bits of their index; ranks = 48 is not a power of two");
   expect(Config(CollectiveOp::kAllToAll, 1 << 20, 8, 2, 0, CollectiveAlgorithm::kRdh),
          "all-to-all is lowered as mesh only");
-  // KangaRing: not modelled on the torus; on a switch it cannot run at all.
-  expect(Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0, CollectiveAlgorithm::kKangaRing),
-         "KangaRing (primary ranks over the torus's two Hamiltonian cycles, DMA write "
-         "duplication) is not modelled; use ring");
+  // KangaRing: every rank of each chip of one n x n torus; on a switch it cannot run at all.
+  expect(Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 1, CollectiveAlgorithm::kKangaRing),
+         "KangaRing pairs the ranks of a chip and needs all of them in the group");
+  expect(Config(CollectiveOp::kAllReduce, 64 << 20, 32, 2, 0, CollectiveAlgorithm::kKangaRing),
+         "ranks = 32 are 8 chips of the 4x4 torus (KangaRing needs the 64 ranks of its first 4x4 "
+         "layer)");
+  expect(Config(CollectiveOp::kPermute, 64 << 20, 0, 2, 0, CollectiveAlgorithm::kKangaRing),
+         "KangaRing is lowered for all-reduce, all-gather and reduce-scatter");
   const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
   StatusOr<CollectivePlan> kanga = PlanCollective(
       gen2, Config(CollectiveOp::kAllReduce, 64 << 20, 0, 2, 0, CollectiveAlgorithm::kKangaRing));

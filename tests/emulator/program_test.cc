@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "trnmx/emu/cost.h"
+
 namespace trnmx::emu {
 namespace {
 
@@ -304,6 +306,47 @@ TEST(ProgramChips, OnASystemTransfersWriteIntoOtherChips) {
               "needs a semaphore of chip 0");
   ExpectError(Program::Create(sys, 1, 17).status(), StatusCode::kInvalidArgument,
               "system trn2-server has 16");
+}
+
+// KangaRing's transfers (trainium.md 10.3): DMA compute of up to three
+// inputs and a duplicated write, HBM to HBM, extras on the queue's chip;
+// each extra costs one more pass of the bytes over the core's HBM stack.
+TEST(ProgramChips, DmaWithMoreInputsAndADuplicatedWrite) {
+  const System sys = LoadSystem("trn2-server").value();
+  Program p = Program::Create(sys, 1).value();
+  const BufferId a = p.AllocHbm("a", 4096, 0).value(), b = p.AllocHbm("b", 4096, 0).value();
+  const BufferId c = p.AllocHbm("c", 4096, 0).value(), far = p.AllocHbm("far", 4096, 1).value();
+  const BufferId t = p.AllocSbuf(0, "t", 32).value();
+  const StreamId q = p.AddCollectiveQueue(0, "kanga").value();
+  Instruction rs = Instruction::DmaCopy(a, far, 1024, 128);  // 3R1W into the next chip
+  rs.src1 = b;
+  rs.src1_offset = 1024;
+  rs.src2 = c;
+  EXPECT_TRUE(p.Append(q, rs).ok());
+  EXPECT_EQ(p.Describe(rs), "DmaCopy 1024 B a + b+1024 + c -> far over 128 partitions");
+  Instruction ag = Instruction::DmaCopy(a, far, 1024, 128);  // 1R2W
+  ag.dst2 = b;
+  ag.dst2_offset = 3072;
+  EXPECT_TRUE(p.Append(q, ag).ok());
+  EXPECT_EQ(p.Describe(ag), "DmaCopy 1024 B a -> far and b+3072 over 128 partitions");
+  // Local stack bytes: 3 reads; a read and the duplicate (the remote write holds chip 1's stack).
+  EXPECT_EQ(DmaCostOf(p, rs).hbm_bytes, 3 * 1024);
+  EXPECT_EQ(DmaCostOf(p, ag).hbm_bytes, 2 * 1024);
+  EXPECT_EQ(DmaCostOf(p, ag).remote_hbm_bytes, 1024);
+  Instruction bad = ag;
+  bad.dst2 = far;
+  ExpectError(p.Append(q, bad), StatusCode::kInvalidArgument,
+              "duplicate destination 'far' is in the HBM of chip 1");
+  bad = ag;
+  bad.dst2_offset = 3584;
+  ExpectError(p.Append(q, bad), StatusCode::kInvalidArgument,
+              "duplicate destination 'b' [3584, +1024 B) outside its 4096 B");
+  bad = rs;
+  bad.src1 = -1;
+  ExpectError(p.Append(q, bad), StatusCode::kInvalidArgument, "a third input needs a second");
+  bad = Instruction::DmaCopy(t, far, 1024, 128);
+  bad.dst2 = b;
+  ExpectError(p.Append(q, bad), StatusCode::kInvalidArgument, "moves HBM to HBM");
 }
 
 TEST(ProgramQueues, CollectiveQueuesAreTheCcCores) {

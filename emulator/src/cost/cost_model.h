@@ -196,10 +196,14 @@ class CostModel {
     c.engine_ps = DmaEnginePs(in.bytes, c.engines, bytes_per_partition);
     // A write into another chip's HBM holds a stack of that chip instead.
     const bool remote = dst.space == MemSpace::kHbm && dst.chip != src.chip;
-    // DMA compute (accumulate: dst += src) also reads the destination.
+    // DMA compute (accumulate: dst += src) also reads the destination; more
+    // inputs are read, and a duplicated write written, in the HBM of the
+    // core's chip (Instruction::src1, src2, dst2; all HBM then).
     const int64_t dst_touches = in.accumulate ? 2 : 1;
+    const int64_t extra = (in.src1 >= 0) + (in.src2 >= 0) + (in.dst2 >= 0);
     c.hbm_bytes = (src.space == MemSpace::kHbm ? in.bytes : 0) +
-                  (dst.space == MemSpace::kHbm && !remote ? dst_touches * in.bytes : 0);
+                  (dst.space == MemSpace::kHbm && !remote ? dst_touches * in.bytes : 0) +
+                  extra * in.bytes;
     c.hbm_ps = HbmPs(static_cast<double>(c.hbm_bytes));
     c.remote_hbm_bytes = remote ? in.bytes : 0;
     c.remote_hbm_ps = HbmPs(static_cast<double>(c.remote_hbm_bytes));

@@ -1,5 +1,5 @@
-// Collective lowering: ring and mesh schedules as CC-core transfers between
-// the ranks' HBM buffers (see the header for the algorithms).
+// Collective lowering: ring, mesh, rdh, KangaRing and hierarchical schedules
+// as CC-core transfers between the ranks' HBM buffers (see the header).
 #include "trnmx/emu/collective.h"
 
 #include <algorithm>
@@ -22,6 +22,20 @@ std::pair<int64_t, int64_t> Part(int64_t n, int64_t parts, int64_t i) {
 
 bool IsReduction(CollectiveOp op) {
   return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter;
+}
+
+// KangaRing's two cycles over the chips of an n x n torus (chip = x + n y),
+// edge-disjoint Hamiltonian cycles (S17: "2 non-overlapping Hamiltonian
+// cycles on 2D Torus"): cycle 0 steps x + 1 n - 1 times, then y + 1 (row y
+// entered at x = -y); cycle 1 the same with x and y swapped. Each uses the
+// links the other leaves, one direction each.
+std::vector<int> KangaRingChips(int n, int cycle) {
+  std::vector<int> chips;
+  for (int t = 0; t < n * n; ++t) {
+    const int a = t / n, b = ((t % n - a) % n + n) % n;
+    chips.push_back(cycle == 0 ? b + n * a : a + n * b);
+  }
+  return chips;
 }
 
 // One rank: its chip, one CC-core queue and one arrival semaphore on each of
@@ -63,9 +77,11 @@ class Lowering {
         // One slot per step (ring) or per sender (mesh); RDH: R/2, R/4, ..
         // chunks, R - 1 in all. Hierarchical: the intra-server ring's L - 1
         // slots, then the inter-server ring's S - 1 slots of its piece.
+        // KangaRing: a primary's M - 1 received partial sums.
         staging = plan_.algorithm == CollectiveAlgorithm::kHierarchical
                       ? InterStagingBase() + (Servers() - 1) * InterSlotBytes()
-                      : (ranks - 1) * chunk_max;
+                  : plan_.algorithm == CollectiveAlgorithm::kKangaRing ? (ranks / 2 - 1) * chunk_max
+                                                                       : (ranks - 1) * chunk_max;
         break;
       case CollectiveOp::kAllToAll:
         staging = ranks * chunk_max;  // one slot per sender
@@ -128,6 +144,7 @@ class Lowering {
       ranks_.push_back(std::move(rank));
     }
     if (plan_.algorithm == CollectiveAlgorithm::kRdh) PlaceHypercube();
+    if (plan_.algorithm == CollectiveAlgorithm::kKangaRing) PlaceKangaRing();
     for (int h = 0; h < lnc; ++h) {
       for (int r = 0; r < ranks; ++r) {
         if (Status s = LowerRank(r, h); !s.ok()) return s;
@@ -218,17 +235,27 @@ class Lowering {
     return OkStatus();
   }
 
-  // Hierarchical all-reduce (header): intra-server ring reduce-scatter, the
-  // inter-server ring all-reduce of the chunk it leaves, intra-server ring
-  // all-gather, which first waits for the inter ring's 2 (S - 1) arrivals
-  // (the chunk it sends out whole).
+  // Hierarchical (header). All-reduce: intra-server ring reduce-scatter,
+  // the inter-server ring all-reduce of the piece it leaves, intra-server
+  // ring all-gather, which first waits for the inter ring's 2 (S - 1)
+  // arrivals (the piece it sends out whole). Reduce-scatter: the first two
+  // of those. All-gather: the inter-server ring all-gather of piece l (rank
+  // (s, l) starting with its sub-piece s), then the intra-server one, after
+  // the S - 1 arrivals.
   Status LowerRankHierarchical(int r, int h) {
     const int L = Local(), S = Servers(), server = r / L, l = r % L;
     const Ring intra{server * L, 1, L, 0, c_.bytes, false};
+    if (c_.op == CollectiveOp::kAllGather) {
+      const Ring inter{l, L, S, intra.PieceOffset(l), intra.PieceBytes(l), true};
+      if (Status s = RingAllGather(inter, server, h, server, 0, {}); !s.ok()) return s;
+      return RingAllGather(intra, l, h, l, 0,
+                           {{ranks_[r].inter_arrived[h], static_cast<int64_t>(S - 1)}});
+    }
     if (Status s = RingReduceScatter(intra, l, h, 0, 0); !s.ok()) return s;
     const int chunk = (l + 1) % L;
     const Ring inter{l, L, S, intra.PieceOffset(chunk), intra.PieceBytes(chunk), true};
     if (Status s = RingReduceScatter(inter, server, h, InterStagingBase(), 0); !s.ok()) return s;
+    if (c_.op == CollectiveOp::kReduceScatter) return OkStatus();
     if (Status s = RingAllGather(inter, server, h, (server + 1) % S, S - 1, {}); !s.ok()) return s;
     return RingAllGather(intra, l, h, chunk, L - 1,
                          {{ranks_[r].inter_arrived[h], 2 * static_cast<int64_t>(S - 1)}});
@@ -387,10 +414,120 @@ class Lowering {
     return OkStatus();
   }
 
+  // KangaRing (header): the ranks of a chip pair up (2j, 2j + 1); in cycle c
+  // the rank of each pair with r % 2 == c is the primary. Cycle c visits the
+  // chips along KangaRingChips(c) and, on each chip, its primaries in rank
+  // order; it carries the chunks of its primaries.
+  void PlaceKangaRing() {
+    // The plan's chips are an n x n layer (KangaRingMisfit); n from them,
+    // not from the program's system, which CheckOperands does not compare.
+    const int per_chip = c_.ranks_per_chip, chips = c_.ranks / per_chip;
+    int n = 1;
+    while (n * n < chips) ++n;
+    kanga_pos_.assign(c_.ranks, 0);
+    for (int cycle = 0; cycle < 2; ++cycle) {
+      kanga_cycle_[cycle].clear();
+      for (int chip : KangaRingChips(n, cycle)) {
+        for (int j = 0; j < per_chip / 2; ++j) {
+          const int r = chip * per_chip + 2 * j + cycle;
+          kanga_pos_[r] = static_cast<int>(kanga_cycle_[cycle].size());
+          kanga_cycle_[cycle].push_back(r);
+        }
+      }
+    }
+  }
+
+  // Half h of a KangaRing transfer of `n` bytes by rank r: the sum of
+  // `inputs` (buffer, byte offset within the owner's part; one to three)
+  // written into `to`'s buffer `dst` and, when dup >= 0, also into rank
+  // dup's data at dup_off (write duplication). Signals `to`'s arrival when
+  // `arrival`, and the done signals of the ranks whose results it writes.
+  struct At {
+    int rank;
+    BufferId buffer;
+    int64_t offset;
+  };
+  Status KangaTransfer(int r, int h, const std::vector<At>& inputs, At to, bool arrival, int dup,
+                       int64_t dup_off, int64_t n, std::vector<SemWait> waits) {
+    const auto [off, len] = Part(n, c_.lnc, h);
+    const auto abs = [&](const At& a) { return Base(a.rank, a.buffer) + a.offset + off; };
+    Instruction in =
+        Instruction::DmaCopy(inputs[0].buffer, to.buffer, len, 128, abs(inputs[0]), abs(to));
+    if (inputs.size() > 1) in.src1 = inputs[1].buffer, in.src1_offset = abs(inputs[1]);
+    if (inputs.size() > 2) in.src2 = inputs[2].buffer, in.src2_offset = abs(inputs[2]);
+    in.waits = std::move(waits);
+    if (arrival) in.signals.push_back({ranks_[to.rank].arrived[h], 1});
+    if (to.buffer == ranks_[to.rank].data) SignalDone(to.rank, in);
+    if (dup >= 0) {
+      in.dst2 = ranks_[dup].data;
+      in.dst2_offset = Base(dup, in.dst2) + dup_off + off;
+      SignalDone(dup, in);
+    }
+    return Emit(r, h, std::move(in));
+  }
+
+  // KangaRing, half h of rank r, a member of M primaries at position i of
+  // its cycle: reduce-scatter (3R1W: the partial sum received, its own and
+  // its secondary's copy of a chunk, written to the next primary), then
+  // all-gather (1R2W: each chunk read once, written to the next primary and
+  // to the secondary); S17's schedules.
+  Status LowerRankKangaRing(int r, int h) {
+    const std::vector<int>& cycle = kanga_cycle_[r % 2];
+    const int M = static_cast<int>(cycle.size()), i = kanga_pos_[r], sec = r ^ 1;
+    const int next = cycle[(i + 1) % M];
+    const BufferId data = ranks_[r].data, sec_data = ranks_[sec].data;
+    // The chunk of the primary at position q (mod M).
+    const auto owner = [&](int q) { return cycle[((q % M) + M) % M]; };
+    const auto arrived = [&](int64_t count) { return SemWait{ranks_[r].arrived[h], count}; };
+    int64_t base = 0;
+    if (IsReduction(c_.op)) {
+      // Step k adds chunk owner(i - 1 - k): its partial sum from staging slot
+      // k - 1 (k > 0), its own and its secondary's copy; the last step
+      // (k = M - 1, chunk owner(i)) writes the sum into its own buffer.
+      for (int k = 0; k < M; ++k) {
+        const int x = owner(i - 1 - k);
+        const int64_t off = ChunkOffset(x), n = ChunkBytes(x);
+        std::vector<At> inputs;
+        std::vector<SemWait> waits;
+        if (k > 0) {
+          inputs.push_back({r, ranks_[r].staging, (k - 1) * SlotBytes()});
+          waits.push_back(arrived(k));
+        }
+        inputs.push_back({r, data, off});
+        inputs.push_back({sec, sec_data, off});
+        const bool last = k == M - 1;
+        const At to = last ? At{r, data, off} : At{next, ranks_[next].staging, k * SlotBytes()};
+        if (Status s = KangaTransfer(r, h, inputs, to, !last, -1, 0, n, std::move(waits));
+            !s.ok()) {
+          return s;
+        }
+      }
+      base = M - 1;
+    }
+    if (c_.op == CollectiveOp::kReduceScatter) return OkStatus();
+    // Step k forwards chunk owner(i - k) (k = 0: its own) to the next primary
+    // and its secondary; the last step (k = M - 1) only to its secondary.
+    for (int k = 0; k < M; ++k) {
+      const int x = owner(i - k);
+      const int64_t off = ChunkOffset(x), n = ChunkBytes(x);
+      std::vector<SemWait> waits;
+      if (k > 0) waits.push_back(arrived(base + k));
+      const bool last = k == M - 1;
+      const At to = last ? At{sec, sec_data, off} : At{next, ranks_[next].data, off};
+      if (Status s = KangaTransfer(r, h, {{r, data, off}}, to, !last, last ? -1 : sec, off, n,
+                                   std::move(waits));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return OkStatus();
+  }
+
   // Rank r's instructions on its half-h queue. Arrival counts of a rank are
   // known in advance from the schedule, so waits name absolute values.
   Status LowerRank(int r, int h) {
     if (plan_.algorithm == CollectiveAlgorithm::kRdh) return LowerRankRdh(r, h);
+    if (plan_.algorithm == CollectiveAlgorithm::kKangaRing) return LowerRankKangaRing(r, h);
     if (plan_.algorithm == CollectiveAlgorithm::kHierarchical) return LowerRankHierarchical(r, h);
     const int R = c_.ranks;
     const bool ring = plan_.algorithm == CollectiveAlgorithm::kRing;
@@ -477,8 +614,9 @@ class Lowering {
   const CollectiveConfig& c_;
   const CollectiveOperands& ops_;
   std::vector<Rank> ranks_;
-  std::vector<int> rank_of_pos_, pos_of_rank_;  // RDH (PlaceHypercube)
-  int64_t queue_instructions_;                  // each queue's count (InstructionsPerQueue)
+  std::vector<int> rank_of_pos_, pos_of_rank_;   // RDH (PlaceHypercube)
+  std::vector<int> kanga_cycle_[2], kanga_pos_;  // KangaRing: ranks by position, r's position
+  int64_t queue_instructions_;                   // each queue's count (InstructionsPerQueue)
 };
 
 // Instructions per rank and half: sends, and reductions for the reduce ops.
@@ -489,9 +627,16 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
                ? plan.steps
                : plan.steps + plan.steps / (plan.config.op == CollectiveOp::kAllReduce ? 2 : 1);
   }
-  if (plan.algorithm == CollectiveAlgorithm::kHierarchical) {  // all-reduce: 3 per ring step
+  if (plan.algorithm == CollectiveAlgorithm::kKangaRing) {  // one transfer per step, primaries
+    return plan.steps;
+  }
+  if (plan.algorithm == CollectiveAlgorithm::kHierarchical) {
+    // Per ring step: a send, and a reduction in reduce-scatter phases.
     const int64_t L = plan.ranks_per_server, S = plan.config.ranks / L;
-    return 3 * (L - 1) + 3 * (S - 1);
+    const int64_t per_step = plan.config.op == CollectiveOp::kAllReduce       ? 3
+                             : plan.config.op == CollectiveOp::kReduceScatter ? 2
+                                                                              : 1;
+    return per_step * ((L - 1) + (S - 1));
   }
   const int64_t R = plan.config.ranks;
   switch (plan.config.op) {
@@ -520,6 +665,13 @@ int64_t Completions(const CollectivePlan& plan) {
     return lnc * plan.steps;
   }
   const int64_t R = plan.config.ranks;
+  if (plan.algorithm == CollectiveAlgorithm::kKangaRing) {
+    // Reduce-scatter: the last step's sum, in place. All-gather: R / 2 - 1
+    // chunks as a primary, R / 2 as a secondary.
+    const int64_t rs = IsReduction(plan.config.op) ? 1 : 0;
+    const int64_t ag = plan.config.op == CollectiveOp::kReduceScatter ? 0 : R - 1;
+    return lnc * (rs + ag);
+  }
   switch (plan.config.op) {
     case CollectiveOp::kAllReduce:
       return lnc * 2 * (R - 1);  // its reductions, then the gathered chunks
@@ -559,6 +711,41 @@ std::string WhySimulatedRankByRank(const System& system, int chips) {
   return "every rank: the routes from chip c to chip c + 1 take " + std::to_string(shortest) +
          " to " + std::to_string(longest) + " links (" + pair(short_at, shortest) + ", " +
          pair(long_at, longest) + "), so no rank stands for another";
+}
+
+// Why KangaRing cannot run this collective, or "" when it can (S17): over
+// the two Hamiltonian cycles of one n x n torus (all 16 devices of a
+// trn2.48xlarge; the first server of a trn2-ultraserver), pairing the ranks
+// of each chip, so every rank of each chip in the group; all-reduce,
+// all-gather or reduce-scatter.
+std::string KangaRingMisfit(const System& system, const CollectiveConfig& c, int logical) {
+  if (system.topology.kind != TopologyKind::kTorus) {
+    return "KangaRing runs over the two Hamiltonian cycles of a Trn2 torus; " + system.name +
+           " is " + DescribeTopology(system);
+  }
+  if (c.op != CollectiveOp::kAllReduce && c.op != CollectiveOp::kAllGather &&
+      c.op != CollectiveOp::kReduceScatter) {
+    return "KangaRing is lowered for all-reduce, all-gather and reduce-scatter";
+  }
+  if (c.ranks_per_chip != logical || logical % 2 != 0) {
+    return "KangaRing pairs the ranks of a chip and needs all of them in the group (S17: "
+           "\"all ranks in chip are in same rank-list\"); ranks_per_chip = " +
+           std::to_string(c.ranks_per_chip) + " of " + std::to_string(logical);
+  }
+  const std::vector<TorusDim>& dims = system.topology.dims;
+  const int n = static_cast<int>(dims[0].size.value);
+  const bool square = dims.size() >= 2 && static_cast<int>(dims[1].size.value) == n && n >= 3;
+  if (!square || c.ranks != n * n * c.ranks_per_chip) {
+    return "KangaRing runs over the two Hamiltonian cycles of one n x n torus of chips (n >= "
+           "3); ranks = " +
+           std::to_string(c.ranks) + " are " + std::to_string(c.ranks / c.ranks_per_chip) +
+           " chips of the " + DescribeTopology(system) +
+           (square ? " (KangaRing needs the " + std::to_string(n * n * c.ranks_per_chip) +
+                         " ranks of its first " + std::to_string(n) + "x" + std::to_string(n) +
+                         " layer)"
+                   : std::string());
+  }
+  return "";
 }
 
 // All-to-all-v sizes against the resolved ranks and bytes, named by entry.
@@ -764,16 +951,9 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   }
   const bool ring_only = c.op == CollectiveOp::kPermute;
   const bool power_of_two = (c.ranks & (c.ranks - 1)) == 0;
-  if (c.algorithm == CollectiveAlgorithm::kKangaRing) {
-    // trainium.md 10.3: a ring over the primary ranks swapping roles over the
-    // two Hamiltonian cycles of a Trn2 torus, with DMA write duplication.
-    if (system.topology.kind != TopologyKind::kTorus) {
-      return InvalidArgumentError(what + ": KangaRing runs over the two Hamiltonian cycles of a " +
-                                  "Trn2 torus; " + system.name + " is " + DescribeTopology(system));
-    }
-    return InvalidArgumentError(what +
-                                ": KangaRing (primary ranks over the torus's two Hamiltonian "
-                                "cycles, DMA write duplication) is not modelled; use ring");
+  const std::string kanga_misfit = KangaRingMisfit(system, c, logical);
+  if (c.algorithm == CollectiveAlgorithm::kKangaRing && !kanga_misfit.empty()) {
+    return InvalidArgumentError(what + ": " + kanga_misfit);
   }
   if ((mesh_only && c.algorithm != CollectiveAlgorithm::kAuto &&
        c.algorithm != CollectiveAlgorithm::kMesh) ||
@@ -788,9 +968,6 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   const int servers = c.ranks / per_server;
   const bool whole_servers = c.ranks % per_server == 0 && servers >= 2;
   if (c.algorithm == CollectiveAlgorithm::kHierarchical) {
-    if (c.op != CollectiveOp::kAllReduce) {
-      return InvalidArgumentError(what + ": hierarchical is lowered for all-reduce only");
-    }
     if (!whole_servers) {
       return InvalidArgumentError(
           what +
@@ -819,16 +996,24 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
     if (c.bytes <= mesh_max) {
       plan.algorithm = CollectiveAlgorithm::kMesh;
       plan.why = ByteSizeName(c.bytes) + " <= mesh_max_bytes " + ByteSizeName(mesh_max) + of;
-    } else if (c.op == CollectiveOp::kAllReduce && whole_servers) {
-      // trainium.md 10.3: across nodes the runtime composes AR = intra RS +
-      // inter AR + intra AG (a flat ring only in edge cases); #19 keeps it
-      // hierarchical across the Trn3 servers and racks.
+    } else if ((c.op == CollectiveOp::kAllReduce || c.op == CollectiveOp::kAllGather ||
+                c.op == CollectiveOp::kReduceScatter) &&
+               whole_servers) {
+      // trainium.md 10.3: across nodes the runtime composes AG = inter AG +
+      // intra AG, RS = intra RS + inter RS, AR = intra RS + inter AR + intra
+      // AG (a flat ring only in edge cases); #19 keeps it hierarchical across
+      // the Trn3 servers and racks.
       plan.algorithm = CollectiveAlgorithm::kHierarchical;
       plan.why = ByteSizeName(c.bytes) + " > mesh_max_bytes " + ByteSizeName(mesh_max) + of +
                  ", ranks over " + std::to_string(servers) + " servers: hierarchical";
     } else if (c.bytes <= rdh_max && power_of_two) {
       plan.algorithm = CollectiveAlgorithm::kRdh;
       plan.why = ByteSizeName(c.bytes) + " <= rdh_max_bytes " + ByteSizeName(rdh_max) + of;
+    } else if (c.bytes > rdh_max && kanga_misfit.empty()) {
+      // S17: KangaRing above 56 MB, where every rank of each chip is in the group.
+      plan.algorithm = CollectiveAlgorithm::kKangaRing;
+      plan.why = ByteSizeName(c.bytes) + " > rdh_max_bytes " + ByteSizeName(rdh_max) + of +
+                 ", every rank of its chips: kangaring";
     } else {
       plan.algorithm = CollectiveAlgorithm::kRing;
       plan.why = c.bytes <= rdh_max
@@ -840,6 +1025,7 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   const bool ring = plan.algorithm == CollectiveAlgorithm::kRing;
   const bool rdh = plan.algorithm == CollectiveAlgorithm::kRdh;
   const bool hierarchical = plan.algorithm == CollectiveAlgorithm::kHierarchical;
+  const bool kanga = plan.algorithm == CollectiveAlgorithm::kKangaRing;
   const int R = c.ranks;
   int log2_r = 0;
   while ((1 << log2_r) < R) ++log2_r;
@@ -848,12 +1034,17 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
       plan.steps = ring           ? 2 * (R - 1)
                    : rdh          ? 2 * log2_r
                    : hierarchical ? 2 * (per_server - 1) + 2 * (servers - 1)
+                   : kanga        ? R  // 2 x the R / 2 primaries of a cycle
                                   : 2;
       plan.bus_factor = 2.0 * (R - 1) / R;
       break;
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
-      plan.steps = ring ? R - 1 : rdh ? log2_r : 1;
+      plan.steps = ring           ? R - 1
+                   : rdh          ? log2_r
+                   : kanga        ? R / 2
+                   : hierarchical ? (per_server - 1) + (servers - 1)
+                                  : 1;
       plan.bus_factor = static_cast<double>(R - 1) / R;
       break;
     case CollectiveOp::kAllToAll:
@@ -875,7 +1066,9 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
   }
   plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
 
-  plan.simulated = WhySimulatedRankByRank(system, plan.chips);
+  plan.simulated = kanga ? "every rank (KangaRing: each hop of its cycles takes one link or "
+                           "none; symmetric ranks are not simulated once)"
+                         : WhySimulatedRankByRank(system, plan.chips);
   plan.instructions = InstructionsPerQueue(plan) * R * c.lnc;
   if (c.op == CollectiveOp::kAllToAllV) {  // the transfers that move bytes, in halves of >= 1 B
     plan.instructions = 0;

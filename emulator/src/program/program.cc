@@ -689,6 +689,30 @@ Status Program::Validate(const Stream& stream, const Instruction& in, const Site
           }
         }
       }
+      // More inputs (DMA compute) and a duplicated write: HBM to HBM, on the
+      // queue's chip (the duplicate stays on the chip; only dst may be remote).
+      const bool extra = in.src1 >= 0 || in.src2 >= 0 || in.dst2 >= 0;
+      if (extra &&
+          (buffers_[in.src0].space != MemSpace::kHbm || buffers_[in.dst].space != MemSpace::kHbm)) {
+        return InvalidArgumentError(where() +
+                                    ": a DMA with a second input or a duplicated write moves HBM "
+                                    "to HBM; source or destination is on chip");
+      }
+      for (auto [id, off, role] : {std::tuple{in.src1, in.src1_offset, "second input"},
+                                   std::tuple{in.src2, in.src2_offset, "third input"},
+                                   std::tuple{in.dst2, in.dst2_offset, "duplicate destination"}}) {
+        if (id < 0) continue;
+        if (Status s = CheckBuffer(id, c, {MemSpace::kHbm}, role, where); !s.ok()) return s;
+        const Buffer& b = buffers_[id];
+        if (off < 0 || off + in.bytes > b.bytes) {
+          return InvalidArgumentError(where() + ": " + role + " '" + b.name + "' [" +
+                                      std::to_string(off) + ", +" + Bytes(in.bytes) +
+                                      ") outside its " + Bytes(b.bytes));
+        }
+      }
+      if (in.src2 >= 0 && in.src1 < 0) {
+        return InvalidArgumentError(where() + ": a third input needs a second (src1)");
+      }
       return OkStatus();
     }
     default:
@@ -859,9 +883,12 @@ std::string Program::Describe(const Instruction& in) const {
          << at(in.dst, in.dst_offset);
       break;
     case Opcode::kDmaCopy:
-      os << " " << in.bytes << " B " << at(in.src0, in.src_offset)
-         << (in.accumulate ? " += " : " -> ") << at(in.dst, in.dst_offset) << " over "
-         << in.partitions << " partitions";
+      os << " " << in.bytes << " B " << at(in.src0, in.src_offset);
+      if (in.src1 >= 0) os << " + " << at(in.src1, in.src1_offset);
+      if (in.src2 >= 0) os << " + " << at(in.src2, in.src2_offset);
+      os << (in.accumulate ? " += " : " -> ") << at(in.dst, in.dst_offset);
+      if (in.dst2 >= 0) os << " and " << at(in.dst2, in.dst2_offset);
+      os << " over " << in.partitions << " partitions";
       break;
     default:
       if (in.op == Opcode::kActivation) {

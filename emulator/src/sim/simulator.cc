@@ -310,6 +310,8 @@ class Sim {
       res_.hbm_write_bytes += in.bytes;
       if (in.accumulate) res_.hbm_read_bytes += in.bytes;  // DMA compute reads dst too
     }
+    res_.hbm_read_bytes += ((in.src1 >= 0) + (in.src2 >= 0)) * in.bytes;  // more inputs
+    if (in.dst2 >= 0) res_.hbm_write_bytes += in.bytes;                   // duplicated write
     res_.dma_bytes += in.bytes;
   }
 

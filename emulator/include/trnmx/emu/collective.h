@@ -27,25 +27,53 @@
 //          keep; doubling step j pairs r with r ^ 2^j, which swap their
 //          segments (bytes x 2^j / R each way). Each rank sends
 //          (R - 1) / R x bytes per phase, as the ring does, in log2 R steps.
-//   hierarchical  (all-reduce over whole servers, two or more; trainium.md
-//          10.3: "AR = intra RS + inter AR + intra AG"): the L ranks of each
-//          server (ranks_per_chip x chips_per_server, in rank order) run a
-//          ring reduce-scatter of the buffer, leaving local rank l with the
-//          sum over its server of chunk (l + 1) % L (bytes / L); the S ranks
-//          holding the same chunk, one per server, run a ring all-reduce of
-//          it (over whatever links, switch planes or EFA join the servers);
-//          then each server runs a ring all-gather. 2 (L - 1) + 2 (S - 1)
-//          steps, each rank sending (L - 1) / L x bytes per intra phase and
-//          (S - 1) / (S L) x bytes per inter phase.
-//   auto   mesh up to the system's mesh_max_bytes; above it an all-reduce
-//          whose ranks fill two or more whole servers is hierarchical
+//   hierarchical  (all-reduce, all-gather, reduce-scatter over whole
+//          servers, two or more; trainium.md 10.3: "AR = intra RS + inter
+//          AR + intra AG", "RS = intra then inter", "AG = inter-node AG then
+//          intra-node AG"): the buffer is cut into L pieces of bytes / L,
+//          each into S sub-pieces. All-reduce: the L ranks of each server
+//          (ranks_per_chip x chips_per_server, in rank order) run a ring
+//          reduce-scatter of the buffer, leaving local rank l with the sum
+//          over its server of piece (l + 1) % L; the S ranks holding the
+//          same piece, one per server, run a ring all-reduce of it (over
+//          whatever links, switch planes or EFA join the servers); then each
+//          server runs a ring all-gather. 2 (L - 1) + 2 (S - 1) steps, each
+//          rank sending (L - 1) / L x bytes per intra phase and (S - 1) /
+//          (S L) x bytes per inter phase. Reduce-scatter: the first two
+//          phases; rank (s, l) ends with sub-piece (s + 1) % S of piece
+//          (l + 1) % L. All-gather: rank (s, l) starts with sub-piece s of
+//          piece l; the inter-server ring all-gather of piece l, then the
+//          intra-server one. (L - 1) + (S - 1) steps each. Like rdh's, these
+//          layouts are a permutation of nccom's chunk order (timing only).
+//   kangaring  (Trn2 torus; all-reduce, all-gather, reduce-scatter; S17 via
+//          trainium.md 10.3) the ranks of each chip pair up (2j, 2j + 1) and
+//          two cycles run at once: in cycle c the rank of each pair with
+//          r % 2 == c is the primary, and the M = R / 2 primaries form a ring
+//          that visits the chips along one of the two edge-disjoint
+//          Hamiltonian cycles of the n x n torus (c = 0: x + 1 n - 1 times,
+//          then y + 1; c = 1: x and y swapped), each chip's primaries in rank
+//          order. A cycle carries its primaries' chunks. Reduce-scatter: in
+//          step k a primary adds its own and its secondary's copy of chunk
+//          owner(i - 1 - k) to the partial sum it received (3R1W: one DMA
+//          compute of three inputs) and writes it to the next primary's
+//          staging; the last step writes its own chunk's sum in place. All-
+//          gather: in step k it reads chunk owner(i - k) once and writes it to
+//          the next primary and to its secondary (1R2W, write duplication);
+//          the last step writes the last chunk received to its secondary only.
+//          M steps each (2 M for all-reduce); the secondaries' queues work
+//          in the other cycle. Needs every rank of each chip in the group and
+//          the ranks of exactly one n x n layer (n >= 3): all 16 chips of
+//          trn2-server, the first server of trn2-ultraserver.
+//   auto   mesh up to the system's mesh_max_bytes; above it an all-reduce,
+//          all-gather or reduce-scatter whose ranks fill two or more whole
+//          servers is hierarchical
 //          (trainium.md 10.3: across nodes the runtime composes collectives
 //          hierarchically, a flat ring only in edge cases; #19: hierarchical
 //          across servers and racks); else rdh up to rdh_max_bytes when R
-//          is a power of two and the op has an rdh schedule, ring above (the
-//          system description's thresholds, trainium.md 10.3 and #19).
-//          KangaRing (Trn2's runtime above rdh_max_bytes) is not modelled:
-//          auto takes the ring there, and asking for it is refused.
+//          is a power of two and the op has an rdh schedule; above
+//          rdh_max_bytes KangaRing where it fits (S17: "> 56MB", every rank of
+//          each chip in the group), else the ring (the system description's
+//          thresholds, trainium.md 10.3 and #19).
 // Permute sends the whole buffer to rank r + 1 (ring only); send-recv pairs
 // ranks 2i and 2i + 1, each sending its buffer to the other. All-to-all-v
 // (mesh) sends sizes[r x R + j] bytes from rank r to each rank j != r, in
@@ -70,10 +98,12 @@
 // logical cores], LNC other than 1 or 2 (or not dividing the chip's cores),
 // ranks_per_chip above the chip's logical cores, send-recv with an odd rank
 // count, permute or reduction ops with an algorithm that cannot run them,
-// rdh over a rank count that is not a power of two, KangaRing (on a switched
-// fabric: it needs a torus's Hamiltonian cycles; on a torus: not modelled),
-// hierarchical for an op other than all-reduce or over ranks that do not fill
-// two or more whole servers (one server has nothing to compose).
+// rdh over a rank count that is not a power of two, KangaRing on a switched
+// fabric (it needs a torus's Hamiltonian cycles), for another op, without
+// every rank of each chip, or over other than one n x n layer of chips,
+// hierarchical for an op other than all-reduce, all-gather and reduce-scatter
+// or over ranks that do not fill two or more whole servers (one server has
+// nothing to compose).
 // RESOURCE_EXHAUSTED when the program would pass its instruction budget or
 // a buffer does not fit in HBM.
 #ifndef TRNMX_EMU_COLLECTIVE_H_
@@ -105,8 +135,6 @@ enum class CollectiveOp {
 std::string_view CollectiveOpName(CollectiveOp op);
 StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name);
 
-// kKangaRing is named so that asking for it gets a clear refusal: it is not
-// modelled (PlanCollective says why, on a switch and on a torus).
 enum class CollectiveAlgorithm { kAuto, kRing, kMesh, kRdh, kKangaRing, kHierarchical };
 // "auto", "ring", "mesh", "rdh", "kangaring", "hierarchical".
 std::string_view CollectiveAlgorithmName(CollectiveAlgorithm a);
@@ -155,8 +183,11 @@ struct CollectivePlan {
   // Instructions per rank that write its result (CollectiveOperands::done_signals):
   // all-reduce 2 (R - 1) x LNC (its reductions, then the gathered chunks);
   // all-gather, reduce-scatter, all-to-all (R - 1) x LNC; permute, send-recv LNC.
-  // rdh: log2 R instead of R - 1; hierarchical: 2 (L - 1) + 2 (S - 1) for
-  // L ranks per server and S servers. All-to-all-v: 0 (its ranks receive
+  // rdh: log2 R instead of R - 1; hierarchical: its steps (all-reduce
+  // 2 (L - 1) + 2 (S - 1), the others (L - 1) + (S - 1)) for L ranks per
+  // server and S servers. kangaring: R - 1 for all-gather (R / 2
+  // - 1 chunks as a primary, R / 2 as a secondary), 1 for reduce-scatter
+  // (the sum written in place), R for all-reduce. All-to-all-v: 0 (its ranks receive
   // different numbers of transfers; done_signals are refused for it).
   int64_t completions = 0;
   // How the collective is simulated: every rank, and why no rank can stand

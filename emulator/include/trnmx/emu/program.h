@@ -95,7 +95,7 @@ enum class Opcode : uint8_t {
   // GpSimdE.
   kIota,  // dst = affine index pattern
   // DMA queue.
-  kDmaCopy,  // dst = src0, `bytes` bytes
+  kDmaCopy,  // dst = src0, `bytes` bytes (DMA compute and duplication: Instruction)
 };
 std::string_view OpcodeName(Opcode op);
 
@@ -151,6 +151,14 @@ struct Instruction {
   int64_t src_offset = 0;   // src0
   int64_t src1_offset = 0;  // src1 (second input, MX scales, QuantizeMx scale output)
   int64_t dst_offset = 0;
+  // DmaCopy between HBM buffers only, each of these an HBM buffer of the
+  // queue's own chip (-1: none). src1 and src2 make it a DMA compute of more
+  // inputs, dst = src0 + src1 (+ src2) (+ dst with `accumulate`), one more
+  // read of `bytes` each; dst2 duplicates the write: the bytes read once are
+  // also written at dst2 (trainium.md 10.3, S17: KangaRing's "1R2W" and
+  // "3R1W" transfers).
+  BufferId src2 = -1, dst2 = -1;
+  int64_t src2_offset = 0, dst2_offset = 0;
   std::vector<SemWait> waits;
   std::vector<SemSignal> signals;
 
