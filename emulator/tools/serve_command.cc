@@ -65,6 +65,30 @@ void PrintServeOps(const char* phase, const PhaseCost& p) {
   }
 }
 
+nlohmann::json ServeEnergyJson(const ServeEnergy& en) {
+  if (!en.reported) return {{"reported", false}, {"why_not", en.why_not}};
+  return {{"reported", true},
+          {"chip_watts", en.chip_watts.value},
+          {"chip_watts_tag", std::string(SourceTagName(en.chip_watts.tag))},
+          {"chip_watts_source", en.chip_watts.source},
+          {"chips", en.chips},
+          {"watts", en.watts},
+          {"joules_per_token", en.joules_per_token},
+          {"tokens_per_s_per_mw", en.tokens_per_s_per_mw}};
+}
+
+void PrintServeEnergy(const ServeEnergy& en) {
+  if (!en.reported) {
+    std::printf("energy       %s\n", en.why_not.c_str());
+    return;
+  }
+  std::printf(
+      "energy       %d chips x %.0f W (%s, %s; chips only, hosts excluded) = %.1f kW: "
+      "%.4f J per output token, %.0f output tok/s per MW\n",
+      en.chips, en.chip_watts.value, std::string(SourceTagName(en.chip_watts.tag)).c_str(),
+      en.chip_watts.source.c_str(), en.watts / 1e3, en.joules_per_token, en.tokens_per_s_per_mw);
+}
+
 int RunServe(const ServeArgs& args) {
   if (args.mode != "analytical") {
     std::cerr << "INVALID_ARGUMENT: --mode " << args.mode
@@ -92,7 +116,7 @@ int RunServe(const ServeArgs& args) {
   const ParallelLayout& l = c.layout;
   const MemoryFit& mem = e->memory;
   if (args.json) {
-    const nlohmann::json j = {
+    nlohmann::json j = {
         {"model", model->name},
         {"system", system->name},
         {"mode", "analytical"},
@@ -119,7 +143,13 @@ int RunServe(const ServeArgs& args) {
           {"chips", mem.chips}}},
         {"prefill", ServePhaseJson(e->prefill)},
         {"decode", ServePhaseJson(e->decode)},
-        {"energy", e->energy}};
+        {"joules_per_token", nullptr},
+        {"tokens_per_s_per_mw", nullptr},
+        {"energy", ServeEnergyJson(e->energy)}};
+    if (e->energy.reported) {
+      j["joules_per_token"] = e->energy.joules_per_token;
+      j["tokens_per_s_per_mw"] = e->energy.tokens_per_s_per_mw;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -152,7 +182,7 @@ int RunServe(const ServeArgs& args) {
   const ClassCost& top = e->decode.classes.front();
   std::printf("bottleneck   decode: %s (%s), %.0f %% of TPOT\n", top.op_class.c_str(),
               top.bound.c_str(), 100 * top.seconds / e->decode.seconds);
-  std::printf("energy       %s\n", e->energy.c_str());
+  PrintServeEnergy(e->energy);
   if (args.ops) {
     PrintServeOps("prefill", e->prefill);
     PrintServeOps("decode", e->decode);

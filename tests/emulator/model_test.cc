@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "trnmx/emu/collective.h"
@@ -435,6 +436,49 @@ TEST(ServeTest, WindowLayersAttendToTheirWindow) {
     }
   }
   EXPECT_EQ(found, 2);
+}
+
+// Energy in closed form (serve.h): TP 8 x DP 3 at LNC 2 is 24 ranks, 4 per
+// trn3 chip, so 6 chips at trainium.md #18's 1,000 W (P3); a run of the
+// output takes TTFT + (output - 1) TPOT and yields dp x batch x output tokens.
+TEST(ServeTest, EnergyPerTokenClosedForm) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  ASSERT_TRUE(gen2.chip.power_watts.has_value());
+  EXPECT_EQ(gen2.chip.power_watts->value, 1000);
+  EXPECT_EQ(gen2.chip.power_watts->tag, SourceTag::kThirdParty);
+  EXPECT_EQ(gen2.chip.power_watts->source, "T3 #18");
+  const Machine trn2 = LoadPresetMachine("trn2").value();
+  ASSERT_TRUE(trn2.power_watts.has_value());
+  EXPECT_EQ(trn2.power_watts->value, 500);
+  EXPECT_EQ(trn2.power_watts->source, "T2 #18");
+
+  ServeConfig c;
+  c.layout = {.tp = 8, .dp = 3};
+  c.batch = 4;
+  c.input = 64;
+  c.output = 16;
+  const ServeEstimate e = EstimateServing(gen2, MustLoad("llama-3.1-8b"), c).value();
+  ASSERT_TRUE(e.energy.reported) << e.energy.why_not;
+  EXPECT_EQ(e.energy.chips, 6);
+  EXPECT_DOUBLE_EQ(e.energy.watts, 6000);
+  const double run_s = e.ttft_s + 15 * e.tpot_s;
+  EXPECT_DOUBLE_EQ(e.energy.joules_per_token, 6000 * run_s / (3 * 4 * 16));
+  EXPECT_DOUBLE_EQ(e.energy.tokens_per_s_per_mw, (3 * 4 * 16) / run_s / 6000 * 1e6);
+  EXPECT_NEAR(e.energy.joules_per_token * e.energy.tokens_per_s_per_mw, 1e6, 1e-6);
+
+  // A chip description without power: no energy, and the reason names the field.
+  nlohmann::json j = nlohmann::json::parse(PresetMachineJson("trn3").value());
+  j["chip"].erase("power_watts");
+  const System bare = SystemOfChip(ParseMachine(j.dump()).value()).value();
+  const ServeEstimate b = EstimateServing(bare, MustLoad("llama-3.1-8b"), ServeConfig{}).value();
+  EXPECT_FALSE(b.energy.reported);
+  EXPECT_NE(b.energy.why_not.find("no /chip/power_watts"), std::string::npos) << b.energy.why_not;
+  // A power that is not positive is rejected with its JSON pointer.
+  j["chip"]["power_watts"] = {{"value", -1}, {"unit", "W"}, {"tag", "P3"}, {"source", "T3"}};
+  const StatusOr<Machine> bad = ParseMachine(j.dump());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/chip/power_watts/value"), std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace

@@ -481,6 +481,24 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
   return b.Collective("sampling all-gather", CollectiveOp::kAllGather, l.tp * rows * 8, l.tp);
 }
 
+// Energy in closed form (serve.h "Energy").
+ServeEnergy EnergyOf(const System& sys, int chips, double tokens_per_s) {
+  ServeEnergy en;
+  if (!sys.chip.power_watts) {
+    en.why_not = "not reported: chip " + sys.chip.name +
+                 " has no /chip/power_watts in its description (trainium.md #18: Trn2 500 W, "
+                 "Trn3 1,000 W, third-party)";
+    return en;
+  }
+  en.reported = true;
+  en.chip_watts = *sys.chip.power_watts;
+  en.chips = chips;
+  en.watts = chips * en.chip_watts.value;
+  en.joules_per_token = en.watts / tokens_per_s;
+  en.tokens_per_s_per_mw = tokens_per_s / (en.watts / 1e6);
+  return en;
+}
+
 }  // namespace
 
 std::string_view WeightDtypeName(WeightDtype d) {
@@ -702,9 +720,7 @@ StatusOr<ServeEstimate> EstimateServing(const System& sys, const Model& m, const
   e.tpot_s = e.decode.seconds;
   e.tokens_per_s = static_cast<double>(c.layout.dp * c.batch * c.output) /
                    (e.ttft_s + static_cast<double>(c.output - 1) * e.tpot_s);
-  e.energy = "not reported: " + sys.name +
-             "'s description has no chip power (trainium.md #18 gives only third-party "
-             "figures, ~500 W Trn2 and ~1 kW Trn3)";
+  e.energy = EnergyOf(sys, e.memory.chips, e.tokens_per_s);
   return e;
 }
 

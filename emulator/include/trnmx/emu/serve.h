@@ -36,7 +36,17 @@
 //   c.weights = ParseWeightFormats("attn=bf16,experts=mxfp4").value();
 //   c.batch = 64; c.input = 2048; c.output = 128;
 //   ServeEstimate e = EstimateServing(sys, m, c).value();
-//   // e.ttft_s, e.tpot_s, e.tokens_per_s, e.memory.total
+//   // e.ttft_s, e.tpot_s, e.tokens_per_s, e.memory.total,
+//   // e.energy.joules_per_token, e.energy.tokens_per_s_per_mw
+//
+// Energy (chips only: hosts, switches, NICs and cooling are excluded). With
+// P = the chip's power_watts from the machine description (machine.h;
+// trainium.md #18: Trn2 500 W, Trn3 1,000 W, third-party, tag P3) and N the
+// chips holding ranks (MemoryFit::chips), each drawing P for the whole run:
+//   watts               = N x P
+//   joules per token    = watts / tokens_per_s          (output tokens)
+//   tokens/s per MW     = tokens_per_s / (watts / 1e6) = 1e6 / joules per token
+// A description without power_watts gives no energy (ServeEnergy::why_not).
 //
 // Errors (INVALID_ARGUMENT, naming the option): tp, ep, dp, pp < 1; lnc
 // other than 1 or 2 or not dividing the chip's cores; tp x pp x dp above the
@@ -130,6 +140,15 @@ struct PhaseCost {
   std::vector<ClassCost> classes;  // largest first
 };
 
+// Energy of the estimate (formulas above).
+struct ServeEnergy {
+  bool reported = false;
+  std::string why_not;  // when not reported: what the description lacks
+  Sourced chip_watts;   // the chip's power_watts with its tag and source
+  int chips = 0;        // chips holding ranks
+  double watts = 0, joules_per_token = 0, tokens_per_s_per_mw = 0;
+};
+
 struct ServeEstimate {
   ServeConfig config;
   MemoryFit memory;
@@ -138,7 +157,7 @@ struct ServeEstimate {
   double ttft_s = 0, tpot_s = 0;
   // All replicas: dp x batch x output / (TTFT + (output - 1) x TPOT).
   double tokens_per_s = 0;
-  std::string energy;  // why energy is not reported (the system gives no chip power)
+  ServeEnergy energy;
 };
 
 // Validates the layout against the model and system (errors above).
