@@ -2,14 +2,17 @@
 // it fits in HBM, and the analytical TTFT, TPOT and throughput.
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "commands.h"
 #include "trnmx/emu/model.h"
 #include "trnmx/emu/serve.h"
+#include "trnmx/emu/serve_report.h"
 #include "trnmx/emu/system.h"
 
 namespace trnmx::emu::cli {
@@ -22,6 +25,7 @@ struct ServeArgs {
   std::string mode = "analytical";
   bool json = false;
   bool ops = false;
+  std::string trace, html;  // output files; empty: none
   ServeConfig config;
 };
 
@@ -89,6 +93,18 @@ void PrintServeEnergy(const ServeEnergy& en) {
       en.chip_watts.source.c_str(), en.watts / 1e3, en.joules_per_token, en.tokens_per_s_per_mw);
 }
 
+// Writes `text` to `path`; false (with a message) when it cannot.
+bool WriteFile(const std::string& option, const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    std::cerr << "INVALID_ARGUMENT: " << option << " " << path << ": cannot write the file\n";
+    return false;
+  }
+  return true;
+}
+
 int RunServe(const ServeArgs& args) {
   if (args.mode != "analytical") {
     std::cerr << "INVALID_ARGUMENT: --mode " << args.mode
@@ -110,6 +126,13 @@ int RunServe(const ServeArgs& args) {
   StatusOr<ServeEstimate> e = EstimateServing(*system, *model, c);
   if (!e.ok()) {
     std::cerr << e.status().ToString() << "\n";
+    return 1;
+  }
+  if (!args.trace.empty() &&
+      !WriteFile("--trace", args.trace, ServeTraceJson(*system, *model, *e))) {
+    return 1;
+  }
+  if (!args.html.empty() && !WriteFile("--html", args.html, ServeReportHtml(*system, *model, *e))) {
     return 1;
   }
   const ParameterCount params = CountParameters(*model);
@@ -183,6 +206,10 @@ int RunServe(const ServeArgs& args) {
   std::printf("bottleneck   decode: %s (%s), %.0f %% of TPOT\n", top.op_class.c_str(),
               top.bound.c_str(), 100 * top.seconds / e->decode.seconds);
   PrintServeEnergy(e->energy);
+  for (const auto& [what, path] :
+       {std::pair{"report", args.html}, std::pair{"trace", args.trace}}) {
+    if (!path.empty()) std::printf("%-12s %s\n", what, path.c_str());
+  }
   if (args.ops) {
     PrintServeOps("prefill", e->prefill);
     PrintServeOps("decode", e->decode);
@@ -219,6 +246,10 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--mode", args->mode, "analytical (event: not built yet)")->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object instead of text");
   cmd->add_flag("--ops", args->ops, "also print every op of both phases");
+  cmd->add_option("--trace", args->trace,
+                  "write a Chrome/Perfetto trace (JSON) of both phases to this file");
+  cmd->add_option("--html", args->html,
+                  "write a self-contained HTML report (summary, charts) to this file");
   cmd->callback([args, &exit_code]() { exit_code = RunServe(*args); });
 }
 

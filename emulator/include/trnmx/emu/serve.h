@@ -128,6 +128,22 @@ struct OpCost {
   double seconds = 0;
   double flops = 0, hbm_bytes = 0;
   std::string bound;  // "compute", "HBM", or the collective's limiting resource
+  // A collective or send whose ranks are on more than one chip: it moves over
+  // the system's links (else it is DMA through the chip's HBM).
+  bool crosses_chips = false;
+};
+// One run of an op in one layer, in the order the pass runs them (one rank;
+// the analytical mode adds ops up in series, so start_s is the sum of the
+// spans before it). layer -1: before the first layer (embedding); layer =
+// the model's layers: after the last (pipeline hand-offs, final norm, LM
+// head, sampling).
+struct OpSpan {
+  int op = 0;  // index into PhaseCost::ops
+  int64_t layer = -1;
+  double start_s = 0, seconds = 0;
+  // The roofline's terms: FLOPs / peak and HBM bytes / bandwidth (0 for
+  // collectives); seconds is their maximum.
+  double compute_s = 0, memory_s = 0;
 };
 struct ClassCost {
   std::string op_class;
@@ -138,6 +154,7 @@ struct PhaseCost {
   double seconds = 0;
   std::vector<OpCost> ops;
   std::vector<ClassCost> classes;  // largest first
+  std::vector<OpSpan> timeline;    // every op of every layer, in order
 };
 
 // Energy of the estimate (formulas above).
