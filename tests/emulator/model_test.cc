@@ -616,6 +616,8 @@ TEST(ServeReportTest, HtmlIsSelfContainedWellFormedAndHasTheSummary) {
   Model odd = m;
   odd.name = "a<b>&\"c";
   EXPECT_NE(ServeReportHtml(gen2, odd, e).find("a&lt;b&gt;&amp;&quot;c"), std::string::npos);
+  odd.name = std::string(600, 'x');  // a long name is not cut
+  EXPECT_NE(ServeReportHtml(gen2, odd, e).find(odd.name + " (gpt_oss, "), std::string::npos);
 }
 
 // The trace is Chrome trace-event JSON: per phase a process with the layer,
