@@ -121,7 +121,7 @@ case "$mode" in
     printf '   open the report in any browser (offline); the trace in chrome://tracing or Perfetto\n'
     printf '\n== MX quantization errors and a checked MXFP4 GEMM (trnmx demo)\n\n'
     build/demo/tools/trnmx/trnmx demo "$@" | grep -v '^(--elements'
-    printf '\n== The same kind of GEMM (MXFP4) lowered onto 4 NeuronCores of trn3, simulated, then\n'
+    printf '== The same kind of GEMM (MXFP4) lowered onto 4 NeuronCores of trn3, simulated, then\n'
     printf '   replayed tile by tile with the trnmx kernels and compared with trnmx::Gemm (--check)\n\n'
     "$emu" gemm --machine trn3 --m 1024 --n 1024 --k 2048 --dtype mxfp4 --cores 4 --check |
       grep -E '^(gemm|time|throughput|limiting|check) '
