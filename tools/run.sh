@@ -2,9 +2,11 @@
 # trnmx's one entry point for people and CI. Each mode installs what it needs
 # (Debian packages, PyPI packages) only if missing, configures, builds, runs.
 #
-#   tools/run.sh demo                 main job: MX quantization errors and a checked MXFP4
-#                                     GEMM (trnmx demo), then a GEMM on the Trainium3
-#                                     emulator with its report and check (trnmx-emu gemm)
+#   tools/run.sh demo                 main job: gpt-oss-120b served on one Trn3 Gen2
+#                                     UltraServer (trnmx-emu serve: summary, HTML report,
+#                                     trace), then in short the MX quantization errors, a
+#                                     checked MXFP4 GEMM (trnmx demo) and the same kind of
+#                                     GEMM on the Trainium3 emulator (trnmx-emu gemm --check)
 #   tools/run.sh test [ctest args]    build what the tests need (not the benchmarks), run every test
 #   tools/run.sh sanitize             unit tests under ASan + UBSan
 #   tools/run.sh bench [bench args]   build and run the benchmarks
@@ -104,11 +106,25 @@ case "$mode" in
       -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_BUILD_EMULATOR=ON -DTRNMX_INSTALL=OFF
     # The two programs only: trnmx (core library) and trnmx-emu (emulator).
     cmake --build build/demo -j "$jobs" --target trnmx_cli trnmx_emu_cli
-    build/demo/tools/trnmx/trnmx demo "$@"
-    printf '\n3. Trainium3 emulator: the same kind of GEMM (MXFP4) lowered onto 4 NeuronCores, simulated,\n'
-    printf '   then replayed tile by tile with the trnmx kernels and compared with trnmx::Gemm (--check)\n'
-    build/demo/emulator/tools/trnmx-emu gemm --machine trn3 --m 1024 --n 1024 --k 2048 \
-      --dtype mxfp4 --cores 4 --check
+    emu=build/demo/emulator/tools/trnmx-emu
+    # The main job, on the built-in gpt-oss-120b config and trn3-ultraserver-gen2
+    # preset: all 144 chips at LNC 2 as 36 replicas of TP 16, 64 sequences per
+    # replica, 1792-token prompts and 512 generated tokens, so the mean decode
+    # step is at a 2048-token context (the layout, batch and context of the
+    # issue's 144-chip bar).
+    printf '== gpt-oss-120b (MXFP4 experts, BF16 attention) served on one trn3-ultraserver-gen2\n'
+    printf '   (trnmx-emu serve, analytical mode: TP 16 x DP 36, batch 64 per replica,\n'
+    printf '   prompt 1792, output 512, decode at mean context 2048)\n\n'
+    "$emu" serve --system trn3-ultraserver-gen2 --model gpt-oss-120b --tp 16 --dp 36 \
+      --weights attn=bf16,experts=mxfp4 --batch 64 --input 1792 --output 512 \
+      --html "$root/build/demo/serve-report.html" --trace "$root/build/demo/serve-trace.json"
+    printf '   open the report in any browser (offline); the trace in chrome://tracing or Perfetto\n'
+    printf '\n== MX quantization errors and a checked MXFP4 GEMM (trnmx demo)\n\n'
+    build/demo/tools/trnmx/trnmx demo "$@" | grep -v '^(--elements'
+    printf '== The same kind of GEMM (MXFP4) lowered onto 4 NeuronCores of trn3, simulated, then\n'
+    printf '   replayed tile by tile with the trnmx kernels and compared with trnmx::Gemm (--check)\n\n'
+    "$emu" gemm --machine trn3 --m 1024 --n 1024 --k 2048 --dtype mxfp4 --cores 4 --check |
+      grep -E '^(gemm|time|throughput|limiting|check) '
     ;;
   test)
     apt_need "${base_packages[@]}" "${test_packages[@]}"

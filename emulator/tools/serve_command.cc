@@ -2,14 +2,17 @@
 // it fits in HBM, and the analytical TTFT, TPOT and throughput.
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "commands.h"
 #include "trnmx/emu/model.h"
 #include "trnmx/emu/serve.h"
+#include "trnmx/emu/serve_report.h"
 #include "trnmx/emu/system.h"
 
 namespace trnmx::emu::cli {
@@ -22,6 +25,7 @@ struct ServeArgs {
   std::string mode = "analytical";
   bool json = false;
   bool ops = false;
+  std::string trace, html;  // output files; empty: none
   ServeConfig config;
 };
 
@@ -65,6 +69,42 @@ void PrintServeOps(const char* phase, const PhaseCost& p) {
   }
 }
 
+nlohmann::json ServeEnergyJson(const ServeEnergy& en) {
+  if (!en.reported) return {{"reported", false}, {"why_not", en.why_not}};
+  return {{"reported", true},
+          {"chip_watts", en.chip_watts.value},
+          {"chip_watts_tag", std::string(SourceTagName(en.chip_watts.tag))},
+          {"chip_watts_source", en.chip_watts.source},
+          {"chips", en.chips},
+          {"watts", en.watts},
+          {"joules_per_token", en.joules_per_token},
+          {"tokens_per_s_per_mw", en.tokens_per_s_per_mw}};
+}
+
+void PrintServeEnergy(const ServeEnergy& en) {
+  if (!en.reported) {
+    std::printf("energy       %s\n", en.why_not.c_str());
+    return;
+  }
+  std::printf(
+      "energy       %d chips x %.0f W (%s, %s; chips only, hosts excluded) = %.1f kW: "
+      "%.4f J per output token, %.0f output tok/s per MW\n",
+      en.chips, en.chip_watts.value, std::string(SourceTagName(en.chip_watts.tag)).c_str(),
+      en.chip_watts.source.c_str(), en.watts / 1e3, en.joules_per_token, en.tokens_per_s_per_mw);
+}
+
+// Writes `text` to `path`; false (with a message) when it cannot.
+bool WriteFile(const std::string& option, const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    std::cerr << "INVALID_ARGUMENT: " << option << " " << path << ": cannot write the file\n";
+    return false;
+  }
+  return true;
+}
+
 int RunServe(const ServeArgs& args) {
   if (args.mode != "analytical") {
     std::cerr << "INVALID_ARGUMENT: --mode " << args.mode
@@ -88,11 +128,18 @@ int RunServe(const ServeArgs& args) {
     std::cerr << e.status().ToString() << "\n";
     return 1;
   }
+  if (!args.trace.empty() &&
+      !WriteFile("--trace", args.trace, ServeTraceJson(*system, *model, *e))) {
+    return 1;
+  }
+  if (!args.html.empty() && !WriteFile("--html", args.html, ServeReportHtml(*system, *model, *e))) {
+    return 1;
+  }
   const ParameterCount params = CountParameters(*model);
   const ParallelLayout& l = c.layout;
   const MemoryFit& mem = e->memory;
   if (args.json) {
-    const nlohmann::json j = {
+    nlohmann::json j = {
         {"model", model->name},
         {"system", system->name},
         {"mode", "analytical"},
@@ -119,7 +166,13 @@ int RunServe(const ServeArgs& args) {
           {"chips", mem.chips}}},
         {"prefill", ServePhaseJson(e->prefill)},
         {"decode", ServePhaseJson(e->decode)},
-        {"energy", e->energy}};
+        {"joules_per_token", nullptr},
+        {"tokens_per_s_per_mw", nullptr},
+        {"energy", ServeEnergyJson(e->energy)}};
+    if (e->energy.reported) {
+      j["joules_per_token"] = e->energy.joules_per_token;
+      j["tokens_per_s_per_mw"] = e->energy.tokens_per_s_per_mw;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -152,7 +205,11 @@ int RunServe(const ServeArgs& args) {
   const ClassCost& top = e->decode.classes.front();
   std::printf("bottleneck   decode: %s (%s), %.0f %% of TPOT\n", top.op_class.c_str(),
               top.bound.c_str(), 100 * top.seconds / e->decode.seconds);
-  std::printf("energy       %s\n", e->energy.c_str());
+  PrintServeEnergy(e->energy);
+  for (const auto& [what, path] :
+       {std::pair{"report", args.html}, std::pair{"trace", args.trace}}) {
+    if (!path.empty()) std::printf("%-12s %s\n", what, path.c_str());
+  }
   if (args.ops) {
     PrintServeOps("prefill", e->prefill);
     PrintServeOps("decode", e->decode);
@@ -189,6 +246,10 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--mode", args->mode, "analytical (event: not built yet)")->capture_default_str();
   cmd->add_flag("--json", args->json, "one JSON object instead of text");
   cmd->add_flag("--ops", args->ops, "also print every op of both phases");
+  cmd->add_option("--trace", args->trace,
+                  "write a Chrome/Perfetto trace (JSON) of both phases to this file");
+  cmd->add_option("--html", args->html,
+                  "write a self-contained HTML report (summary, charts) to this file");
   cmd->callback([args, &exit_code]() { exit_code = RunServe(*args); });
 }
 

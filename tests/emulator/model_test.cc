@@ -1,17 +1,28 @@
 // Models (model.h) and their serving estimate (serve.h): the built-in
 // configs, parameter counts against the published totals, bad configs and
 // layouts, the memory fit and the analytical roofline on small cases worked
-// by hand.
+// by hand, energy in closed form, and the trace and HTML report of an
+// estimate (serve_report.h).
 #include "trnmx/emu/model.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trnmx/emu/collective.h"
 #include "trnmx/emu/cost.h"
+#include "trnmx/emu/report.h"
 #include "trnmx/emu/serve.h"
+#include "trnmx/emu/serve_report.h"
 #include "trnmx/emu/simulator.h"
 #include "trnmx/emu/system.h"
 
@@ -435,6 +446,229 @@ TEST(ServeTest, WindowLayersAttendToTheirWindow) {
     }
   }
   EXPECT_EQ(found, 2);
+}
+
+// Energy in closed form (serve.h): TP 8 x DP 3 at LNC 2 is 24 ranks, 4 per
+// trn3 chip, so 6 chips at trainium.md #18's 1,000 W (P3); a run of the
+// output takes TTFT + (output - 1) TPOT and yields dp x batch x output tokens.
+TEST(ServeTest, EnergyPerTokenClosedForm) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  ASSERT_TRUE(gen2.chip.power_watts.has_value());
+  EXPECT_EQ(gen2.chip.power_watts->value, 1000);
+  EXPECT_EQ(gen2.chip.power_watts->tag, SourceTag::kThirdParty);
+  EXPECT_EQ(gen2.chip.power_watts->source, "T3 #18");
+  const Machine trn2 = LoadPresetMachine("trn2").value();
+  ASSERT_TRUE(trn2.power_watts.has_value());
+  EXPECT_EQ(trn2.power_watts->value, 500);
+  EXPECT_EQ(trn2.power_watts->source, "T2 #18");
+
+  ServeConfig c;
+  c.layout = {.tp = 8, .dp = 3};
+  c.batch = 4;
+  c.input = 64;
+  c.output = 16;
+  const ServeEstimate e = EstimateServing(gen2, MustLoad("llama-3.1-8b"), c).value();
+  ASSERT_TRUE(e.energy.reported) << e.energy.why_not;
+  EXPECT_EQ(e.energy.chips, 6);
+  EXPECT_DOUBLE_EQ(e.energy.watts, 6000);
+  const double run_s = e.ttft_s + 15 * e.tpot_s;
+  EXPECT_DOUBLE_EQ(e.energy.joules_per_token, 6000 * run_s / (3 * 4 * 16));
+  EXPECT_DOUBLE_EQ(e.energy.tokens_per_s_per_mw, (3 * 4 * 16) / run_s / 6000 * 1e6);
+  EXPECT_NEAR(e.energy.joules_per_token * e.energy.tokens_per_s_per_mw, 1e6, 1e-6);
+
+  // A chip description without power: no energy, and the reason names the field.
+  nlohmann::json j = nlohmann::json::parse(PresetMachineJson("trn3").value());
+  j["chip"].erase("power_watts");
+  const System bare = SystemOfChip(ParseMachine(j.dump()).value()).value();
+  const ServeEstimate b = EstimateServing(bare, MustLoad("llama-3.1-8b"), ServeConfig{}).value();
+  EXPECT_FALSE(b.energy.reported);
+  EXPECT_NE(b.energy.why_not.find("no /chip/power_watts"), std::string::npos) << b.energy.why_not;
+  // A power that is not positive is rejected with its JSON pointer.
+  j["chip"]["power_watts"] = {{"value", -1}, {"unit", "W"}, {"tag", "P3"}, {"source", "T3"}};
+  const StatusOr<Machine> bad = ParseMachine(j.dump());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/chip/power_watts/value"), std::string::npos)
+      << bad.status().message();
+}
+
+// The timeline of a phase is its ops in series: spans follow each other,
+// add up to the phase, and each op's spans add up to the op.
+TEST(ServeTest, TimelineIsTheOpsInSeries) {
+  const System trn3 = LoadSystem("trn3").value();
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.input = 16;
+  const Model m = Tiny(kTinyGptOss);
+  const ServeEstimate e = EstimateServing(trn3, m, c).value();
+  for (const PhaseCost* p : {&e.prefill, &e.decode}) {
+    ASSERT_FALSE(p->timeline.empty());
+    std::vector<double> per_op(p->ops.size(), 0);
+    double end = 0;
+    for (const OpSpan& s : p->timeline) {
+      EXPECT_DOUBLE_EQ(s.start_s, end);
+      if (s.compute_s > 0 || s.memory_s > 0) {  // a roofline op, not a collective
+        EXPECT_DOUBLE_EQ(s.seconds, std::max(s.compute_s, s.memory_s));
+      }
+      end = s.start_s + s.seconds;
+      per_op[static_cast<size_t>(s.op)] += s.seconds;
+    }
+    EXPECT_NEAR(end, p->seconds, 1e-12 * p->seconds);
+    for (size_t i = 0; i < p->ops.size(); ++i) {
+      EXPECT_NEAR(per_op[i], p->ops[i].seconds, 1e-12 * p->seconds) << p->ops[i].name;
+    }
+    EXPECT_EQ(p->timeline.front().layer, -1);       // the embedding
+    EXPECT_EQ(p->timeline.back().layer, m.layers);  // the sampling all-gather
+  }
+  // Utilisation: HBM is busy for the roofline's bytes / bandwidth terms.
+  double memory = 0;
+  for (const OpSpan& s : e.decode.timeline) memory += s.memory_s;
+  for (const ResourceUse& u : PhaseResourceUse(e.decode)) {
+    if (u.name == "HBM") {
+      EXPECT_DOUBLE_EQ(u.busy, memory / e.decode.seconds);
+    }
+    EXPECT_NE(u.name, "links") << "TP 2 at LNC 2 is on one chip";
+    EXPECT_GT(u.busy, 0) << u.name;
+    EXPECT_LE(u.busy, 1 + 1e-12) << u.name;
+  }
+}
+
+// Well-formedness of the report: every element opened is closed, in order,
+// except void elements and self-closed SVG ones; raw text inside <style> is
+// skipped. Returns the first problem, or "".
+std::string CheckTags(const std::string& html) {
+  const std::set<std::string> kVoid = {"meta", "br", "hr", "img", "input", "link", "col", "wbr"};
+  std::vector<std::string> open;
+  size_t i = 0;
+  while ((i = html.find('<', i)) != std::string::npos) {
+    if (html.compare(i, 2, "<!") == 0) {  // the doctype
+      i = html.find('>', i);
+      if (i == std::string::npos) return "unterminated <!";
+      continue;
+    }
+    const size_t end = html.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at byte " + std::to_string(i);
+    const std::string tag = html.substr(i + 1, end - i - 1);
+    if (tag.find('<') != std::string::npos) return "'<' inside tag at byte " + std::to_string(i);
+    const bool closing = !tag.empty() && tag[0] == '/';
+    const bool self_closed = !tag.empty() && tag.back() == '/';
+    size_t n = closing ? 1 : 0;
+    while (n < tag.size() && std::isalnum(static_cast<unsigned char>(tag[n]))) ++n;
+    const std::string name = tag.substr(closing ? 1 : 0, n - (closing ? 1 : 0));
+    if (name.empty()) return "bad tag '<" + tag + ">'";
+    i = end + 1;
+    if (closing) {
+      if (open.empty() || open.back() != name) {
+        return "</" + name + "> closes <" + (open.empty() ? "nothing" : open.back()) + ">";
+      }
+      open.pop_back();
+    } else if (!self_closed && !kVoid.count(name)) {
+      open.push_back(name);
+      if (name == "style") {
+        i = html.find("</style>", i);
+        if (i == std::string::npos) return "unclosed <style>";
+      }
+    }
+  }
+  return open.empty() ? "" : "unclosed <" + open.back() + ">";
+}
+
+TEST(ServeReportTest, TagCheckerCatchesBadNesting) {
+  EXPECT_EQ(CheckTags("<!DOCTYPE html><p>a<svg><rect x=\"1\"/></svg></p><meta charset=\"x\">"), "");
+  EXPECT_EQ(CheckTags("<p><b>x</p></b>"), "</p> closes <b>");
+  EXPECT_EQ(CheckTags("<table><tr><td>x</td></tr>"), "unclosed <table>");
+}
+
+// The HTML report opens offline: no URL of any kind, no script, no external
+// resource; it is well formed and shows the summary numbers of `serve`.
+TEST(ServeReportTest, HtmlIsSelfContainedWellFormedAndHasTheSummary) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  const Model m = Tiny(kTinyGptOss);
+  ServeConfig c;
+  c.layout = {.tp = 2, .dp = 3};
+  c.batch = 2;
+  c.input = 16;
+  c.output = 8;
+  const ServeEstimate e = EstimateServing(gen2, m, c).value();
+  const std::string html = ServeReportHtml(gen2, m, e);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* banned : {"http:", "https:", "//cdn", "src=", "href=", "url(", "@import",
+                             "<script", "<link", "<iframe", "<img"}) {
+    EXPECT_EQ(html.find(banned), std::string::npos) << banned;
+  }
+  EXPECT_EQ(CheckTags(html), "");
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f ms", e.ttft_s * 1e3);
+  EXPECT_NE(html.find(text), std::string::npos) << text;
+  std::snprintf(text, sizeof text, "%.3f ms", e.tpot_s * 1e3);
+  EXPECT_NE(html.find(text), std::string::npos) << text;
+  std::snprintf(text, sizeof text, "%.1f tok/s", e.tokens_per_s);
+  EXPECT_NE(html.find(text), std::string::npos) << text;
+  std::snprintf(text, sizeof text, "%.4f J", e.energy.joules_per_token);
+  EXPECT_NE(html.find(text), std::string::npos) << text;
+  std::snprintf(text, sizeof text, "%.2f GiB of 144.00 GiB", e.memory.total / (1 << 30));
+  EXPECT_NE(html.find(text), std::string::npos) << text;
+  // Charts: two per-layer charts, two utilisation charts and the memory bar.
+  size_t svgs = 0;
+  for (size_t i = 0; (i = html.find("<svg", i)) != std::string::npos; ++i) ++svgs;
+  EXPECT_EQ(svgs, 5u);
+  EXPECT_NE(html.find("layer 0 (window 8): attention"), std::string::npos);
+  // Text from a user's config is escaped.
+  Model odd = m;
+  odd.name = "a<b>&\"c";
+  EXPECT_NE(ServeReportHtml(gen2, odd, e).find("a&lt;b&gt;&amp;&quot;c"), std::string::npos);
+  odd.name = std::string(600, 'x');  // a long name is not cut
+  EXPECT_NE(ServeReportHtml(gen2, odd, e).find(odd.name + " (gpt_oss, "), std::string::npos);
+}
+
+// The trace is Chrome trace-event JSON: per phase a process with the layer,
+// op and resource tracks; the ops track is the timeline, the decode step
+// placed after the prefill; TP 8 at LNC 2 spans two chips, so its
+// all-reduces are on the links track.
+TEST(ServeReportTest, TraceHasEveryOpOnItsTracks) {
+  const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
+  const Model m = MustLoad("llama-3.1-8b");
+  ServeConfig c;
+  c.layout.tp = 8;
+  c.batch = 2;
+  c.input = 64;
+  c.output = 4;
+  const ServeEstimate e = EstimateServing(gen2, m, c).value();
+  const nlohmann::json j = nlohmann::json::parse(ServeTraceJson(gen2, m, e));
+  std::map<std::pair<int, int>, std::string> tracks;
+  size_t ops[2] = {0, 0};
+  double ops_end[2] = {0, 0}, ops_start[2] = {1e30, 1e30};
+  int link_events = 0, layers = 0;
+  for (const nlohmann::json& ev : j.at("traceEvents")) {
+    if (ev.at("name") == "thread_name") {
+      tracks[{ev.at("pid").get<int>(), ev.at("tid").get<int>()}] = ev.at("args").at("name");
+    }
+    if (ev.at("ph") != "X") continue;
+    const int pid = ev.at("pid").get<int>();
+    const std::string track = tracks.at({pid, ev.at("tid").get<int>()});
+    const double ts = ev.at("ts").get<double>(), dur = ev.at("dur").get<double>();
+    if (track == "ops") {
+      ++ops[pid];
+      ops_start[pid] = std::min(ops_start[pid], ts);
+      ops_end[pid] = std::max(ops_end[pid], ts + dur);
+    }
+    if (track == "links") {
+      ++link_events;
+      EXPECT_TRUE(ev.at("name") == "all-reduce" || ev.at("name") == "sampling all-gather")
+          << ev.at("name");
+    }
+    if (track == "layers" && pid == 1) ++layers;
+  }
+  EXPECT_EQ(ops[0], e.prefill.timeline.size());
+  EXPECT_EQ(ops[1], e.decode.timeline.size());
+  EXPECT_NEAR(ops_start[0], 0, 1e-9);
+  EXPECT_NEAR(ops_end[0], e.ttft_s * 1e6, 1e-6 * e.ttft_s * 1e6);
+  EXPECT_NEAR(ops_start[1], e.ttft_s * 1e6, 1e-6 * e.ttft_s * 1e6);
+  EXPECT_NEAR(ops_end[1] - ops_start[1], e.tpot_s * 1e6, 1e-6 * e.tpot_s * 1e6);
+  // Per phase: the embedding's all-reduce, the attention and MLP all-reduces
+  // of the 32 layers, and the sampling all-gather.
+  EXPECT_EQ(link_events, 2 * (1 + 2 * 32 + 1));
+  EXPECT_EQ(layers, 32 + 2);  // the layers, the embedding, the LM head
+  EXPECT_EQ(j.at("otherData").at("model"), "llama-3.1-8b");
 }
 
 }  // namespace

@@ -293,6 +293,11 @@ StatusOr<Machine> ParseMachine(std::string_view json_text, std::string_view orig
       m.cores = Int(chip, "cores", 1, 1024);
       ReadHbm(chip.Object("hbm"), m.hbm);
       ReadPublished(chip.Object("published"), m.published);
+      if (const Json* power = chip.Optional("power_watts")) {
+        const std::string path = chip.Child("power_watts");
+        m.power_watts = chip.ParseSourced(*power, path);
+        RequirePositive(path, *m.power_watts);
+      }
       chip.Finish();
     }
     {

@@ -177,6 +177,7 @@ class PhaseBuilder {
     op.flops += flops;
     op.hbm_bytes += bytes;
     (compute > memory ? compute_s_ : memory_s_)[name] += std::max(compute, memory);
+    Span(name, std::max(compute, memory), compute, memory);
   }
 
   // A GEMM [m, k] x [k, n] with weights of `w` (activations BF16).
@@ -215,7 +216,10 @@ class PhaseBuilder {
     OpCost& o = Op(name, "collective");
     o.count += 1;
     o.seconds += it->second.first;
+    // Ranks fill chips in order, so a group of ranks fits on one chip or spans several.
+    o.crosses_chips = ranks > sys_.chip.core_count() / c_.layout.lnc;
     link_bound_[name] = it->second.second;
+    Span(name, it->second.first, 0, 0);
     return OkStatus();
   }
 
@@ -242,7 +246,9 @@ class PhaseBuilder {
     OpCost& o = Op(name, "collective");
     o.count += 1;
     o.seconds += seconds;
+    o.crosses_chips = chip_a != chip_b;
     link_bound_[name] = bound;
+    Span(name, seconds, 0, 0);
   }
 
   PhaseCost Finish() {
@@ -268,10 +274,13 @@ class PhaseBuilder {
     std::sort(p.classes.begin(), p.classes.end(),
               [](const ClassCost& a, const ClassCost& b) { return a.seconds > b.seconds; });
     p.ops = ops_;
+    p.timeline = std::move(timeline_);
     return p;
   }
 
   double hbm_bw() const { return hbm_bw_; }
+  // The layer the next ops belong to (OpSpan::layer).
+  void SetLayer(int64_t layer) { layer_ = layer; }
 
  private:
   OpCost& Op(const std::string& name, const std::string& op_class) {
@@ -285,6 +294,20 @@ class PhaseBuilder {
     return ops_.back();
   }
 
+  // Appends the op just counted to the timeline, after the previous span.
+  void Span(const std::string& name, double seconds, double compute, double memory) {
+    OpSpan s;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      if (ops_[i].name == name) s.op = static_cast<int>(i);
+    }
+    s.layer = layer_;
+    s.start_s = timeline_.empty() ? 0 : timeline_.back().start_s + timeline_.back().seconds;
+    s.seconds = seconds;
+    s.compute_s = compute;
+    s.memory_s = memory;
+    timeline_.push_back(s);
+  }
+
   const System& sys_;
   const ServeConfig& c_;
   double hbm_bw_ = 0, lnc_ = 2;
@@ -292,6 +315,8 @@ class PhaseBuilder {
   std::map<std::string, double> compute_s_, memory_s_;
   std::map<std::string, std::string> link_bound_;
   std::map<std::tuple<int, int64_t, int>, std::pair<double, std::string>> cache_;
+  std::vector<OpSpan> timeline_;
+  int64_t layer_ = -1;
 };
 
 // Query-key pairs of one head of one sequence: `queries` new tokens after
@@ -346,6 +371,7 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
   b.Elementwise("embedding", t * h * (WeightBytes(wf.embedding) + kActBytes));
   if (Status st = reduce(); !st.ok()) return st;
   for (int64_t layer = 0; layer < m.layers; ++layer) {
+    b.SetLayer(layer);
     // Two RMSNorms (read + write) and two residual adds (read two, write one).
     b.Elementwise("norms+residual",
                   2 * (2 * shard * h * kActBytes) + 2 * (3 * shard * h * kActBytes));
@@ -460,6 +486,7 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
       return st;
     }
   }
+  b.SetLayer(m.layers);
   // Pipeline stages hand the hidden state on.
   const int rpc = sys.chip.core_count() / l.lnc;
   for (int stage = 0; stage + 1 < l.pp; ++stage) {
@@ -479,6 +506,24 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
   b.Elementwise("final norm", 2 * rows * h * kActBytes);
   b.Gemm("lm_head", rows, h, static_cast<double>(s.vocab), wf.embedding);
   return b.Collective("sampling all-gather", CollectiveOp::kAllGather, l.tp * rows * 8, l.tp);
+}
+
+// Energy in closed form (serve.h "Energy").
+ServeEnergy EnergyOf(const System& sys, int chips, double tokens_per_s) {
+  ServeEnergy en;
+  if (!sys.chip.power_watts) {
+    en.why_not = "not reported: chip " + sys.chip.name +
+                 " has no /chip/power_watts in its description (trainium.md #18: Trn2 500 W, "
+                 "Trn3 1,000 W, third-party)";
+    return en;
+  }
+  en.reported = true;
+  en.chip_watts = *sys.chip.power_watts;
+  en.chips = chips;
+  en.watts = chips * en.chip_watts.value;
+  en.joules_per_token = en.watts / tokens_per_s;
+  en.tokens_per_s_per_mw = tokens_per_s / (en.watts / 1e6);
+  return en;
 }
 
 }  // namespace
@@ -702,9 +747,7 @@ StatusOr<ServeEstimate> EstimateServing(const System& sys, const Model& m, const
   e.tpot_s = e.decode.seconds;
   e.tokens_per_s = static_cast<double>(c.layout.dp * c.batch * c.output) /
                    (e.ttft_s + static_cast<double>(c.output - 1) * e.tpot_s);
-  e.energy = "not reported: " + sys.name +
-             "'s description has no chip power (trainium.md #18 gives only third-party "
-             "figures, ~500 W Trn2 and ~1 kW Trn3)";
+  e.energy = EnergyOf(sys, e.memory.chips, e.tokens_per_s);
   return e;
 }
 

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "trace/chrome_trace.h"
+
 namespace trnmx::emu {
 
 Report MakeReport(const Program& p, const SimResult& r, double flops, MatmulDtype dtype) {
@@ -160,79 +162,42 @@ std::string FormatReport(const Report& r) {
 }
 
 std::string ChromeTraceJson(const Program& p, const SimResult& r) {
-  using Json = nlohmann::json;
-  Json events = Json::array();
+  internal::ChromeTrace trace;
   for (int c = 0; c < p.cores(); ++c) {
     const std::string core = "core " + std::to_string(p.LocalCore(c));
-    events.push_back(
-        {{"name", "process_name"},
-         {"ph", "M"},
-         {"pid", c},
-         {"args",
-          {{"name",
-            p.chips() > 1 ? "chip " + std::to_string(p.ChipOfCore(c)) + " " + core : core}}}});
+    trace.Process(c, p.chips() > 1 ? "chip " + std::to_string(p.ChipOfCore(c)) + " " + core : core);
   }
   for (size_t s = 0; s < p.streams().size(); ++s) {
     const Stream& st = p.streams()[s];
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", st.core},
-                      {"tid", static_cast<int>(s)},
-                      {"args", {{"name", st.name}}}});
-    events.push_back({{"name", "thread_sort_index"},
-                      {"ph", "M"},
-                      {"pid", st.core},
-                      {"tid", static_cast<int>(s)},
-                      {"args", {{"sort_index", static_cast<int>(s)}}}});
+    trace.Track(st.core, static_cast<int>(s), st.name, true);
   }
   for (const TraceRecord& t : r.trace) {
     const Stream& st = p.streams()[t.stream];
     const Instruction& in = st.instructions[t.index];
-    events.push_back({{"name", std::string(OpcodeName(in.op))},
-                      {"cat", std::string(EngineKindName(st.engine))},
-                      {"ph", "X"},
-                      {"pid", st.core},
-                      {"tid", t.stream},
-                      {"ts", static_cast<double>(t.start_ps) / 1e6},
-                      {"dur", static_cast<double>(t.end_ps - t.start_ps) / 1e6},
-                      {"args",
-                       {{"index", t.index},
-                        {"what", p.Describe(in)},
-                        {"start_ps", t.start_ps},
-                        {"end_ps", t.end_ps}}}});
+    trace.Complete(st.core, t.stream, std::string(OpcodeName(in.op)),
+                   std::string(EngineKindName(st.engine)), static_cast<double>(t.start_ps) / 1e6,
+                   static_cast<double>(t.end_ps - t.start_ps) / 1e6,
+                   {{"index", t.index},
+                    {"what", p.Describe(in)},
+                    {"start_ps", t.start_ps},
+                    {"end_ps", t.end_ps}});
   }
   // Links of the system in use: one more process, one track per link.
   if (const System* sys = p.system(); sys != nullptr && !r.link_trace.empty()) {
     const int pid = p.cores();
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", pid},
-                      {"args", {{"name", "links of " + sys->name}}}});
+    trace.Process(pid, "links of " + sys->name);
     std::set<int> used;
     for (const LinkTraceRecord& l : r.link_trace) used.insert(l.link);
-    for (int id : used) {
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", pid},
-                        {"tid", id},
-                        {"args", {{"name", sys->links[id].name}}}});
-    }
+    for (int id : used) trace.Track(pid, id, sys->links[id].name, false);
     for (const LinkTraceRecord& l : r.link_trace) {
       const Instruction& in = p.streams()[l.stream].instructions[l.index];
-      events.push_back({{"name", p.streams()[l.stream].name},
-                        {"cat", "link"},
-                        {"ph", "X"},
-                        {"pid", pid},
-                        {"tid", l.link},
-                        {"ts", static_cast<double>(l.start_ps) / 1e6},
-                        {"dur", static_cast<double>(l.end_ps - l.start_ps) / 1e6},
-                        {"args", {{"what", p.Describe(in)}, {"bytes", in.bytes}}}});
+      trace.Complete(pid, l.link, p.streams()[l.stream].name, "link",
+                     static_cast<double>(l.start_ps) / 1e6,
+                     static_cast<double>(l.end_ps - l.start_ps) / 1e6,
+                     {{"what", p.Describe(in)}, {"bytes", in.bytes}});
     }
   }
-  Json doc = {{"traceEvents", events},
-              {"displayTimeUnit", "ns"},
-              {"otherData", {{"machine", p.machine().name}, {"end_ps", r.end_ps}}}};
-  return doc.dump();
+  return trace.Dump({{"machine", p.machine().name}, {"end_ps", r.end_ps}});
 }
 
 }  // namespace trnmx::emu

@@ -108,6 +108,10 @@ struct Machine {
   Sourced cores;
   HbmSpec hbm;
   PublishedSpec published;
+  // Power of one chip, for energy estimates (serve.h). AWS publishes none;
+  // the presets carry trainium.md #18's third-party figures (Trn2 500 W,
+  // Trn3 1,000 W, tag P3). Absent in a description that gives none.
+  std::optional<Sourced> power_watts;
   TensorEngineSpec tensor;
   VectorEngineSpec vector;
   ScalarEngineSpec scalar;

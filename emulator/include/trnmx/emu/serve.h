@@ -36,7 +36,17 @@
 //   c.weights = ParseWeightFormats("attn=bf16,experts=mxfp4").value();
 //   c.batch = 64; c.input = 2048; c.output = 128;
 //   ServeEstimate e = EstimateServing(sys, m, c).value();
-//   // e.ttft_s, e.tpot_s, e.tokens_per_s, e.memory.total
+//   // e.ttft_s, e.tpot_s, e.tokens_per_s, e.memory.total,
+//   // e.energy.joules_per_token, e.energy.tokens_per_s_per_mw
+//
+// Energy (chips only: hosts, switches, NICs and cooling are excluded). With
+// P = the chip's power_watts from the machine description (machine.h;
+// trainium.md #18: Trn2 500 W, Trn3 1,000 W, third-party, tag P3) and N the
+// chips holding ranks (MemoryFit::chips), each drawing P for the whole run:
+//   watts               = N x P
+//   joules per token    = watts / tokens_per_s          (output tokens)
+//   tokens/s per MW     = tokens_per_s / (watts / 1e6) = 1e6 / joules per token
+// A description without power_watts gives no energy (ServeEnergy::why_not).
 //
 // Errors (INVALID_ARGUMENT, naming the option): tp, ep, dp, pp < 1; lnc
 // other than 1 or 2 or not dividing the chip's cores; tp x pp x dp above the
@@ -118,6 +128,22 @@ struct OpCost {
   double seconds = 0;
   double flops = 0, hbm_bytes = 0;
   std::string bound;  // "compute", "HBM", or the collective's limiting resource
+  // A collective or send whose ranks are on more than one chip: it moves over
+  // the system's links (else it is DMA through the chip's HBM).
+  bool crosses_chips = false;
+};
+// One run of an op in one layer, in the order the pass runs them (one rank;
+// the analytical mode adds ops up in series, so start_s is the sum of the
+// spans before it). layer -1: before the first layer (embedding); layer =
+// the model's layers: after the last (pipeline hand-offs, final norm, LM
+// head, sampling).
+struct OpSpan {
+  int op = 0;  // index into PhaseCost::ops
+  int64_t layer = -1;
+  double start_s = 0, seconds = 0;
+  // The roofline's terms: FLOPs / peak and HBM bytes / bandwidth (0 for
+  // collectives); seconds is their maximum.
+  double compute_s = 0, memory_s = 0;
 };
 struct ClassCost {
   std::string op_class;
@@ -128,6 +154,16 @@ struct PhaseCost {
   double seconds = 0;
   std::vector<OpCost> ops;
   std::vector<ClassCost> classes;  // largest first
+  std::vector<OpSpan> timeline;    // every op of every layer, in order
+};
+
+// Energy of the estimate (formulas above).
+struct ServeEnergy {
+  bool reported = false;
+  std::string why_not;  // when not reported: what the description lacks
+  Sourced chip_watts;   // the chip's power_watts with its tag and source
+  int chips = 0;        // chips holding ranks
+  double watts = 0, joules_per_token = 0, tokens_per_s_per_mw = 0;
 };
 
 struct ServeEstimate {
@@ -138,7 +174,7 @@ struct ServeEstimate {
   double ttft_s = 0, tpot_s = 0;
   // All replicas: dp x batch x output / (TTFT + (output - 1) x TPOT).
   double tokens_per_s = 0;
-  std::string energy;  // why energy is not reported (the system gives no chip power)
+  ServeEnergy energy;
 };
 
 // Validates the layout against the model and system (errors above).
