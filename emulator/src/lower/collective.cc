@@ -449,7 +449,9 @@ class Lowering {
   };
   Status KangaTransfer(int r, int h, const std::vector<At>& inputs, At to, bool arrival, int dup,
                        int64_t dup_off, int64_t n, std::vector<SemWait> waits) {
-    const auto [off, len] = Part(n, c_.lnc, h);
+    const auto [part_off, len] = Part(n, c_.lnc, h);
+    // A named copy: Clang 14 cannot capture a structured binding.
+    const int64_t off = part_off;
     const auto abs = [&](const At& a) { return Base(a.rank, a.buffer) + a.offset + off; };
     Instruction in =
         Instruction::DmaCopy(inputs[0].buffer, to.buffer, len, 128, abs(inputs[0]), abs(to));
