@@ -38,7 +38,7 @@ function(trnmx_set_compile_options target)
     # GCC's manual warns that -fsanitize makes this warning unreliable. The
     # Release build keeps it.
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all
-                           -fno-omit-frame-pointer -Wno-maybe-uninitialized)
+                           -fno-omit-frame-pointer $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
 endfunction()
