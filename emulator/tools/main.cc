@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   trnmx::emu::cli::AddCollectiveCommand(app, exit_code);
   trnmx::emu::cli::AddMoeCommand(app, exit_code);
   trnmx::emu::cli::AddServeCommand(app, exit_code);
+  trnmx::emu::cli::AddTrainCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
