@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   trnmx::emu::cli::AddMoeCommand(app, exit_code);
   trnmx::emu::cli::AddServeCommand(app, exit_code);
   trnmx::emu::cli::AddTrainCommand(app, exit_code);
+  trnmx::emu::cli::AddValidateCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

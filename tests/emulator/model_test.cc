@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "trnmx/emu/simulator.h"
 #include "trnmx/emu/system.h"
 #include "trnmx/emu/train.h"
+#include "trnmx/emu/validate.h"
 
 namespace trnmx::emu {
 namespace {
@@ -827,6 +829,42 @@ TEST(TrainTest, BadFlagsNameTheOption) {
   c = TrainConfig{};
   c.layout.tp = 3;
   EXPECT_EQ(error(c), "--tp 3: num_attention_heads 4 is not divisible by it");
+}
+
+// Every calibration row of trainium.md section 12 is there with its
+// published value, its error is 100 (model - published) / published, and
+// the table prints each of them. Not that the errors are small.
+TEST(ValidateTest, EveryRowPrintedWithItsError) {
+  EXPECT_DOUBLE_EQ(CalibrationError(110, 100), 10);
+  EXPECT_DOUBLE_EQ(CalibrationError(37.9 / 2, 37.9), -50);
+  const std::vector<CalibrationRow> rows = RunCalibration().value();
+  // (id, quantity, published) of trainium.md 12.1 and 12.2, in order.
+  const std::vector<std::tuple<std::string, std::string, double>> want = {
+      {"A1", "TTFT", 2442},          {"A1", "TPOT", 37.9},        {"A1", "throughput", 25.46},
+      {"E1", "TTFT", 51.07},         {"E1", "TPOT", 10.52},       {"E1", "throughput", 184.4},
+      {"RMSNorm", "time", 458.2},    {"RMSNorm", "time", 6287.0}, {"RMSNorm", "time", 866.81},
+      {"RMSNorm", "time", 13214.40}, {"nccom", "time", 58},       {"nccom", "time", 68},
+      {"nccom", "busbw", 52.8},      {"nccom", "time", 6.2},      {"nccom", "time", 23.2},
+      {"nccom", "time", 10},         {"nccom", "time", 15}};
+  ASSERT_EQ(rows.size(), want.size());
+  const std::string table = CalibrationTable(rows);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const CalibrationRow& r = rows[i];
+    EXPECT_EQ(r.id, std::get<0>(want[i])) << i;
+    EXPECT_EQ(r.quantity, std::get<1>(want[i])) << i;
+    EXPECT_DOUBLE_EQ(r.published, std::get<2>(want[i])) << i;
+    EXPECT_GT(r.model, 0) << i;
+    EXPECT_DOUBLE_EQ(r.error_pct, 100 * (r.model - r.published) / r.published) << i;
+    EXPECT_NE(r.source.find("trainium.md 12."), std::string::npos) << r.source;
+    char line[160];
+    std::snprintf(line, sizeof(line), "%-8s %-11s %12.3f %12.3f %6s %+8.1f%%  ", r.id.c_str(),
+                  r.quantity.c_str(), r.model, r.published, r.unit.c_str(), r.error_pct);
+    EXPECT_NE(table.find(line + r.configuration), std::string::npos) << line;
+  }
+  // A1 and E1 run the rows' own configurations.
+  EXPECT_NE(rows[0].configuration.find("tp 64 lnc 2"), std::string::npos);
+  EXPECT_NE(rows[0].configuration.find("10000 in / 1500 out"), std::string::npos);
+  EXPECT_NE(rows[3].configuration.find("tp 8 lnc 2, concurrency 2"), std::string::npos);
 }
 
 }  // namespace
