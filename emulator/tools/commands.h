@@ -18,6 +18,8 @@ void AddSystemsCommand(CLI::App& app, int& exit_code);
 void AddCollectiveCommand(CLI::App& app, int& exit_code);
 void AddMoeCommand(CLI::App& app, int& exit_code);
 void AddServeCommand(CLI::App& app, int& exit_code);
+void AddTrainCommand(CLI::App& app, int& exit_code);
+void AddValidateCommand(CLI::App& app, int& exit_code);
 
 // peak --system NAME [--systems N]: system totals; returns the exit status.
 int RunSystemPeak(const std::string& name, int systems);

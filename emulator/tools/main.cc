@@ -17,6 +17,9 @@
 //   trnmx-emu serve --system trn3-ultraserver-gen2 --model gpt-oss-120b --tp 16 --dp 36
 //                   --weights attn=bf16,experts=mxfp4 --batch 64 --input 2048 --output 128
 //                   [--ep N] [--pp N] [--lnc 1|2] [--json]
+//   trnmx-emu train --system trn2-server --model llama-3.1-8b --tp 8 --dp 8 --batch 8
+//                   --seq 4096 [--pp N] [--microbatches M] [--no-zero] [--json]
+//   trnmx-emu validate [--json]
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -37,6 +40,8 @@ int main(int argc, char** argv) {
   trnmx::emu::cli::AddCollectiveCommand(app, exit_code);
   trnmx::emu::cli::AddMoeCommand(app, exit_code);
   trnmx::emu::cli::AddServeCommand(app, exit_code);
+  trnmx::emu::cli::AddTrainCommand(app, exit_code);
+  trnmx::emu::cli::AddValidateCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

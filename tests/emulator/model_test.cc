@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,8 @@
 #include "trnmx/emu/serve_report.h"
 #include "trnmx/emu/simulator.h"
 #include "trnmx/emu/system.h"
+#include "trnmx/emu/train.h"
+#include "trnmx/emu/validate.h"
 
 namespace trnmx::emu {
 namespace {
@@ -669,6 +672,199 @@ TEST(ServeReportTest, TraceHasEveryOpOnItsTracks) {
   EXPECT_EQ(link_events, 2 * (1 + 2 * 32 + 1));
   EXPECT_EQ(layers, 32 + 2);  // the layers, the embedding, the LM head
   EXPECT_EQ(j.at("otherData").at("model"), "llama-3.1-8b");
+}
+
+// One training step of the tiny model on one trn3 chip: TP 1, DP 2 (both
+// ranks on the chip), 4 sequences of 16 tokens per replica in 2
+// microbatches, ZeRO-1. Every part of train.h's formulas by hand.
+TEST(TrainTest, StepClosedForm) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyLlama);
+  TrainConfig c;
+  c.layout = {.tp = 1, .dp = 2};
+  c.batch = 4;
+  c.seq = 16;
+  c.microbatches = 2;
+  const TrainEstimate e = EstimateTraining(trn3, m, c).value();
+  const ParameterCount p = CountParameters(m);
+  // TP 1: a rank holds every parameter, the norms included.
+  EXPECT_DOUBLE_EQ(e.memory.parameters_per_rank, p.total);
+  EXPECT_EQ(e.memory.ranks_per_chip, 2);
+  EXPECT_EQ(e.memory.chips, 1);
+  EXPECT_DOUBLE_EQ(e.memory.weights, 2 * 2 * p.total);
+  EXPECT_DOUBLE_EQ(e.memory.gradients, 2 * 2 * p.total);
+  EXPECT_DOUBLE_EQ(e.memory.optimizer, 2 * 12 * p.total / 2);
+  // 2 layers x 1 microbatch in flight x 2 sequences x 16 x 256 x (10 + 24),
+  // plus the FP32 logits of the microbatch.
+  EXPECT_DOUBLE_EQ(e.memory.activations, 2 * (2 * 1 * 2 * 16 * 256 * 34.0 + 2 * 16 * 1000 * 4));
+
+  // Every position's logits and the loss; no sampling.
+  const auto op = [&](const std::string& name) {
+    for (const OpCost& o : e.forward.ops) {
+      if (o.name == name) return o;
+    }
+    ADD_FAILURE() << "no op " << name;
+    return OpCost{};
+  };
+  EXPECT_DOUBLE_EQ(op("lm_head").flops, 2.0 * 32 * 256 * 1000);
+  EXPECT_GT(op("cross-entropy").hbm_bytes, 0);
+  for (const OpCost& o : e.forward.ops) EXPECT_NE(o.name, "sampling all-gather");
+  // TP 1 has no collectives: the backward is twice the forward, op by op.
+  ASSERT_EQ(e.backward.size(), e.forward.ops.size());
+  for (size_t i = 0; i < e.backward.size(); ++i) {
+    EXPECT_DOUBLE_EQ(e.backward[i].seconds, 2 * e.forward.ops[i].seconds);
+    EXPECT_DOUBLE_EQ(e.backward[i].flops, 2 * e.forward.ops[i].flops);
+  }
+  EXPECT_DOUBLE_EQ(e.backward_s, 2 * e.forward_s);
+  EXPECT_DOUBLE_EQ(e.pipeline_s, 2 * 3 * e.forward_s);  // 2 microbatches, pp 1
+  EXPECT_DOUBLE_EQ(e.bubble_fraction, 0);
+  // ZeRO-1: reduce-scatter the gradients, all-gather the weights.
+  ASSERT_EQ(e.gradient_sync.size(), 2u);
+  EXPECT_EQ(e.gradient_sync[0].name, "gradient reduce-scatter");
+  EXPECT_EQ(e.gradient_sync[1].name, "weight all-gather");
+  EXPECT_DOUBLE_EQ(e.gradient_sync_s, e.gradient_sync[0].seconds + e.gradient_sync[1].seconds);
+  // AdamW on half the parameters, 28 B each, at one rank's HBM bandwidth.
+  const double bw = HbmStackBandwidth(trn3.chip) * 4 * 2 / 8;
+  EXPECT_DOUBLE_EQ(e.optimizer.seconds, p.total / 2 * 28 / bw);
+  EXPECT_DOUBLE_EQ(e.step_s, e.pipeline_s + e.gradient_sync_s + e.optimizer.seconds);
+  EXPECT_DOUBLE_EQ(e.tokens_per_step, 2 * 4 * 16);
+  EXPECT_DOUBLE_EQ(e.tokens_per_s, 128 / e.step_s);
+
+  // MFU: 6 N tokens + 3 x the causal attention FLOPs (2 layers, 8 sequences
+  // per step over both replicas, 136 query-key pairs per 16-token sequence,
+  // 4 heads, 2 (64 + 64) FLOPs per pair and head), over 2 ranks' BF16 peak.
+  const double attention = 3 * (2 * 8 * 136 * 4 * 2.0 * 128);
+  EXPECT_DOUBLE_EQ(e.attention_flops, attention);
+  EXPECT_DOUBLE_EQ(e.model_flops, 6 * p.active * 128 + attention);
+  EXPECT_EQ(e.peak_dtype, MatmulDtype::kBf16);
+  EXPECT_DOUBLE_EQ(e.peak_flops, 2 * 2 * CorePeakFlops(trn3.chip, MatmulDtype::kBf16));
+  EXPECT_DOUBLE_EQ(e.mfu, e.model_flops / e.step_s / e.peak_flops);
+  ASSERT_TRUE(e.energy.reported);
+  EXPECT_DOUBLE_EQ(e.energy.joules_per_token, 1000 / e.tokens_per_s);
+
+  // Without ZeRO-1: one all-reduce, the optimizer state whole on each rank.
+  c.zero1 = false;
+  const TrainEstimate u = EstimateTraining(trn3, m, c).value();
+  ASSERT_EQ(u.gradient_sync.size(), 1u);
+  EXPECT_EQ(u.gradient_sync[0].name, "gradient all-reduce");
+  EXPECT_DOUBLE_EQ(u.memory.optimizer, 2 * 12 * p.total);
+  EXPECT_DOUBLE_EQ(u.optimizer.seconds, p.total * 28 / bw);
+}
+
+// Pipeline and tensor parallelism: the bubble (pp - 1) / (microbatches + pp
+// - 1), and a tensor-parallel collective costs the same in the backward.
+TEST(TrainTest, PipelineBubbleAndTensorParallelBackward) {
+  const System trn3 = LoadSystem("trn3").value();
+  TrainConfig c;
+  c.layout = {.tp = 2, .pp = 2};
+  c.batch = 4;
+  c.seq = 16;
+  c.microbatches = 4;
+  const TrainEstimate e = EstimateTraining(trn3, Tiny(kTinyLlama), c).value();
+  EXPECT_DOUBLE_EQ(e.bubble_fraction, 1.0 / 5);
+  EXPECT_DOUBLE_EQ(e.pipeline_s, 5 * (e.forward_s + e.backward_s) / 2);
+  EXPECT_TRUE(e.gradient_sync.empty());  // dp 1
+  int collectives = 0;
+  for (size_t i = 0; i < e.backward.size(); ++i) {
+    if (e.forward.ops[i].op_class != "collective") continue;
+    ++collectives;
+    EXPECT_DOUBLE_EQ(e.backward[i].seconds, e.forward.ops[i].seconds) << e.backward[i].name;
+  }
+  EXPECT_GE(collectives, 2);  // the all-reduces and the loss all-reduce
+  // Per rank: one layer of two, 1 / 2 of the vocabulary; 2 microbatches in flight.
+  EXPECT_DOUBLE_EQ(e.memory.activations / e.memory.ranks_per_chip,
+                   1 * 2 * 1 * 16 * 256 * (10 + 12.0) + 1 * 16 * 500 * 4);
+}
+
+TEST(TrainTest, ModelThatDoesNotFitSaysWhatAndByHowMuch) {
+  const System trn2 = LoadSystem("trn2").value();  // one chip, 96 GiB
+  TrainConfig c;
+  c.layout.tp = 4;
+  c.batch = 1;
+  c.seq = 128;
+  const Model m = MustLoad("llama-3.1-8b");
+  StatusOr<TrainMemory> f = FitTrainingMemory(trn2, m, c);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kResourceExhausted);
+  const std::string msg = f.status().message();
+  const std::string head =
+      "llama-3.1-8b does not fit on trn2 for training: per chip, the weights, gradients and "
+      "optimizer state (";
+  ASSERT_EQ(msg.find(head), 0u) << msg;
+  // 2 + 2 + 12 bytes for each of the 8.03 B parameters (the four TP ranks
+  // hold one copy between them, plus their norms): ~119.7 GiB, 23.7 over.
+  double need = 0, over = 0;
+  ASSERT_EQ(std::sscanf(msg.c_str() + head.size(), "%lf GiB) exceed the 96.00 GiB of HBM by %lf",
+                        &need, &over),
+            2)
+      << msg;
+  const double gib = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(need, 16 * CountParameters(m).total / gib, 0.01 * need);
+  EXPECT_NEAR(over, need - 96, 0.011);
+  EXPECT_NE(msg.find("optimizer 89."), std::string::npos) << msg;
+  EXPECT_NE(msg.find("with ZeRO-1 over dp 1"), std::string::npos) << msg;
+}
+
+TEST(TrainTest, BadFlagsNameTheOption) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyLlama);
+  const auto error = [&](TrainConfig c) {
+    StatusOr<TrainEstimate> e = EstimateTraining(trn3, m, c);
+    EXPECT_FALSE(e.ok());
+    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    return e.status().message();
+  };
+  TrainConfig c;
+  c.batch = 6;
+  c.microbatches = 4;
+  EXPECT_EQ(error(c), "--microbatches 4: must be >= 1 and divide --batch 6");
+  c.microbatches = 0;
+  EXPECT_EQ(error(c), "--microbatches 0: must be >= 1 and divide --batch 6");
+  c = TrainConfig{};
+  c.seq = 0;
+  EXPECT_EQ(error(c), "--seq = 0 outside [1, 2^31]");
+  c = TrainConfig{};
+  c.layout.sp = true;
+  EXPECT_EQ(error(c), "--sp: sequence parallelism is not modelled for training");
+  c = TrainConfig{};
+  c.layout.tp = 3;
+  EXPECT_EQ(error(c), "--tp 3: num_attention_heads 4 is not divisible by it");
+}
+
+// Every calibration row of trainium.md section 12 is there with its
+// published value, its error is 100 (model - published) / published, and
+// the table prints each of them. Not that the errors are small.
+TEST(ValidateTest, EveryRowPrintedWithItsError) {
+  EXPECT_DOUBLE_EQ(CalibrationError(110, 100), 10);
+  EXPECT_DOUBLE_EQ(CalibrationError(37.9 / 2, 37.9), -50);
+  const std::vector<CalibrationRow> rows = RunCalibration().value();
+  // (id, quantity, published) of trainium.md 12.1 and 12.2, in order.
+  const std::vector<std::tuple<std::string, std::string, double>> want = {
+      {"A1", "TTFT", 2442},          {"A1", "TPOT", 37.9},        {"A1", "throughput", 25.46},
+      {"E1", "TTFT", 51.07},         {"E1", "TPOT", 10.52},       {"E1", "throughput", 184.4},
+      {"RMSNorm", "time", 458.2},    {"RMSNorm", "time", 6287.0}, {"RMSNorm", "time", 866.81},
+      {"RMSNorm", "time", 13214.40}, {"nccom", "time", 58},       {"nccom", "time", 68},
+      {"nccom", "busbw", 52.8},      {"nccom", "time", 6.2},      {"nccom", "time", 23.2},
+      {"nccom", "time", 10},         {"nccom", "time", 15}};
+  ASSERT_EQ(rows.size(), want.size());
+  const std::string table = CalibrationTable(rows);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const CalibrationRow& r = rows[i];
+    EXPECT_EQ(r.id, std::get<0>(want[i])) << i;
+    EXPECT_EQ(r.quantity, std::get<1>(want[i])) << i;
+    EXPECT_DOUBLE_EQ(r.published, std::get<2>(want[i])) << i;
+    EXPECT_GT(r.model, 0) << i;
+    EXPECT_DOUBLE_EQ(r.error_pct, 100 * (r.model - r.published) / r.published) << i;
+    EXPECT_NE(r.source.find("trainium.md 12."), std::string::npos) << r.source;
+    char line[160];
+    std::snprintf(line, sizeof(line), "%-8s %-11s %12.3f %12.3f %6s %+8.1f%%  ", r.id.c_str(),
+                  r.quantity.c_str(), r.model, r.published, r.unit.c_str(), r.error_pct);
+    EXPECT_NE(table.find(line + r.configuration), std::string::npos) << line;
+  }
+  // A1 and E1 run the rows' own configurations.
+  EXPECT_NE(rows[0].configuration.find("tp 64 lnc 2"), std::string::npos);
+  EXPECT_NE(rows[0].configuration.find("10000 in / 1500 out"), std::string::npos);
+  EXPECT_NE(rows[3].configuration.find("tp 8 lnc 2, concurrency 2"), std::string::npos);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/serve_internal.h"
 #include "trnmx/emu/collective.h"
 #include "trnmx/emu/cost.h"
 #include "trnmx/emu/report.h"
@@ -192,11 +193,13 @@ class PhaseBuilder {
   }
 
   // A collective over `ranks` ranks of `bytes` per rank, simulated once per
-  // distinct (op, bytes, ranks).
-  Status Collective(const std::string& name, CollectiveOp op, double bytes, int ranks) {
+  // distinct (op, bytes, ranks, ranks_per_chip); ranks_per_chip 0 packs the
+  // ranks onto chips in order (CollectiveConfig::ranks_per_chip).
+  Status Collective(const std::string& name, CollectiveOp op, double bytes, int ranks,
+                    int ranks_per_chip = 0) {
     if (ranks < 2) return OkStatus();
     const int64_t b = std::max<int64_t>(static_cast<int64_t>(std::ceil(bytes)), ranks);
-    const auto key = std::make_tuple(static_cast<int>(op), b, ranks);
+    const auto key = std::make_tuple(static_cast<int>(op), b, ranks, ranks_per_chip);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       CollectiveConfig cc;
@@ -204,6 +207,7 @@ class PhaseBuilder {
       cc.bytes = b;
       cc.ranks = ranks;
       cc.lnc = c_.layout.lnc;
+      cc.ranks_per_chip = ranks_per_chip;
       StatusOr<LoweredCollective> lowered = LowerCollective(sys_, cc);
       if (!lowered.ok()) return lowered.status();
       StatusOr<SimResult> r = Simulate(lowered->program);
@@ -217,7 +221,8 @@ class PhaseBuilder {
     o.count += 1;
     o.seconds += it->second.first;
     // Ranks fill chips in order, so a group of ranks fits on one chip or spans several.
-    o.crosses_chips = ranks > sys_.chip.core_count() / c_.layout.lnc;
+    o.crosses_chips =
+        ranks > (ranks_per_chip > 0 ? ranks_per_chip : sys_.chip.core_count() / c_.layout.lnc);
     link_bound_[name] = it->second.second;
     Span(name, it->second.first, 0, 0);
     return OkStatus();
@@ -314,7 +319,7 @@ class PhaseBuilder {
   std::vector<OpCost> ops_;
   std::map<std::string, double> compute_s_, memory_s_;
   std::map<std::string, std::string> link_bound_;
-  std::map<std::tuple<int, int64_t, int>, std::pair<double, std::string>> cache_;
+  std::map<std::tuple<int, int64_t, int, int>, std::pair<double, std::string>> cache_;
   std::vector<OpSpan> timeline_;
   int64_t layer_ = -1;
 };
@@ -338,9 +343,11 @@ double AttendedPairs(int64_t past, int64_t queries, int64_t w) {
 
 // One pass over the model for `tokens_per_seq` new tokens of each of the
 // batch's sequences after `past` cached tokens: a prefill (past 0) or a
-// decode step (one token). Ops are summed over all the layers.
+// decode step (one token). Ops are summed over all the layers. A training
+// pass (train.h) ends with every position's logits and the loss instead of
+// the last position's logits and sampling.
 Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const ServeConfig& c,
-                 int64_t past, int64_t tokens_per_seq) {
+                 int64_t past, int64_t tokens_per_seq, bool training = false) {
   const ParallelLayout& l = c.layout;
   const Shard s = ShardOf(m, l);
   const WeightFormats& wf = c.weights;
@@ -495,7 +502,7 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
   // Logits of the last position of each sequence (gathered from their
   // sequence-parallel shards), then greedy sampling on device: each rank's
   // (value, index) of its vocabulary shard all-gathered.
-  const double rows = static_cast<double>(c.batch);
+  const double rows = training ? t : static_cast<double>(c.batch);
   if (sp) {
     if (Status st =
             b.Collective("all-gather", CollectiveOp::kAllGather, rows * h * kActBytes, l.tp);
@@ -505,6 +512,13 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
   }
   b.Elementwise("final norm", 2 * rows * h * kActBytes);
   b.Gemm("lm_head", rows, h, static_cast<double>(s.vocab), wf.embedding);
+  if (training) {
+    // Cross-entropy over vocabulary-parallel logits: two passes over the
+    // rank's logits (max, then the sum of exponentials), and per row the
+    // max, the sum and the target's logit all-reduced (3 FP32).
+    b.Elementwise("cross-entropy", 2 * rows * static_cast<double>(s.vocab) * kActBytes);
+    return b.Collective("loss all-reduce", CollectiveOp::kAllReduce, rows * 3 * 4, l.tp);
+  }
   return b.Collective("sampling all-gather", CollectiveOp::kAllGather, l.tp * rows * 8, l.tp);
 }
 
@@ -750,5 +764,47 @@ StatusOr<ServeEstimate> EstimateServing(const System& sys, const Model& m, const
   e.energy = EnergyOf(sys, e.memory.chips, e.tokens_per_s);
   return e;
 }
+
+namespace internal {
+
+StatusOr<PhaseCost> CostPass(const System& sys, const Model& m, const ServeConfig& c, int64_t past,
+                             int64_t tokens_per_seq, bool training) {
+  PhaseBuilder b(sys, c);
+  if (Status s = BuildPass(b, sys, m, c, past, tokens_per_seq, training); !s.ok()) return s;
+  return b.Finish();
+}
+
+OpCost CostRoofline(const System& sys, const ServeConfig& c, const std::string& name,
+                    const std::string& op_class, double flops, double bytes, MatmulDtype dtype) {
+  PhaseBuilder b(sys, c);
+  b.Roofline(name, op_class, flops, bytes, dtype);
+  return b.Finish().ops.front();
+}
+
+StatusOr<OpCost> CostCollective(const System& sys, const ServeConfig& c, const std::string& name,
+                                CollectiveOp op, double bytes, int ranks, int ranks_per_chip) {
+  PhaseBuilder b(sys, c);
+  if (Status s = b.Collective(name, op, bytes, ranks, ranks_per_chip); !s.ok()) return s;
+  PhaseCost p = b.Finish();
+  if (!p.ops.empty()) return p.ops.front();
+  OpCost none;  // fewer than two ranks: nothing to move
+  none.name = name;
+  none.op_class = "collective";
+  return none;
+}
+
+double StageWeightBytes(const Model& m, const ServeConfig& c) {
+  double most = 0;
+  for (int stage = 0; stage < c.layout.pp; ++stage) {
+    most = std::max(most, MemoryOfStage(m, c, stage).weights);
+  }
+  return most;
+}
+
+ServeEnergy ChipEnergy(const System& sys, int chips, double tokens_per_s) {
+  return EnergyOf(sys, chips, tokens_per_s);
+}
+
+}  // namespace internal
 
 }  // namespace trnmx::emu
