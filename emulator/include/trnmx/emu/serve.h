@@ -47,17 +47,25 @@
 //   GEMMs      (QKV, O, MLP, router, shared experts, LM head) gemm.h at the
 //              rank's tensor-parallel shape, in the weights' matmul dtype;
 //   attention  attention.h with the rank's query heads and KV heads (a KV
-//              head replicated over ranks counts as one per rank), causal,
-//              the layer's window, BF16; MLA keeps its roofline (its Q-K and
-//              V head dims differ and the lowering takes one D);
-//   experts    the rank's expert GEMMs (gate/up, then down, gemm.h), one
-//              after another, for every expert the uniform routing reaches,
-//              each with ceil(assignments / experts reached) tokens; moe.h's
-//              SimulateMoe is not called because its EP rank is a whole
+//              head replicated over ranks counts as one per rank; the
+//              lowering is one chip's, and a rank's heads are on its chip),
+//              causal, the layer's window, BF16; a decode step of a window
+//              layer as its one query over the window's last keys (the same
+//              pairs; it keeps the LNC pair's split of the keys); MLA keeps
+//              its roofline (its Q-K and V head dims differ and the lowering
+//              takes one D);
+//   experts    moe.h SimulateExpertGemms on the rank's cores: for every
+//              expert the uniform routing reaches (round(experts held x the
+//              hit fraction above)), gate/up then down GEMMs of ceil(
+//              assignments / experts reached) tokens, chained as in moe.h.
+//              SimulateMoe itself is not called: its EP rank is a whole
 //              chip with all its cores and whole experts, while a serve rank
 //              is a logical core holding 1 / tp of each expert (ep = 1) or
-//              experts / ep whole ones;
+//              experts / ep whole ones; dispatch and combine are the
+//              all-to-alls below;
 //   collectives are simulated in both modes (as above).
+// MX GEMMs pad a rank's share of K to whole 32-element blocks (gpt-oss-
+// 120b's expert 2880 / 16 = 180 runs as 192), as MX weights are stored.
 // Embedding, norms, residuals, RoPE, SwiGLU, the MoE combine and sampling
 // have no lowering: they keep their roofline (OpCost::fidelity
 // "analytical"). The ops of a layer run in series, as in the analytical
@@ -67,8 +75,9 @@
 // tensor-parallel ranks of a stage are symmetric (one rank simulated) and
 // data-parallel replicas identical (one simulated). So, for a phase,
 //   seconds = sum over kinds (count x seconds) + the analytical ops
-//             + the simulated ops outside the layers (embedding
-//             all-reduce, LM head, sampling all-gather, pipeline sends).
+//             (pipeline sends included: a closed form) + the simulated
+//             ops outside the layers (embedding all-reduce, LM head,
+//             sampling all-gather).
 //
 //   c.mode = ServeMode::kEvent;
 //   ServeEstimate ev = EstimateServing(sys, m, c).value();
