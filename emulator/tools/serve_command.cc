@@ -1,12 +1,16 @@
 // trnmx-emu serve: a model served on a system (serve.h): the layout, whether
-// it fits in HBM, and the analytical TTFT, TPOT and throughput.
+// it fits in HBM, and TTFT, TPOT and throughput, analytical or event-driven
+// (--mode), or both side by side per op class (--compare).
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "commands.h"
@@ -25,6 +29,7 @@ struct ServeArgs {
   std::string mode = "analytical";
   bool json = false;
   bool ops = false;
+  bool compare = false;
   std::string trace, html;  // output files; empty: none
   ServeConfig config;
 };
@@ -34,6 +39,7 @@ nlohmann::json ServePhaseJson(const PhaseCost& p) {
   for (const OpCost& o : p.ops) {
     ops.push_back({{"name", o.name},
                    {"class", o.op_class},
+                   {"fidelity", o.fidelity},
                    {"count", o.count},
                    {"ms", o.seconds * 1e3},
                    {"flops", o.flops},
@@ -44,7 +50,66 @@ nlohmann::json ServePhaseJson(const PhaseCost& p) {
   for (const ClassCost& c : p.classes) {
     classes.push_back({{"class", c.op_class}, {"ms", c.seconds * 1e3}, {"bound", c.bound}});
   }
-  return {{"ms", p.seconds * 1e3}, {"classes", classes}, {"ops", ops}};
+  nlohmann::json j = {{"ms", p.seconds * 1e3}, {"classes", classes}, {"ops", ops}};
+  if (!p.layer_kinds.empty()) {
+    nlohmann::json kinds = nlohmann::json::array();
+    for (const LayerKindCost& k : p.layer_kinds) {
+      kinds.push_back({{"kind", k.kind}, {"count", k.count}, {"ms", k.seconds * 1e3}});
+    }
+    j["layer_kinds"] = kinds;
+  }
+  return j;
+}
+
+double DivergencePct(double analytical, double event) {
+  return analytical > 0 ? 100 * (event - analytical) / analytical : 0;
+}
+
+// --compare: per phase and comparison class, and TTFT / TPOT, of both modes.
+nlohmann::json CompareJson(const ServeEstimate& a, const ServeEstimate& e) {
+  nlohmann::json j;
+  for (const auto& [phase, pa, pe] : {std::tuple{"prefill", &a.prefill, &e.prefill},
+                                      std::tuple{"decode", &a.decode, &e.decode}}) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ClassDivergence& d : CompareClasses(*pa, *pe)) {
+      rows.push_back({{"class", d.op_class},
+                      {"analytical_ms", d.analytical_s * 1e3},
+                      {"event_ms", d.event_s * 1e3},
+                      {"divergence_pct", d.divergence_pct}});
+    }
+    j[phase] = rows;
+  }
+  for (const auto& [key, va, ve] :
+       {std::tuple{"ttft_ms", a.ttft_s, e.ttft_s}, std::tuple{"tpot_ms", a.tpot_s, e.tpot_s}}) {
+    j[key] = {
+        {"analytical", va * 1e3}, {"event", ve * 1e3}, {"divergence_pct", DivergencePct(va, ve)}};
+  }
+  return j;
+}
+
+void PrintCompare(const ServeEstimate& a, const ServeEstimate& e) {
+  std::printf(
+      "compare      analytical vs event, per op class (ms; divergence = event / analytical - 1)\n");
+  for (const auto& [phase, pa, pe] : {std::tuple{"prefill", &a.prefill, &e.prefill},
+                                      std::tuple{"decode", &a.decode, &e.decode}}) {
+    std::printf("  %-8s %-11s %12s %12s %10s\n", phase, "class", "analytical", "event",
+                "divergence");
+    for (const ClassDivergence& d : CompareClasses(*pa, *pe)) {
+      std::printf("  %-8s %-11s %12.4f %12.4f %+9.1f %%\n", "", d.op_class.c_str(),
+                  d.analytical_s * 1e3, d.event_s * 1e3, d.divergence_pct);
+    }
+  }
+  std::printf("  TTFT     analytical %.3f ms, event %.3f ms (%+.1f %%)\n", a.ttft_s * 1e3,
+              e.ttft_s * 1e3, DivergencePct(a.ttft_s, e.ttft_s));
+  std::printf("  TPOT     analytical %.3f ms, event %.3f ms (%+.1f %%)\n", a.tpot_s * 1e3,
+              e.tpot_s * 1e3, DivergencePct(a.tpot_s, e.tpot_s));
+}
+
+void PrintLayerKinds(const char* phase, const PhaseCost& p) {
+  for (const LayerKindCost& k : p.layer_kinds) {
+    std::printf("  %-8s %-32s x %3lld  %10.4f ms simulated per layer\n", phase, k.kind.c_str(),
+                static_cast<long long>(k.count), k.seconds * 1e3);
+  }
 }
 
 void PrintServePhase(const char* name, const PhaseCost& p) {
@@ -60,12 +125,12 @@ void PrintServePhase(const char* name, const PhaseCost& p) {
 
 void PrintServeOps(const char* phase, const PhaseCost& p) {
   std::printf("%s ops (one rank, all layers):\n", phase);
-  std::printf("  %-24s %-11s %6s %12s %12s %12s  %s\n", "op", "class", "count", "ms", "GFLOP",
-              "HBM MB", "bound");
+  std::printf("  %-24s %-11s %-10s %6s %12s %12s %12s  %s\n", "op", "class", "fidelity", "count",
+              "ms", "GFLOP", "HBM MB", "bound");
   for (const OpCost& o : p.ops) {
-    std::printf("  %-24s %-11s %6lld %12.4f %12.3f %12.3f  %s\n", o.name.c_str(),
-                o.op_class.c_str(), static_cast<long long>(o.count), o.seconds * 1e3, o.flops / 1e9,
-                o.hbm_bytes / 1e6, o.bound.c_str());
+    std::printf("  %-24s %-11s %-10s %6lld %12.4f %12.3f %12.3f  %s\n", o.name.c_str(),
+                o.op_class.c_str(), o.fidelity.c_str(), static_cast<long long>(o.count),
+                o.seconds * 1e3, o.flops / 1e9, o.hbm_bytes / 1e6, o.bound.c_str());
   }
 }
 
@@ -106,10 +171,9 @@ bool WriteFile(const std::string& option, const std::string& path, const std::st
 }
 
 int RunServe(const ServeArgs& args) {
-  if (args.mode != "analytical") {
-    std::cerr << "INVALID_ARGUMENT: --mode " << args.mode
-              << ": only the analytical mode is built; the event-driven mode (lowered kernels "
-                 "and collectives per layer) is not built yet\n";
+  StatusOr<ServeMode> mode = ParseServeMode(args.mode);
+  if (!mode.ok()) {
+    std::cerr << mode.status().ToString() << "\n";
     return 1;
   }
   StatusOr<System> system = LoadSystem(args.system);
@@ -123,10 +187,32 @@ int RunServe(const ServeArgs& args) {
   }
   ServeConfig c = args.config;
   c.weights = *weights;
+  c.mode = *mode;
+  const auto start = std::chrono::steady_clock::now();
   StatusOr<ServeEstimate> e = EstimateServing(*system, *model, c);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!e.ok()) {
     std::cerr << e.status().ToString() << "\n";
     return 1;
+  }
+  // --compare: the other mode as well.
+  std::optional<ServeEstimate> other;
+  if (args.compare) {
+    ServeConfig oc = c;
+    oc.mode = c.mode == ServeMode::kEvent ? ServeMode::kAnalytical : ServeMode::kEvent;
+    StatusOr<ServeEstimate> o = EstimateServing(*system, *model, oc);
+    if (!o.ok()) {
+      std::cerr << o.status().ToString() << "\n";
+      return 1;
+    }
+    other = *o;
+  }
+  const ServeEstimate* analytical = nullptr;
+  const ServeEstimate* event = nullptr;
+  if (other) {
+    analytical = c.mode == ServeMode::kEvent ? &*other : &*e;
+    event = c.mode == ServeMode::kEvent ? &*e : &*other;
   }
   if (!args.trace.empty() &&
       !WriteFile("--trace", args.trace, ServeTraceJson(*system, *model, *e))) {
@@ -142,7 +228,8 @@ int RunServe(const ServeArgs& args) {
     nlohmann::json j = {
         {"model", model->name},
         {"system", system->name},
-        {"mode", "analytical"},
+        {"mode", std::string(ServeModeName(c.mode))},
+        {"wall_s", wall_s},
         {"parameters", params.total},
         {"active_parameters", params.active},
         {"layout",
@@ -173,6 +260,7 @@ int RunServe(const ServeArgs& args) {
       j["joules_per_token"] = e->energy.joules_per_token;
       j["tokens_per_s_per_mw"] = e->energy.tokens_per_s_per_mw;
     }
+    if (other) j["compare"] = CompareJson(*analytical, *event);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -186,6 +274,15 @@ int RunServe(const ServeArgs& args) {
       static_cast<long long>(int64_t{l.tp} * l.pp * l.dp), mem.chips,
       l.sp ? "; sequence-parallel prefill" : "");
   std::printf("weights      %s\n", WeightFormatsName(c.weights).c_str());
+  if (c.mode == ServeMode::kEvent) {
+    std::printf(
+        "mode         event: each distinct layer kind lowered and simulated once on one rank "
+        "(ranks of a stage symmetric; %d data-parallel replica(s) identical, one simulated); "
+        "norms, embedding, RoPE, SwiGLU, MoE combine, sampling analytical; %.3f s wall\n",
+        l.dp, wall_s);
+  } else {
+    std::printf("mode         analytical (%.3f s wall)\n", wall_s);
+  }
   std::printf(
       "workload     batch %lld per replica, input %lld, output %lld (decode at mean "
       "context %lld)\n",
@@ -206,6 +303,12 @@ int RunServe(const ServeArgs& args) {
   std::printf("bottleneck   decode: %s (%s), %.0f %% of TPOT\n", top.op_class.c_str(),
               top.bound.c_str(), 100 * top.seconds / e->decode.seconds);
   PrintServeEnergy(e->energy);
+  if (c.mode == ServeMode::kEvent) {
+    std::printf("layer kinds\n");
+    PrintLayerKinds("prefill", e->prefill);
+    PrintLayerKinds("decode", e->decode);
+  }
+  if (other) PrintCompare(*analytical, *event);
   for (const auto& [what, path] :
        {std::pair{"report", args.html}, std::pair{"trace", args.trace}}) {
     if (!path.empty()) std::printf("%-12s %s\n", what, path.c_str());
@@ -222,7 +325,8 @@ int RunServe(const ServeArgs& args) {
 void AddServeCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "A model served on a system: memory fit, TTFT, TPOT and throughput (analytical)");
+      "serve",
+      "A model served on a system: memory fit, TTFT, TPOT and throughput (analytical or event)");
   cmd->add_option("--system", args->system, "system preset or JSON file")->capture_default_str();
   cmd->add_option("--model", args->model, "built-in model or a Hugging Face config.json")
       ->required();
@@ -243,7 +347,11 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", args->config.batch, "sequences per replica")->capture_default_str();
   cmd->add_option("--input", args->config.input, "prompt tokens")->capture_default_str();
   cmd->add_option("--output", args->config.output, "generated tokens")->capture_default_str();
-  cmd->add_option("--mode", args->mode, "analytical (event: not built yet)")->capture_default_str();
+  cmd->add_option("--mode", args->mode,
+                  "analytical (per-op rooflines) or event (lowered ops simulated per layer kind)")
+      ->capture_default_str();
+  cmd->add_flag("--compare", args->compare,
+                "also run the other mode and print both per op class, with divergence %");
   cmd->add_flag("--json", args->json, "one JSON object instead of text");
   cmd->add_flag("--ops", args->ops, "also print every op of both phases");
   cmd->add_option("--trace", args->trace,

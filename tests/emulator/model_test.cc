@@ -21,6 +21,7 @@
 
 #include "trnmx/emu/collective.h"
 #include "trnmx/emu/cost.h"
+#include "trnmx/emu/gemm.h"
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/serve.h"
 #include "trnmx/emu/serve_report.h"
@@ -865,6 +866,110 @@ TEST(ValidateTest, EveryRowPrintedWithItsError) {
   EXPECT_NE(rows[0].configuration.find("tp 64 lnc 2"), std::string::npos);
   EXPECT_NE(rows[0].configuration.find("10000 in / 1500 out"), std::string::npos);
   EXPECT_NE(rows[3].configuration.find("tp 8 lnc 2, concurrency 2"), std::string::npos);
+}
+
+// Event mode (serve.h "Event mode") on a 4-layer gpt-oss-like model (window
+// and full layers alternating, all MoE) at TP 2: two layer kinds of two
+// layers each, and a phase's time is exactly the kinds' simulated times x
+// their counts, plus the ops left analytical, plus the simulated ops outside
+// the layers (embedding all-reduce, LM head, sampling all-gather).
+constexpr const char* kTinyGptOss4 = R"({
+  "architectures": ["GptOssForCausalLM"], "num_hidden_layers": 4, "hidden_size": 256,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+  "intermediate_size": 128, "num_local_experts": 4, "experts_per_token": 2,
+  "vocab_size": 1000, "sliding_window": 8,
+  "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
+                  "full_attention"]})";
+
+TEST(ServeEventTest, PhaseIsLayerKindsTimesCountsPlusAnalyticalOps) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyGptOss4);
+  ServeConfig c;
+  c.mode = ServeMode::kEvent;
+  c.layout.tp = 2;
+  c.batch = 2;
+  c.input = 32;
+  c.output = 4;
+  const ServeEstimate e = EstimateServing(trn3, m, c).value();
+  for (const PhaseCost* p : {&e.prefill, &e.decode}) {
+    ASSERT_EQ(p->layer_kinds.size(), 2u);
+    EXPECT_EQ(p->layer_kinds[0].kind, "sliding window 8, MoE");
+    EXPECT_EQ(p->layer_kinds[1].kind, "full attention, MoE");
+    double sum = 0;
+    for (const LayerKindCost& k : p->layer_kinds) {
+      EXPECT_EQ(k.count, 2);
+      EXPECT_GT(k.seconds, 0);
+      sum += static_cast<double>(k.count) * k.seconds;
+    }
+    for (const OpCost& op : p->ops) {
+      if (op.fidelity == "analytical") sum += op.seconds;
+      // Only the ops without a lowering stay analytical.
+      const bool lowered =
+          op.op_class == "gemm" || op.op_class == "attention" || op.op_class == "collective";
+      EXPECT_EQ(op.fidelity, lowered ? "event" : "analytical") << op.name;
+    }
+    for (const OpSpan& s : p->timeline) {
+      const OpCost& op = p->ops[static_cast<size_t>(s.op)];
+      if (op.fidelity == "event" && (s.layer < 0 || s.layer >= m.layers)) sum += s.seconds;
+    }
+    EXPECT_NEAR(sum, p->seconds, 1e-12 * p->seconds);
+  }
+  EXPECT_DOUBLE_EQ(e.ttft_s, e.prefill.seconds);
+  EXPECT_DOUBLE_EQ(e.tpot_s, e.decode.seconds);
+
+  // The QKV GEMM is the GEMM lowering at the rank's shape: [64 tokens, 256]
+  // x [256, 2 heads x 64 + 1 KV head x (64 + 64)] on the rank's 2 cores,
+  // once per layer.
+  LoweredGemm g = LowerGemm(trn3.chip, {.m = 64, .n = 256, .k = 256, .cores = 2}).value();
+  const double qkv = static_cast<double>(Simulate(g.program).value().end_ps) * 1e-12;
+  for (const OpCost& op : e.prefill.ops) {
+    if (op.name == "qkv") {
+      EXPECT_DOUBLE_EQ(op.seconds, 4 * qkv);
+    }
+  }
+}
+
+// --compare's classes: every class of both phases, their analytical and
+// event times adding up to each mode's phase time, the divergence in %.
+TEST(ServeEventTest, CompareClassesCoverEveryOp) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyGptOss4);
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.input = 32;
+  c.output = 4;
+  const ServeEstimate a = EstimateServing(trn3, m, c).value();
+  c.mode = ServeMode::kEvent;
+  const ServeEstimate e = EstimateServing(trn3, m, c).value();
+  EXPECT_EQ(a.config.mode, ServeMode::kAnalytical);
+  EXPECT_TRUE(a.decode.layer_kinds.empty());
+  const std::vector<ClassDivergence> d = CompareClasses(a.decode, e.decode);
+  std::vector<std::string> names;
+  double sum_a = 0, sum_e = 0;
+  for (const ClassDivergence& x : d) {
+    names.push_back(x.op_class);
+    sum_a += x.analytical_s;
+    sum_e += x.event_s;
+    if (x.analytical_s > 0) {
+      EXPECT_DOUBLE_EQ(x.divergence_pct, 100 * (x.event_s - x.analytical_s) / x.analytical_s);
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "attention", "collective", "moe", "other"}));
+  EXPECT_NEAR(sum_a, a.decode.seconds, 1e-12 * a.decode.seconds);
+  EXPECT_NEAR(sum_e, e.decode.seconds, 1e-12 * e.decode.seconds);
+  // The collectives are the same simulation in both modes; the elementwise
+  // ops the same roofline.
+  EXPECT_DOUBLE_EQ(d[2].analytical_s, d[2].event_s);
+  EXPECT_DOUBLE_EQ(d[4].analytical_s, d[4].event_s);
+  EXPECT_GT(d[3].event_s, 0);  // router and experts
+}
+
+TEST(ServeEventTest, UnknownModeNamesTheOption) {
+  EXPECT_EQ(ParseServeMode("event").value(), ServeMode::kEvent);
+  EXPECT_EQ(ParseServeMode("analytical").value(), ServeMode::kAnalytical);
+  const Status s = ParseServeMode("cycle").status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "--mode: unknown mode 'cycle' (analytical, event)");
 }
 
 }  // namespace

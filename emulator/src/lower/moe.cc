@@ -146,10 +146,10 @@ StatusOr<Simulated> SimulateAllToAllV(const System& system, const MoeConfig& c, 
   return Summarise(l->program, *r);
 }
 
-// One program of GEMMs chained on all of the chip's cores, each waiting for
-// the previous one's stores.
-StatusOr<Simulated> SimulateChain(const Machine& chip, std::span<const GemmPlan> plans) {
-  StatusOr<Program> prog = Program::Create(chip, chip.core_count());
+// One program of GEMMs chained on `cores` cores of the chip, each waiting
+// for the previous one's stores.
+StatusOr<Simulated> SimulateChain(const Machine& chip, int cores, std::span<const GemmPlan> plans) {
+  StatusOr<Program> prog = Program::Create(chip, cores);
   if (!prog.ok()) return prog.status();
   Program& p = *prog;
   std::vector<std::vector<SemWait>> after;  // the previous GEMM's stores, per core
@@ -159,7 +159,7 @@ StatusOr<Simulated> SimulateChain(const Machine& chip, std::span<const GemmPlan>
     if (!alloc.ok()) return alloc.status();
     GemmOperands& ops = *alloc;
     std::vector<SemId> done;
-    for (int core = 0; core < chip.core_count(); ++core) {
+    for (int core = 0; core < cores; ++core) {
       StatusOr<SemId> s = p.AddSemaphore(p.CoreId(0, core), "gemm" + std::to_string(i) + ".done");
       if (!s.ok()) return s.status();
       done.push_back(*s);
@@ -176,19 +176,20 @@ StatusOr<Simulated> SimulateChain(const Machine& chip, std::span<const GemmPlan>
   return Summarise(p, *r);
 }
 
-// One rank's expert GEMMs (gate/up then down per expert with tokens) in
-// chains of kMoeExpertsPerProgram experts (a chained GEMM holds 9 of a
-// core's 256 semaphores), the chains one after another. The limiting
-// resource is the longest chain's.
-StatusOr<Simulated> SimulateExperts(const Machine& chip, const MoeConfig& c, MatmulDtype dtype,
+// One rank's expert GEMMs (gate/up then down per expert with tokens) on
+// `cores` cores, in chains of kMoeExpertsPerProgram experts (a chained GEMM
+// holds 9 of a core's 256 semaphores), the chains one after another. The
+// limiting resource is the longest chain's.
+StatusOr<Simulated> SimulateExperts(const Machine& chip, int cores, int64_t hidden,
+                                    int64_t intermediate, MatmulDtype dtype,
                                     const std::vector<std::uint64_t>& tokens) {
   std::vector<GemmPlan> plans;
   for (std::uint64_t n : tokens) {
     if (n == 0) continue;
     const int64_t m = static_cast<int64_t>(n);
     for (const auto& [nn, kk] :
-         {std::pair{2 * c.intermediate, c.hidden}, std::pair{c.hidden, c.intermediate}}) {
-      GemmConfig g{.m = m, .n = nn, .k = kk, .dtype = dtype, .cores = chip.core_count()};
+         {std::pair{2 * intermediate, hidden}, std::pair{hidden, intermediate}}) {
+      GemmConfig g{.m = m, .n = nn, .k = kk, .dtype = dtype, .cores = cores};
       StatusOr<GemmPlan> p = PlanGemm(chip, g);
       if (!p.ok()) return p.status();
       plans.push_back(std::move(*p));
@@ -200,7 +201,7 @@ StatusOr<Simulated> SimulateExperts(const Machine& chip, const MoeConfig& c, Mat
   const std::size_t per_chain = 2 * kMoeExpertsPerProgram;
   for (std::size_t first = 0; first < plans.size(); first += per_chain) {
     const std::size_t n = std::min(per_chain, plans.size() - first);
-    StatusOr<Simulated> chain = SimulateChain(chip, std::span(plans).subspan(first, n));
+    StatusOr<Simulated> chain = SimulateChain(chip, cores, std::span(plans).subspan(first, n));
     if (!chain.ok()) return chain.status();
     total.time_ps += chain->time_ps;
     if (chain->time_ps > longest) {
@@ -212,6 +213,15 @@ StatusOr<Simulated> SimulateExperts(const Machine& chip, const MoeConfig& c, Mat
 }
 
 }  // namespace
+
+StatusOr<int64_t> SimulateExpertGemms(const Machine& chip, int cores, int64_t hidden,
+                                      int64_t intermediate, MatmulDtype dtype,
+                                      const std::vector<std::uint64_t>& tokens_per_expert) {
+  StatusOr<Simulated> s =
+      SimulateExperts(chip, cores, hidden, intermediate, dtype, tokens_per_expert);
+  if (!s.ok()) return s.status();
+  return s->time_ps;
+}
 
 std::string_view MoeWeightsName(MoeWeights w) {
   switch (w) {
@@ -332,7 +342,8 @@ StatusOr<MoeResult> SimulateMoe(const System& system, const MoeConfig& config) {
     }
     auto it = seen.find(tokens);
     if (it == seen.end()) {
-      StatusOr<Simulated> sim = SimulateExperts(chip, c, out.expert_dtype, tokens);
+      StatusOr<Simulated> sim = SimulateExperts(chip, chip.core_count(), c.hidden, c.intermediate,
+                                                out.expert_dtype, tokens);
       if (!sim.ok()) return sim.status();
       it = seen.emplace(tokens, std::move(*sim)).first;
     }

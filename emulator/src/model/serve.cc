@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "model/serve_internal.h"
+#include "trnmx/emu/attention.h"
 #include "trnmx/emu/collective.h"
 #include "trnmx/emu/cost.h"
+#include "trnmx/emu/gemm.h"
+#include "trnmx/emu/moe.h"
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/simulator.h"
 
@@ -155,7 +158,8 @@ RankMemory MemoryOfStage(const Model& m, const ServeConfig& c, int stage) {
 }
 
 // ---------------------------------------------------------------------------
-// Analytical timing.
+// Timing: analytical rooflines, or in event mode the lowered ops simulated
+// (serve.h "Event mode").
 
 class PhaseBuilder {
  public:
@@ -166,25 +170,96 @@ class PhaseBuilder {
     lnc_ = lnc;
   }
 
-  // A roofline op: max(FLOPs / peak(dtype), bytes / HBM bandwidth).
+  bool event() const { return c_.mode == ServeMode::kEvent; }
+
+  // A roofline op: max(FLOPs / peak(dtype), bytes / HBM bandwidth); or, when
+  // `simulated` >= 0, an op of that simulated time (the roofline's terms
+  // still give its bound and its resource use, each at most that time).
   void Roofline(const std::string& name, const std::string& op_class, double flops, double bytes,
-                MatmulDtype dtype) {
+                MatmulDtype dtype, double simulated = -1) {
     const double peak = lnc_ * CorePeakFlops(sys_.chip, dtype);
-    const double compute = flops > 0 ? flops / peak : 0;
-    const double memory = bytes / hbm_bw_;
+    double compute = flops > 0 ? flops / peak : 0;
+    double memory = bytes / hbm_bw_;
+    double seconds = std::max(compute, memory);
+    if (simulated >= 0) {
+      seconds = simulated;
+      compute = std::min(compute, seconds);
+      memory = std::min(memory, seconds);
+    }
     OpCost& op = Op(name, op_class);
     op.count += 1;
-    op.seconds += std::max(compute, memory);
+    op.seconds += seconds;
     op.flops += flops;
     op.hbm_bytes += bytes;
-    (compute > memory ? compute_s_ : memory_s_)[name] += std::max(compute, memory);
-    Span(name, std::max(compute, memory), compute, memory);
+    op.fidelity = simulated >= 0 ? "event" : "analytical";
+    (compute > memory ? compute_s_ : memory_s_)[name] += seconds;
+    Span(name, seconds, compute, memory);
   }
 
   // A GEMM [m, k] x [k, n] with weights of `w` (activations BF16).
   void Gemm(const std::string& name, double m, double k, double n, WeightDtype w) {
     const double bytes = k * n * WeightBytes(w) + (m * k + m * n) * kActBytes;
-    Roofline(name, "gemm", 2 * m * k * n, bytes, WeightMatmulDtype(sys_.chip, w));
+    const MatmulDtype dtype = WeightMatmulDtype(sys_.chip, w);
+    Roofline(name, "gemm", 2 * m * k * n, bytes, dtype,
+             event() ? SimulatedGemm(name, m, k, n, dtype) : -1);
+  }
+
+  // The attention core: `a` lowered onto the rank's cores in event mode
+  // (when `lowerable`), else the roofline of `flops` and `bytes`.
+  void Attention(const AttentionConfig& a, bool lowerable, double flops, double bytes) {
+    double simulated = -1;
+    if (event() && lowerable && status_.ok()) {
+      const auto key =
+          std::make_tuple(a.batch, a.heads, a.kv_heads, a.seq, a.kv_seq, a.head_dim, a.window);
+      auto it = attention_cache_.find(key);
+      if (it == attention_cache_.end()) {
+        AttentionConfig cfg = a;
+        cfg.cores = c_.layout.lnc;
+        StatusOr<LoweredAttention> lowered = LowerAttention(sys_.chip, cfg);
+        StatusOr<SimResult> r =
+            lowered.ok() ? Simulate(lowered->program) : StatusOr<SimResult>(lowered.status());
+        if (!r.ok()) {
+          status_ = Status(r.status().code(), "event mode, attention: " + r.status().message());
+          return;
+        }
+        it = attention_cache_.emplace(key, static_cast<double>(r->end_ps) * 1e-12).first;
+      }
+      simulated = it->second;
+    }
+    Roofline("attention", "attention", flops, bytes, MatmulDtype::kBf16, simulated);
+  }
+
+  // The routed experts of one rank: in event mode `reached` experts, each a
+  // gate/up GEMM [n, h] x [h, 2 ie] then a down GEMM [n, ie] x [ie, h] of
+  // `dtype`, in series, n = ceil(assignments / reached); else the roofline.
+  void Experts(double flops, double bytes, MatmulDtype dtype, double assignments, double reached,
+               double h, double ie) {
+    double simulated = -1;
+    if (event() && status_.ok()) {
+      const int64_t experts = std::max<int64_t>(1, std::llround(reached));
+      const int64_t n = static_cast<int64_t>(std::ceil(assignments / static_cast<double>(experts)));
+      int64_t inter = static_cast<int64_t>(ie);
+      if (dtype == MatmulDtype::kMxfp8 || dtype == MatmulDtype::kMxfp4) {
+        inter = CeilDiv(inter, 32) * 32;  // whole MX blocks along the down GEMM's K
+      }
+      const auto key =
+          std::make_tuple(experts, n, static_cast<int64_t>(h), inter, static_cast<int>(dtype));
+      auto it = experts_cache_.find(key);
+      if (it == experts_cache_.end()) {
+        StatusOr<int64_t> ps = SimulateExpertGemms(
+            sys_.chip, c_.layout.lnc, static_cast<int64_t>(h), inter, dtype,
+            std::vector<std::uint64_t>(static_cast<size_t>(experts), static_cast<uint64_t>(n)));
+        if (!ps.ok()) {
+          status_ = Status(ps.status().code(), "event mode, experts (" + std::to_string(experts) +
+                                                   " x " + std::to_string(n) +
+                                                   " tokens): " + ps.status().message());
+          return;
+        }
+        it = experts_cache_.emplace(key, static_cast<double>(*ps) * 1e-12).first;
+      }
+      simulated = it->second;
+    }
+    Roofline("experts", "gemm", flops, bytes, dtype, simulated);
   }
 
   // Elementwise work as HBM traffic.
@@ -220,6 +295,7 @@ class PhaseBuilder {
     OpCost& o = Op(name, "collective");
     o.count += 1;
     o.seconds += it->second.first;
+    o.fidelity = "event";
     // Ranks fill chips in order, so a group of ranks fits on one chip or spans several.
     o.crosses_chips =
         ranks > (ranks_per_chip > 0 ? ranks_per_chip : sys_.chip.core_count() / c_.layout.lnc);
@@ -251,6 +327,7 @@ class PhaseBuilder {
     OpCost& o = Op(name, "collective");
     o.count += 1;
     o.seconds += seconds;
+    o.fidelity = "analytical";
     o.crosses_chips = chip_a != chip_b;
     link_bound_[name] = bound;
     Span(name, seconds, 0, 0);
@@ -279,15 +356,76 @@ class PhaseBuilder {
     std::sort(p.classes.begin(), p.classes.end(),
               [](const ClassCost& a, const ClassCost& b) { return a.seconds > b.seconds; });
     p.ops = ops_;
+    // Layer kinds: the simulated ops of the first layer of each kind (every
+    // layer of a kind has the same shapes, so the same simulated times).
+    if (event()) {
+      std::vector<double> layer_s(layer_kind_.size(), 0.0);
+      for (const OpSpan& s : timeline_) {
+        if (s.layer >= 0 && s.layer < static_cast<int64_t>(layer_s.size()) &&
+            ops_[static_cast<size_t>(s.op)].fidelity == "event") {
+          layer_s[static_cast<size_t>(s.layer)] += s.seconds;
+        }
+      }
+      for (size_t layer = 0; layer < layer_kind_.size(); ++layer) {
+        auto kind =
+            std::find_if(p.layer_kinds.begin(), p.layer_kinds.end(),
+                         [&](const LayerKindCost& k) { return k.kind == layer_kind_[layer]; });
+        if (kind == p.layer_kinds.end()) {
+          p.layer_kinds.push_back({layer_kind_[layer], 0, layer_s[layer]});
+          kind = p.layer_kinds.end() - 1;
+        }
+        kind->count += 1;
+      }
+    }
     p.timeline = std::move(timeline_);
     return p;
   }
 
   double hbm_bw() const { return hbm_bw_; }
-  // The layer the next ops belong to (OpSpan::layer).
+  // The layer the next ops belong to (OpSpan::layer), and its kind (a
+  // layer of the model; the kind names PhaseCost::layer_kinds).
   void SetLayer(int64_t layer) { layer_ = layer; }
+  void SetLayer(int64_t layer, std::string kind) {
+    layer_ = layer;
+    layer_kind_.resize(static_cast<size_t>(layer) + 1);
+    layer_kind_[static_cast<size_t>(layer)] = std::move(kind);
+  }
+  // The first error of a lowering or simulation in event mode.
+  const Status& status() const { return status_; }
 
  private:
+  // One GEMM of the rank's shape lowered onto its cores and simulated, once
+  // per distinct shape; 0 after an error (kept in status_).
+  double SimulatedGemm(const std::string& name, double m, double k, double n, MatmulDtype dtype) {
+    if (!status_.ok()) return 0;
+    const auto key =
+        std::make_tuple(static_cast<int64_t>(std::ceil(m)), static_cast<int64_t>(std::ceil(k)),
+                        static_cast<int64_t>(std::ceil(n)), static_cast<int>(dtype));
+    auto it = gemm_cache_.find(key);
+    if (it != gemm_cache_.end()) return it->second;
+    GemmConfig g;
+    g.m = std::get<0>(key);
+    g.k = std::get<1>(key);
+    // MX operands come in whole 32-element blocks along K: a rank's share of
+    // K that is not a multiple (gpt-oss-120b's 2880 / 16 = 180) is padded
+    // with zeros to the next one (192), as MX-quantized weights are stored.
+    if (dtype == MatmulDtype::kMxfp8 || dtype == MatmulDtype::kMxfp4) g.k = CeilDiv(g.k, 32) * 32;
+    g.n = std::get<2>(key);
+    g.dtype = dtype;
+    g.cores = c_.layout.lnc;
+    StatusOr<LoweredGemm> lowered = LowerGemm(sys_.chip, g);
+    StatusOr<SimResult> r =
+        lowered.ok() ? Simulate(lowered->program) : StatusOr<SimResult>(lowered.status());
+    if (!r.ok()) {
+      status_ =
+          Status(r.status().code(), "event mode, " + name + " GEMM [" + std::to_string(g.m) + ", " +
+                                        std::to_string(g.k) + "] x [" + std::to_string(g.k) + ", " +
+                                        std::to_string(g.n) + "]: " + r.status().message());
+      return 0;
+    }
+    return gemm_cache_.emplace(key, static_cast<double>(r->end_ps) * 1e-12).first->second;
+  }
+
   OpCost& Op(const std::string& name, const std::string& op_class) {
     for (OpCost& o : ops_) {
       if (o.name == name) return o;
@@ -322,6 +460,12 @@ class PhaseBuilder {
   std::map<std::tuple<int, int64_t, int, int>, std::pair<double, std::string>> cache_;
   std::vector<OpSpan> timeline_;
   int64_t layer_ = -1;
+  std::vector<std::string> layer_kind_;  // per layer of the model
+  std::map<std::tuple<int64_t, int64_t, int64_t, int>, double> gemm_cache_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int>, double> experts_cache_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, double>
+      attention_cache_;
+  Status status_;
 };
 
 // Query-key pairs of one head of one sequence: `queries` new tokens after
@@ -378,7 +522,9 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
   b.Elementwise("embedding", t * h * (WeightBytes(wf.embedding) + kActBytes));
   if (Status st = reduce(); !st.ok()) return st;
   for (int64_t layer = 0; layer < m.layers; ++layer) {
-    b.SetLayer(layer);
+    const int64_t window = m.window[static_cast<size_t>(layer)];
+    b.SetLayer(layer, (window > 0 ? "sliding window " + std::to_string(window) : "full attention") +
+                          (m.moe_layer[static_cast<size_t>(layer)] ? ", MoE" : ", dense MLP"));
     // Two RMSNorms (read + write) and two residual adds (read two, write one).
     b.Elementwise("norms+residual",
                   2 * (2 * shard * h * kActBytes) + 2 * (3 * shard * h * kActBytes));
@@ -427,7 +573,28 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
       const double kv_read = m.mla ? t * heads * (dq + dv) : keys_read * kvh * (dq + dv);
       bytes = (t * heads * (dq + dv) + kv_read + t * kv_elems) * kActBytes;
     }
-    b.Roofline("attention", "attention", flops, bytes, MatmulDtype::kBf16);
+    // The lowering takes one head dim for Q, K and V and one KV head per
+    // group: the rank's query heads over its KV heads (one when replicated).
+    // Its window_left counts the keys before the query; the model's window
+    // includes the query's own key.
+    AttentionConfig a;
+    a.batch = c.batch;
+    a.heads = s.heads;
+    a.kv_heads = std::max<int64_t>(s.kv_heads, 1);
+    a.seq = tokens_per_seq;
+    a.kv_seq = past + tokens_per_seq;
+    a.head_dim = m.qk_head_dim;
+    a.causal = true;
+    a.window = w > 0 ? w - 1 : -1;
+    if (decode && w > 0) {
+      // A decode step's one query sees the last w keys: the same attention
+      // as over those keys alone, which keeps the lowering's split of the
+      // keys over an LNC pair (a split outside the window holds no key).
+      a.kv_seq = std::min(a.kv_seq, w);
+      a.window = -1;
+    }
+    b.Attention(a, !m.mla && m.qk_head_dim == m.v_head_dim && a.heads % a.kv_heads == 0, flops,
+                bytes);
 
     b.Gemm("o_proj", t, heads * dv, h, wf.attention);
     if (Status st = reduce(); !st.ok()) return st;
@@ -466,8 +633,9 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
                                   WeightBytes(wf.experts);
     // Rows in, gate/up out, SwiGLU (read 2, write 1), down in and out.
     const double expert_acts = assignments * (h + 2 * ie + 3 * ie + ie + h) * kActBytes;
-    b.Roofline("experts", "gemm", 2 * assignments * 3 * h * ie, expert_weights + expert_acts,
-               WeightMatmulDtype(sys.chip, wf.experts));
+    b.Experts(2 * assignments * 3 * h * ie, expert_weights + expert_acts,
+              WeightMatmulDtype(sys.chip, wf.experts), assignments,
+              static_cast<double>(s.experts) * hit_fraction, h, ie);
     if (s.shared_inter > 0) {
       const double si = static_cast<double>(s.shared_inter);
       b.Gemm("shared experts gate_up", local_tokens, h, 2 * si, wf.mlp);
@@ -517,9 +685,18 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
     // rank's logits (max, then the sum of exponentials), and per row the
     // max, the sum and the target's logit all-reduced (3 FP32).
     b.Elementwise("cross-entropy", 2 * rows * static_cast<double>(s.vocab) * kActBytes);
-    return b.Collective("loss all-reduce", CollectiveOp::kAllReduce, rows * 3 * 4, l.tp);
+    if (Status st = b.Collective("loss all-reduce", CollectiveOp::kAllReduce, rows * 3 * 4, l.tp);
+        !st.ok()) {
+      return st;
+    }
+    return b.status();
   }
-  return b.Collective("sampling all-gather", CollectiveOp::kAllGather, l.tp * rows * 8, l.tp);
+  if (Status st =
+          b.Collective("sampling all-gather", CollectiveOp::kAllGather, l.tp * rows * 8, l.tp);
+      !st.ok()) {
+    return st;
+  }
+  return b.status();
 }
 
 // Energy in closed form (serve.h "Energy").
@@ -541,6 +718,46 @@ ServeEnergy EnergyOf(const System& sys, int chips, double tokens_per_s) {
 }
 
 }  // namespace
+
+std::string_view ServeModeName(ServeMode m) {
+  return m == ServeMode::kEvent ? "event" : "analytical";
+}
+
+StatusOr<ServeMode> ParseServeMode(std::string_view name) {
+  for (ServeMode m : {ServeMode::kAnalytical, ServeMode::kEvent}) {
+    if (ServeModeName(m) == name) return m;
+  }
+  return InvalidArgumentError("--mode: unknown mode '" + std::string(name) +
+                              "' (analytical, event)");
+}
+
+std::string_view CompareClassOf(const OpCost& op) {
+  static const char* const kMoe[] = {
+      "router",      "experts",   "shared experts gate_up", "shared experts down",
+      "moe combine", "all-to-all"};
+  for (const char* name : kMoe) {
+    if (op.name == name) return "moe";
+  }
+  if (op.op_class == "elementwise") return "other";
+  return op.op_class;  // "gemm", "attention", "collective"
+}
+
+std::vector<ClassDivergence> CompareClasses(const PhaseCost& analytical, const PhaseCost& event) {
+  std::vector<ClassDivergence> out;
+  for (const char* cls : {"gemm", "attention", "collective", "moe", "other"}) {
+    ClassDivergence d;
+    d.op_class = cls;
+    for (const OpCost& o : analytical.ops) {
+      if (CompareClassOf(o) == cls) d.analytical_s += o.seconds;
+    }
+    for (const OpCost& o : event.ops) {
+      if (CompareClassOf(o) == cls) d.event_s += o.seconds;
+    }
+    if (d.analytical_s > 0) d.divergence_pct = 100 * (d.event_s - d.analytical_s) / d.analytical_s;
+    out.push_back(d);
+  }
+  return out;
+}
 
 std::string_view WeightDtypeName(WeightDtype d) {
   switch (d) {

@@ -342,7 +342,8 @@ std::string ServeTraceJson(const System& sys, const Model& m, const ServeEstimat
   for (int pid = 0; pid < 2; ++pid) {
     const PhaseCost& p = *phases[pid];
     const double offset_us = pid == 0 ? 0 : e.prefill.seconds * 1e6;
-    trace.Process(pid, PhaseTitle(e, pid == 1) + ": one rank of " + sys.name + ", analytical");
+    trace.Process(pid, PhaseTitle(e, pid == 1) + ": one rank of " + sys.name + ", " +
+                           std::string(ServeModeName(e.config.mode)));
     trace.Track(pid, 0, "layers", true);
     trace.Track(pid, 1, "ops", true);
     const std::vector<ResourceUse> use = PhaseResourceUse(p);
@@ -378,7 +379,7 @@ std::string ServeTraceJson(const System& sys, const Model& m, const ServeEstimat
   }
   return trace.Dump({{"model", m.name},
                      {"system", sys.name},
-                     {"mode", "analytical"},
+                     {"mode", std::string(ServeModeName(e.config.mode))},
                      {"ttft_ms", e.ttft_s * 1e3},
                      {"tpot_ms", e.tpot_s * 1e3}});
 }
@@ -393,14 +394,14 @@ std::string ServeReportHtml(const System& sys, const Model& m, const ServeEstima
                   Escape("trnmx-emu serve: " + title) + "</title>\n<style>" + kStyle +
                   "</style></head>\n<body>\n";
   h += "<h1>" + Escape(title) + "</h1>\n";
-  h +=
-      "<p class=\"sub\">" +
-      Escape(Fmt("trnmx-emu serve, analytical mode: tp %d x ep %d x pp %d x dp %d at LNC %d "
-                 "= %lld ranks on %d chip(s)%s; weights ",
-                 l.tp, l.ep, l.pp, l.dp, l.lnc, static_cast<long long>(int64_t{l.tp} * l.pp * l.dp),
-                 f.chips, l.sp ? ", sequence-parallel prefill" : "") +
-             WeightFormatsName(c.weights)) +
-      "</p>\n";
+  h += "<p class=\"sub\">" +
+       Escape(Fmt("trnmx-emu serve, %s mode: tp %d x ep %d x pp %d x dp %d at LNC %d "
+                  "= %lld ranks on %d chip(s)%s; weights ",
+                  std::string(ServeModeName(c.mode)).c_str(), l.tp, l.ep, l.pp, l.dp, l.lnc,
+                  static_cast<long long>(int64_t{l.tp} * l.pp * l.dp), f.chips,
+                  l.sp ? ", sequence-parallel prefill" : "") +
+              WeightFormatsName(c.weights)) +
+       "</p>\n";
 
   // Summary: the numbers of `trnmx-emu serve`, in its formats.
   const ClassCost& top = e.decode.classes.front();

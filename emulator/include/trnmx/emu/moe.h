@@ -123,6 +123,16 @@ StatusOr<MoeRouting> RouteMoe(const System& system, const MoeConfig& config);
 // RouteMoe, then every phase lowered and simulated.
 StatusOr<MoeResult> SimulateMoe(const System& system, const MoeConfig& config);
 
+// The experts phase of one rank alone, on `cores` cores of `chip` (serve.h's
+// event mode: a rank is a logical core): for each expert with n > 0 tokens
+// (tokens_per_expert, in order), the gate/up GEMM [n, hidden] x [hidden,
+// 2 intermediate] then the down GEMM [n, intermediate] x [intermediate,
+// hidden] in `dtype`, chained as above. Returns the time in ps; errors are
+// PlanGemm's and the programs'.
+StatusOr<int64_t> SimulateExpertGemms(const Machine& chip, int cores, int64_t hidden,
+                                      int64_t intermediate, MatmulDtype dtype,
+                                      const std::vector<std::uint64_t>& tokens_per_expert);
+
 }  // namespace trnmx::emu
 
 #endif  // TRNMX_EMU_MOE_H_

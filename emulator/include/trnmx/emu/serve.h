@@ -39,6 +39,50 @@
 //   // e.ttft_s, e.tpot_s, e.tokens_per_s, e.memory.total,
 //   // e.energy.joules_per_token, e.energy.tokens_per_s_per_mw
 //
+// Event mode (ServeConfig::mode = ServeMode::kEvent; docs/models.md "Two
+// fidelities"): the same pass over the same ops, but the ops that have a
+// lowering are lowered onto one rank (`lnc` cores of one chip) and run
+// through the discrete-event simulator (simulator.h) instead of the
+// roofline:
+//   GEMMs      (QKV, O, MLP, router, shared experts, LM head) gemm.h at the
+//              rank's tensor-parallel shape, in the weights' matmul dtype;
+//   attention  attention.h with the rank's query heads and KV heads (a KV
+//              head replicated over ranks counts as one per rank; the
+//              lowering is one chip's, and a rank's heads are on its chip),
+//              causal, the layer's window, BF16; a decode step of a window
+//              layer as its one query over the window's last keys (the same
+//              pairs; it keeps the LNC pair's split of the keys); MLA keeps
+//              its roofline (its Q-K and V head dims differ and the lowering
+//              takes one D);
+//   experts    moe.h SimulateExpertGemms on the rank's cores: for every
+//              expert the uniform routing reaches (round(experts held x the
+//              hit fraction above)), gate/up then down GEMMs of ceil(
+//              assignments / experts reached) tokens, chained as in moe.h.
+//              SimulateMoe itself is not called: its EP rank is a whole
+//              chip with all its cores and whole experts, while a serve rank
+//              is a logical core holding 1 / tp of each expert (ep = 1) or
+//              experts / ep whole ones; dispatch and combine are the
+//              all-to-alls below;
+//   collectives are simulated in both modes (as above).
+// MX GEMMs pad a rank's share of K to whole 32-element blocks (gpt-oss-
+// 120b's expert 2880 / 16 = 180 runs as 192), as MX weights are stored.
+// Embedding, norms, residuals, RoPE, SwiGLU, the MoE combine and sampling
+// have no lowering: they keep their roofline (OpCost::fidelity
+// "analytical"). The ops of a layer run in series, as in the analytical
+// mode. Each distinct (op, shape) is simulated once, so a phase simulates
+// one instance of each distinct layer kind (full or window attention, dense
+// or MoE: PhaseCost::layer_kinds) and multiplies it by its count; the
+// tensor-parallel ranks of a stage are symmetric (one rank simulated) and
+// data-parallel replicas identical (one simulated). So, for a phase,
+//   seconds = sum over kinds (count x seconds) + the analytical ops
+//             (pipeline sends included: a closed form) + the simulated
+//             ops outside the layers (embedding all-reduce, LM head,
+//             sampling all-gather).
+//
+//   c.mode = ServeMode::kEvent;
+//   ServeEstimate ev = EstimateServing(sys, m, c).value();
+//   std::vector<ClassDivergence> d = CompareClasses(analytical.decode, ev.decode);
+//
 // Energy (chips only: hosts, switches, NICs and cooling are excluded). With
 // P = the chip's power_watts from the machine description (machine.h;
 // trainium.md #18: Trn2 500 W, Trn3 1,000 W, third-party, tag P3) and N the
@@ -102,7 +146,14 @@ struct ParallelLayout {
   bool sp = false;
 };
 
+// The fidelity of the timing (above).
+enum class ServeMode { kAnalytical, kEvent };
+std::string_view ServeModeName(ServeMode m);  // "analytical", "event"
+// The error names --mode and the modes.
+StatusOr<ServeMode> ParseServeMode(std::string_view name);
+
 struct ServeConfig {
+  ServeMode mode = ServeMode::kAnalytical;
   ParallelLayout layout;
   WeightFormats weights;
   int64_t batch = 1;     // sequences per replica, prefilled together and decoded together
@@ -131,6 +182,9 @@ struct OpCost {
   // A collective or send whose ranks are on more than one chip: it moves over
   // the system's links (else it is DMA through the chip's HBM).
   bool crosses_chips = false;
+  // "event": simulated (event mode's lowered ops, and collectives in both
+  // modes); "analytical": the roofline.
+  std::string fidelity = "analytical";
 };
 // One run of an op in one layer, in the order the pass runs them (one rank;
 // the analytical mode adds ops up in series, so start_s is the sum of the
@@ -150,12 +204,35 @@ struct ClassCost {
   double seconds = 0;
   std::string bound;  // of the op that takes most of the class's time
 };
+// One distinct kind of layer of a pass in event mode: its simulated ops
+// (those with fidelity "event") in one instance, and how many layers are of
+// the kind.
+struct LayerKindCost {
+  std::string kind;  // "full attention, dense MLP", "sliding window 128, MoE", ...
+  int64_t count = 0;
+  double seconds = 0;  // simulated ops of one layer of the kind
+};
 struct PhaseCost {
   double seconds = 0;
   std::vector<OpCost> ops;
-  std::vector<ClassCost> classes;  // largest first
-  std::vector<OpSpan> timeline;    // every op of every layer, in order
+  std::vector<ClassCost> classes;          // largest first
+  std::vector<OpSpan> timeline;            // every op of every layer, in order
+  std::vector<LayerKindCost> layer_kinds;  // event mode only, in order of first layer
 };
+
+// The comparison classes of --compare: "gemm" (dense projections and the LM
+// head), "attention", "collective" (tensor-parallel collectives, sends,
+// sampling), "moe" (router, experts, shared experts, MoE combine and the
+// expert-parallel all-to-alls), "other" (embedding, norms, residuals,
+// RoPE, SwiGLU).
+std::string_view CompareClassOf(const OpCost& op);
+struct ClassDivergence {
+  std::string op_class;
+  double analytical_s = 0, event_s = 0;
+  double divergence_pct = 0;  // 100 (event - analytical) / analytical; 0 when both are 0
+};
+// Every comparison class, in the order above, of two estimates of one phase.
+std::vector<ClassDivergence> CompareClasses(const PhaseCost& analytical, const PhaseCost& event);
 
 // Energy of the estimate (formulas above).
 struct ServeEnergy {
@@ -167,7 +244,7 @@ struct ServeEnergy {
 };
 
 struct ServeEstimate {
-  ServeConfig config;
+  ServeConfig config;  // config.mode: the fidelity it was timed at
   MemoryFit memory;
   int64_t decode_context = 0;  // tokens in context at the mean decode step: input + output / 2
   PhaseCost prefill, decode;

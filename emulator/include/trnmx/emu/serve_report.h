@@ -6,8 +6,10 @@
 //   std::string html = ServeReportHtml(sys, model, e);  // opens offline in any browser
 //
 // Both show one rank of the first pipeline stage (the ranks of a stage are
-// symmetric) with the ops of a phase in series, as the analytical mode adds
-// them (PhaseCost::timeline). Each op runs on the resources it uses:
+// symmetric) with the ops of a phase in series, as both modes add them
+// (PhaseCost::timeline; in event mode a simulated op's TensorE and HBM
+// spans are its roofline terms, capped at its simulated time). Each op runs on the resources it
+// uses:
 //   TensorE         GEMMs and attention, for FLOPs / peak (OpSpan::compute_s)
 //   Vector/ScalarE  elementwise ops (norms, RoPE, SwiGLU, ...), for their time
 //   HBM             every roofline op, for bytes / bandwidth (OpSpan::memory_s)
