@@ -9,9 +9,12 @@
 #                                     GEMM on the Trainium3 emulator (trnmx-emu gemm --check)
 #   tools/run.sh test [ctest args]    build what the tests need (not the benchmarks), run every test
 #   tools/run.sh sanitize             unit tests under ASan + UBSan
+#   tools/run.sh fuzz [seconds] [harness...]
+#                                     libFuzzer on every parser of outside data (Clang,
+#                                     ASan + UBSan), seconds per harness (default 300)
 #   tools/run.sh bench [bench args]   build and run the benchmarks
 #
-# Build trees: build/demo, build/test, build/asan, build/bench.
+# Build trees: build/demo, build/test, build/asan, build/fuzz, build/bench.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -74,6 +77,17 @@ need_golden_python() {
 base_packages=(g++ cmake ninja-build pkgconf libcli11-dev libhwy-dev libpthreadpool-dev zlib1g-dev)
 test_packages=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libmpfr-dev libgmp-dev
                libeigen3-dev libssl-dev libxsimd-dev)
+
+# sanitizer_isa: the -march flags and disabled Highway targets of the
+# sanitized builds (sanitize, fuzz), in isa_cxx_flags and isa_hwy_disabled.
+sanitizer_isa() {
+  isa_cxx_flags=""
+  isa_hwy_disabled='HWY_SSSE3|HWY_SSE4|HWY_AVX3|HWY_AVX3_DL'
+  if [ "$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | grep -ow -E 'avx2|bmi1|bmi2|fma|f16c|movbe|aes|pclmulqdq|abm' | sort -u | wc -l)" -eq 9 ]; then
+    isa_cxx_flags='-march=haswell -maes'
+    isa_hwy_disabled='HWY_AVX3|HWY_AVX3_DL'
+  fi
+}
 
 configure() {  # configure DIR CMAKE_ARGS...
   local dir=$1; shift
@@ -149,11 +163,9 @@ case "$mode" in
     # and without -maes the static target was SSSE3 and SSSE3, SSE4 and AVX2
     # were all compiled. Elsewhere: AVX2 and EMU128. The Release test build
     # runs every target (cmake/TrnmxCompilerOptions.cmake).
-    isa_flags=(-DCMAKE_CXX_FLAGS= -DTRNMX_HWY_DISABLED_TARGETS='HWY_SSSE3|HWY_SSE4|HWY_AVX3|HWY_AVX3_DL')
-    if [ "$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | grep -ow -E 'avx2|bmi1|bmi2|fma|f16c|movbe|aes|pclmulqdq|abm' | sort -u | wc -l)" -eq 9 ]; then
-      isa_flags=(-DCMAKE_CXX_FLAGS='-march=haswell -maes' -DTRNMX_HWY_DISABLED_TARGETS='HWY_AVX3|HWY_AVX3_DL')
-    fi
-    timed configure configure build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "${isa_flags[@]}" \
+    sanitizer_isa
+    timed configure configure build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_FLAGS="$isa_cxx_flags" -DTRNMX_HWY_DISABLED_TARGETS="$isa_hwy_disabled" \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DTRNMX_SANITIZE=ON -DTRNMX_WERROR=ON \
       -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_INSTALL=OFF
     # Only what the three labels run (trnmx_label_targets in tests/CMakeLists.txt).
@@ -162,6 +174,45 @@ case "$mode" in
     log "running unit, cli and emulator tests under AddressSanitizer + UndefinedBehaviorSanitizer"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       timed ctest ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
+    ;;
+  fuzz)
+    # libFuzzer (clang-14, libclang-rt-14-dev) with ASan + UBSan on each
+    # harness of tests/fuzz/fuzz_support.h, starting from its checked-in
+    # corpus; what it finds new stays in build/fuzz/corpus/<harness>/ and
+    # crashes in build/fuzz/findings/ (copy those into tests/fuzz/corpus/ to
+    # keep them as regression tests).
+    seconds=${1:-300}
+    [ $# -gt 0 ] && shift
+    apt_need "${base_packages[@]}" "${test_packages[@]}" clang-14 libclang-rt-14-dev
+    sanitizer_isa
+    CXX=clang++-14 timed configure configure build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_FLAGS="$isa_cxx_flags -fsanitize=fuzzer-no-link" \
+      -DTRNMX_HWY_DISABLED_TARGETS="$isa_hwy_disabled" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+      -DTRNMX_SANITIZE=ON -DTRNMX_BUILD_FUZZERS=ON -DTRNMX_BUILD_BENCHMARKS=OFF \
+      -DTRNMX_BUILD_EXAMPLES=OFF -DTRNMX_INSTALL=OFF
+    harnesses=("$@")
+    if [ ${#harnesses[@]} -eq 0 ]; then
+      mapfile -t harnesses < <(sed -n 's/^ *X([A-Za-z0-9]*, "\([a-z0-9_]*\)").*/\1/p' tests/fuzz/fuzz_support.h)
+    fi
+    timed build cmake --build build/fuzz -j "$jobs" --target "${harnesses[@]/#/fuzz_}"
+    mkdir -p build/fuzz/findings build/fuzz/logs
+    for h in "${harnesses[@]}"; do
+      mkdir -p "build/fuzz/corpus/$h"
+      log "fuzzing $h for $seconds s (log: build/fuzz/logs/$h.log)"
+      # -max_len: the machine, system and model files of the seed corpora are up to 10 KB.
+      ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        timed "$h" "build/fuzz/tests/fuzz/fuzz_$h" -max_total_time="$seconds" -max_len=16384 \
+          -print_final_stats=1 -artifact_prefix="build/fuzz/findings/$h-" \
+          "build/fuzz/corpus/$h" "tests/fuzz/corpus/$h" > "build/fuzz/logs/$h.log" 2>&1 || true
+      grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::new_units_added|SUMMARY|.*fuzz invariant)' \
+        "build/fuzz/logs/$h.log" || true
+    done
+    if [ -n "$(ls -A build/fuzz/findings)" ]; then
+      log "findings (each input reproduces with build/fuzz/tests/fuzz/fuzz_<harness> FILE):"
+      ls -l build/fuzz/findings >&2
+      exit 1
+    fi
+    log "no findings"
     ;;
   bench)
     # Debian 12's dnnl-config.cmake needs OpenCL (find_package(OpenCL REQUIRED)),
