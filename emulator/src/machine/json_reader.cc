@@ -140,6 +140,10 @@ StatusOr<Json> ParseJsonText(std::string_view text, const std::string& prefix) {
   } catch (const Json::parse_error& e) {
     return InvalidArgumentError(prefix + "JSON parse error at byte " + std::to_string(e.byte) +
                                 ": " + e.what());
+  } catch (const Json::exception& e) {
+    // A number beyond double's range ("1e400") is out_of_range 406, not a
+    // parse_error (found by tests/fuzz; machine, system and model files).
+    return InvalidArgumentError(prefix + "JSON parse error: " + e.what());
   }
 }
 
