@@ -5,8 +5,9 @@
 //
 // Rows (trainium.md 12.1 and 12.2; docs/models.md "Validation"):
 //   A1      llama-3.1-405b, BF16, trn2-server, TP 64 at LNC 2, sequence-
-//           parallel prefill, batch 1, 10,000 in / 1,500 out (serve.h,
-//           analytical): TTFT, TPOT, output tokens/s
+//           parallel prefill, batch 1, 10,000 in / 1,500 out (serve.h, in
+//           RunCalibration's mode, analytical by default): TTFT, TPOT,
+//           output tokens/s
 //   E1      llama-3.1-8b, BF16, trn2-server, TP 8 at LNC 2, concurrency 2 as
 //           batch 2, 512 in / 128 out: TTFT, TPOT, output tokens/s
 //   RMSNorm RMSNorm + FP8 quantisation on one rank (LNC 2) of Trn2, H 8,192
@@ -37,6 +38,9 @@
 //   for (const CalibrationRow& r : rows) std::printf("%s %s %.1f %%\n",
 //       r.id.c_str(), r.quantity.c_str(), r.error_pct);
 //   std::string text = CalibrationTable(rows);  // what `trnmx-emu validate` prints
+//   CalibrationFit fit = Calibrate().value();
+//   // fit.parameters[1].value: the fitted pass_overhead_ns
+//   std::string fitted = CalibrationFitTable(fit);  // what `trnmx-emu calibrate` prints
 //
 // Errors: those of loading the built-in systems and models, or of costing a
 // row (none expected for the built-in descriptions).
