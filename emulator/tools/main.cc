@@ -19,7 +19,8 @@
 //                   [--ep N] [--pp N] [--lnc 1|2] [--json]
 //   trnmx-emu train --system trn2-server --model llama-3.1-8b --tp 8 --dp 8 --batch 8
 //                   --seq 4096 [--pp N] [--microbatches M] [--no-zero] [--json]
-//   trnmx-emu validate [--json]
+//   trnmx-emu validate [--mode analytical|event] [--json]
+//   trnmx-emu calibrate [--json]
 #include <cstdio>
 #include <iostream>
 #include <string>

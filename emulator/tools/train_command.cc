@@ -88,7 +88,8 @@ int RunTrain(const TrainArgs& args) {
   const TrainMemory& mem = e->memory;
   const char* backward_note =
       "no backward lowering exists: each forward GEMM, attention and elementwise op costs 2x its "
-      "forward FLOPs and HBM bytes, each tensor-parallel collective runs once more";
+      "forward FLOPs and HBM bytes, each tensor-parallel collective and the runtime overhead "
+      "once more";
   const std::string optimizer =
       c.zero1 ? "AdamW, ZeRO-1 (FP32 master weights and moments sharded over dp)"
               : "AdamW, unsharded (FP32 master weights and moments on every replica)";

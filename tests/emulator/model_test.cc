@@ -868,6 +868,108 @@ TEST(ValidateTest, EveryRowPrintedWithItsError) {
   EXPECT_NE(rows[3].configuration.find("tp 8 lnc 2, concurrency 2"), std::string::npos);
 }
 
+// The coordinate descent of `trnmx-emu calibrate` recovers known overheads
+// from a synthetic problem of the calibration's form: four rows linear in two
+// parameters (a per-layer and a per-pass cost, rows of 32 and 126 layers),
+// published values made at (37 us, 4.2 ms): every row's error goes to 0.
+TEST(CalibrateTest, CoordinateDescentRecoversKnownOverheads) {
+  const double base[4] = {20e-3, 3e-3, 1.5, 30e-3};
+  const double layers[4] = {32, 32, 126, 126};
+  const double truth[2] = {37e3, 4.2e6};  // ns
+  auto model = [&](int r, const std::vector<double>& x) {
+    return base[r] + (layers[r] * x[0] + x[1]) * 1e-9;
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    double sum = 0;
+    for (int r = 0; r < 4; ++r) {
+      const double e = CalibrationError(model(r, x), model(r, {truth[0], truth[1]})) / 100;
+      sum += e * e;
+    }
+    return sum;
+  };
+  const std::vector<double> x = FitCoordinateDescent(objective, {{0, 200e3}, {0, 20e6}});
+  ASSERT_EQ(x.size(), 2u);
+  EXPECT_NEAR(x[0], truth[0], 1);  // ns
+  EXPECT_NEAR(x[1], truth[1], 50);
+  EXPECT_LT(objective(x), 1e-10);  // every row within 1e-5 relatively
+  // A target outside the range stops at the bound; a minimum at 0 stays at 0.
+  EXPECT_DOUBLE_EQ(
+      FitCoordinateDescent([](const std::vector<double>& v) { return (v[0] - 9) * (v[0] - 9); },
+                           {{0, 5}})[0],
+      5);
+  EXPECT_DOUBLE_EQ(
+      FitCoordinateDescent([](const std::vector<double>& v) { return (v[0] + 1) * (v[0] + 1); },
+                           {{0, 5}})[0],
+      0);
+}
+
+// The shipped system descriptions carry the fitted overheads, the same on
+// every system, tagged I with the rows they came from; a description without
+// /system/runtime has 0 (the uncalibrated rules); a negative one is rejected
+// with its JSON path.
+TEST(CalibrateTest, CalibratedSystemsLoad) {
+  const System trn2 = LoadSystem("trn2-server").value();
+  EXPECT_GT(trn2.runtime.pass_ns.value, 0);
+  for (const char* name :
+       {"trn2-server", "trn2-ultraserver", "trn3-ultraserver-gen1", "trn3-ultraserver-gen2"}) {
+    const System s = LoadSystem(name).value();
+    for (const Sourced* p : {&s.runtime.layer_ns, &s.runtime.pass_ns}) {
+      EXPECT_EQ(p->tag, SourceTag::kInferred) << name;
+      EXPECT_EQ(p->source, "12.1 A1 E1") << name;
+      EXPECT_EQ(p->unit, "ns") << name;
+    }
+    EXPECT_DOUBLE_EQ(s.runtime.layer_ns.value, trn2.runtime.layer_ns.value) << name;
+    EXPECT_DOUBLE_EQ(s.runtime.pass_ns.value, trn2.runtime.pass_ns.value) << name;
+  }
+  nlohmann::json j = nlohmann::json::parse(PresetSystemJson("trn2-server").value());
+  j["system"].erase("runtime");
+  const System bare = ParseSystem(j.dump(), "test").value();
+  EXPECT_EQ(bare.runtime.layer_ns.value, 0);
+  EXPECT_EQ(bare.runtime.pass_ns.value, 0);
+  j = nlohmann::json::parse(PresetSystemJson("trn2-server").value());
+  j["system"]["runtime"]["pass_overhead_ns"]["value"] = -1;
+  const Status bad = ParseSystem(j.dump(), "test").status();
+  EXPECT_NE(bad.message().find("/system/runtime/pass_overhead_ns/value"), std::string::npos)
+      << bad.message();
+}
+
+// Overheads at 0 give exactly the uncalibrated estimate (no overhead op, the
+// same times); otherwise each pass gains layers x layer + pass, in both modes,
+// as one "runtime overhead" op of class "other" in --compare.
+TEST(CalibrateTest, OverheadsAddPerLayerAndPerPass) {
+  System sys = LoadSystem("trn2-server").value();
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.input = 15;
+  c.output = 2;
+  const Model m = Tiny(kTinyLlama);
+  sys.runtime.layer_ns.value = 0;
+  sys.runtime.pass_ns.value = 0;
+  const ServeEstimate zero = EstimateServing(sys, m, c).value();
+  for (const OpCost& op : zero.decode.ops) EXPECT_NE(op.name, "runtime overhead");
+  const ServeEstimate shipped = EstimateServing(LoadSystem("trn2-server").value(), m, c).value();
+  EXPECT_NEAR(shipped.tpot_s - zero.tpot_s,
+              LoadSystem("trn2-server").value().runtime.pass_ns.value * 1e-9, 1e-15);
+  for (ServeMode mode : {ServeMode::kAnalytical, ServeMode::kEvent}) {
+    c.mode = mode;
+    sys.runtime.layer_ns.value = 0;
+    sys.runtime.pass_ns.value = 0;
+    const ServeEstimate base = EstimateServing(sys, m, c).value();
+    sys.runtime.layer_ns.value = 1000;
+    sys.runtime.pass_ns.value = 5000;
+    const ServeEstimate e = EstimateServing(sys, m, c).value();
+    const double added = (static_cast<double>(m.layers) * 1000 + 5000) * 1e-9;
+    EXPECT_NEAR(e.ttft_s - base.ttft_s, added, 1e-15);
+    EXPECT_NEAR(e.tpot_s - base.tpot_s, added, 1e-15);
+    auto op = std::find_if(e.decode.ops.begin(), e.decode.ops.end(),
+                           [](const OpCost& o) { return o.name == "runtime overhead"; });
+    ASSERT_NE(op, e.decode.ops.end());
+    EXPECT_EQ(op->count, m.layers + 1);
+    EXPECT_EQ(op->bound, "runtime");
+    EXPECT_EQ(CompareClassOf(*op), "other");
+  }
+}
+
 // Event mode (serve.h "Event mode") on a 4-layer gpt-oss-like model (window
 // and full layers alternating, all MoE) at TP 2: two layer kinds of two
 // layers each, and a phase's time is exactly the kinds' simulated times x

@@ -149,6 +149,7 @@ class SystemParser {
     Use("/system/scale_out_link", s_.scale_out_link, LinkKind::kEfa);
     ReadHost(sys.Object("host"));
     ReadCollectives(sys.Object("collectives"));
+    if (sys.Optional("runtime") != nullptr) ReadRuntime(sys.Object("runtime"));
     ReadPublished(sys.Object("published"));
     sys.Finish();
     root.Finish();
@@ -309,6 +310,16 @@ class SystemParser {
     }
     c.Finish();
     s_.collectives = std::move(t);
+  }
+
+  void ReadRuntime(ObjectReader r) {
+    if (r.Optional("layer_overhead_ns") != nullptr) {
+      s_.runtime.layer_ns = NonNeg(r, "layer_overhead_ns");
+    }
+    if (r.Optional("pass_overhead_ns") != nullptr) {
+      s_.runtime.pass_ns = NonNeg(r, "pass_overhead_ns");
+    }
+    r.Finish();
   }
 
   void ReadPublished(ObjectReader p) {

@@ -161,6 +161,8 @@ RankMemory MemoryOfStage(const Model& m, const ServeConfig& c, int stage) {
 // Timing: analytical rooflines, or in event mode the lowered ops simulated
 // (serve.h "Event mode").
 
+constexpr char kOverheadOp[] = "runtime overhead";
+
 class PhaseBuilder {
  public:
   PhaseBuilder(const System& sys, const ServeConfig& c) : sys_(sys), c_(c) {
@@ -194,6 +196,17 @@ class PhaseBuilder {
     op.fidelity = simulated >= 0 ? "event" : "analytical";
     (compute > memory ? compute_s_ : memory_s_)[name] += seconds;
     Span(name, seconds, compute, memory);
+  }
+
+  // A fixed runtime overhead (System::runtime): the same time in both modes,
+  // on no engine or link. Nothing is counted at 0, so an uncalibrated
+  // description gives the ops it gave before the parameters existed.
+  void Overhead(double seconds) {
+    if (seconds <= 0) return;
+    OpCost& op = Op(kOverheadOp, "overhead");
+    op.count += 1;
+    op.seconds += seconds;
+    Span(kOverheadOp, seconds, 0, 0);
   }
 
   // A GEMM [m, k] x [k, n] with weights of `w` (activations BF16).
@@ -340,6 +353,8 @@ class PhaseBuilder {
     for (OpCost& op : ops_) {
       if (op.op_class == "collective") {
         op.bound = link_bound_[op.name];
+      } else if (op.op_class == "overhead") {
+        op.bound = "runtime";
       } else {
         op.bound = compute_s_[op.name] > memory_s_[op.name] ? "compute" : "HBM";
       }
@@ -525,6 +540,7 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
     const int64_t window = m.window[static_cast<size_t>(layer)];
     b.SetLayer(layer, (window > 0 ? "sliding window " + std::to_string(window) : "full attention") +
                           (m.moe_layer[static_cast<size_t>(layer)] ? ", MoE" : ", dense MLP"));
+    b.Overhead(sys.runtime.layer_ns.value * 1e-9);
     // Two RMSNorms (read + write) and two residual adds (read two, write one).
     b.Elementwise("norms+residual",
                   2 * (2 * shard * h * kActBytes) + 2 * (3 * shard * h * kActBytes));
@@ -662,6 +678,7 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
     }
   }
   b.SetLayer(m.layers);
+  b.Overhead(sys.runtime.pass_ns.value * 1e-9);
   // Pipeline stages hand the hidden state on.
   const int rpc = sys.chip.core_count() / l.lnc;
   for (int stage = 0; stage + 1 < l.pp; ++stage) {
@@ -738,7 +755,7 @@ std::string_view CompareClassOf(const OpCost& op) {
   for (const char* name : kMoe) {
     if (op.name == name) return "moe";
   }
-  if (op.op_class == "elementwise") return "other";
+  if (op.op_class == "elementwise" || op.op_class == "overhead") return "other";
   return op.op_class;  // "gemm", "attention", "collective"
 }
 

@@ -127,7 +127,9 @@ StatusOr<TrainEstimate> EstimateTraining(const System& sys, const Model& m, cons
   double attention_fwd = 0;  // one rank, one microbatch
   for (const OpCost& op : e.forward.ops) {
     OpCost back = op;
-    if (op.op_class != "collective") {
+    // The backward is one more pass: its collectives and its runtime
+    // overhead (System::runtime) are paid once more, not 2x.
+    if (op.op_class != "collective" && op.op_class != "overhead") {
       back.seconds *= 2;
       back.flops *= 2;
       back.hbm_bytes *= 2;

@@ -3,6 +3,7 @@
 // section, with its source ids and tags.
 #include "trnmx/emu/validate.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -83,27 +84,50 @@ CalibrationRow Row(std::string id, std::string quantity, std::string configurati
   return r;
 }
 
+StatusOr<ServeEstimate> EstimateRow(const System& sys, const ServeRow& s, ServeMode mode) {
+  StatusOr<Model> m = LoadModel(s.model);
+  if (!m.ok()) return m.status();
+  ServeConfig c;
+  c.mode = mode;
+  c.layout.tp = s.tp;
+  c.layout.lnc = 2;
+  c.layout.sp = s.sp;
+  c.batch = s.batch;
+  c.input = s.input;
+  c.output = s.output;
+  return EstimateServing(sys, *m, c);
+}
+
+// The fitted quantities of a row: TTFT and TPOT (ms).
+void AddFittedRows(const ServeRow& s, const ServeEstimate& e, std::vector<CalibrationRow>& out) {
+  out.push_back(Row(s.id, "TTFT", s.configuration, "ms", e.ttft_s * 1e3, s.ttft_ms, s.source));
+  out.push_back(Row(s.id, "TPOT", s.configuration, "ms", e.tpot_s * 1e3, s.tpot_ms, s.source));
+}
+
+double SquaredRelativeErrors(const std::vector<CalibrationRow>& rows) {
+  double sum = 0;
+  for (const CalibrationRow& r : rows) sum += (r.error_pct / 100) * (r.error_pct / 100);
+  return sum;
+}
+
+void SetOverheads(System& sys, const std::vector<FittedParameter>& p) {
+  const char* source = "trainium.md 12.1 A1 E1 (TTFT, TPOT; trnmx-emu calibrate)";
+  sys.runtime.layer_ns = {p[0].value, "ns", SourceTag::kInferred, source, "fitted"};
+  sys.runtime.pass_ns = {p[1].value, "ns", SourceTag::kInferred, source, "fitted"};
+}
+
 }  // namespace
 
 double CalibrationError(double model, double published) {
   return 100 * (model - published) / published;
 }
 
-StatusOr<std::vector<CalibrationRow>> RunCalibration() {
+StatusOr<std::vector<CalibrationRow>> RunCalibration(ServeMode mode) {
   StatusOr<System> trn2 = LoadSystem("trn2-server");
   if (!trn2.ok()) return trn2.status();
   std::vector<CalibrationRow> rows;
   for (const ServeRow& s : kServeRows) {
-    StatusOr<Model> m = LoadModel(s.model);
-    if (!m.ok()) return m.status();
-    ServeConfig c;
-    c.layout.tp = s.tp;
-    c.layout.lnc = 2;
-    c.layout.sp = s.sp;
-    c.batch = s.batch;
-    c.input = s.input;
-    c.output = s.output;
-    StatusOr<ServeEstimate> e = EstimateServing(*trn2, *m, c);
+    StatusOr<ServeEstimate> e = EstimateRow(*trn2, s, mode);
     if (!e.ok()) return e.status();
     rows.push_back(Row(s.id, "TTFT", s.configuration, "ms", e->ttft_s * 1e3, s.ttft_ms, s.source));
     rows.push_back(Row(s.id, "TPOT", s.configuration, "ms", e->tpot_s * 1e3, s.tpot_ms, s.source));
@@ -146,9 +170,10 @@ StatusOr<std::vector<CalibrationRow>> RunCalibration() {
   return rows;
 }
 
-std::string CalibrationTable(const std::vector<CalibrationRow>& rows) {
+std::string CalibrationTable(const std::vector<CalibrationRow>& rows, ServeMode mode) {
   std::string out =
-      "calibration rows of trainium.md section 12 (analytical mode; nothing fitted)\n";
+      "calibration rows of trainium.md section 12 (A1, E1: " + std::string(ServeModeName(mode)) +
+      " mode; runtime overheads as in the trn2-server description)\n";
   char buf[160];
   std::snprintf(buf, sizeof(buf), "%-8s %-11s %12s %12s %6s %9s  %s\n", "row", "quantity", "model",
                 "published", "unit", "error", "configuration [source]");
@@ -158,6 +183,124 @@ std::string CalibrationTable(const std::vector<CalibrationRow>& rows) {
                   r.quantity.c_str(), r.model, r.published, r.unit.c_str(), r.error_pct);
     out += buf + r.configuration + " [" + r.source + "]\n";
   }
+  return out;
+}
+
+}  // namespace trnmx::emu
+
+namespace trnmx::emu {
+
+std::vector<double> FitCoordinateDescent(
+    const std::function<double(const std::vector<double>&)>& objective,
+    const std::vector<FitRange>& ranges) {
+  constexpr int kPoints = 21, kRefinements = 8, kSweeps = 50;
+  std::vector<double> x;
+  for (const FitRange& r : ranges) x.push_back(r.lo);
+  double best = objective(x);
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    const double start = best;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      double lo = ranges[i].lo, hi = ranges[i].hi;
+      for (int round = 0; round <= kRefinements; ++round) {
+        const double step = (hi - lo) / (kPoints - 1);
+        double best_v = x[i];
+        for (int k = 0; k < kPoints; ++k) {
+          std::vector<double> trial = x;
+          trial[i] = lo + step * k;
+          const double f = objective(trial);
+          if (f < best) {
+            best = f;
+            best_v = trial[i];
+          }
+        }
+        x[i] = best_v;
+        lo = std::max(ranges[i].lo, best_v - step);
+        hi = std::min(ranges[i].hi, best_v + step);
+      }
+    }
+    if (start - best <= 1e-12 * start) break;
+  }
+  return x;
+}
+
+StatusOr<CalibrationFit> Calibrate() {
+  StatusOr<System> loaded = LoadSystem("trn2-server");
+  if (!loaded.ok()) return loaded.status();
+  System sys = std::move(*loaded);
+  CalibrationFit fit;
+  fit.parameters = {{"layer_overhead_ns", "ns", {0, 200e3}, 0},
+                    {"pass_overhead_ns", "ns", {0, 20e6}, 0}};
+  const size_t n = fit.parameters.size();
+  // Each row's TTFT and TPOT at the overheads 0 (index 0) and with overhead
+  // i alone at 1 ms (index i + 1): the rows are linear in the overheads.
+  std::vector<std::vector<CalibrationRow>> probes;
+  for (size_t probe = 0; probe <= n; ++probe) {
+    for (size_t i = 0; i < n; ++i) fit.parameters[i].value = probe == i + 1 ? 1e6 : 0;
+    SetOverheads(sys, fit.parameters);
+    std::vector<CalibrationRow> rows;
+    for (const ServeRow& s : kServeRows) {
+      StatusOr<ServeEstimate> e = EstimateRow(sys, s, ServeMode::kEvent);
+      if (!e.ok()) return e.status();
+      AddFittedRows(s, *e, rows);
+    }
+    probes.push_back(std::move(rows));
+  }
+  fit.before = probes[0];
+  auto rows_at = [&](const std::vector<double>& x) {
+    std::vector<CalibrationRow> rows = probes[0];
+    for (size_t r = 0; r < rows.size(); ++r) {
+      double model = probes[0][r].model;
+      for (size_t i = 0; i < n; ++i)
+        model += (probes[i + 1][r].model - probes[0][r].model) * x[i] / 1e6;
+      rows[r].model = model;
+      rows[r].error_pct = CalibrationError(model, rows[r].published);
+    }
+    return rows;
+  };
+  std::vector<FitRange> ranges;
+  for (const FittedParameter& p : fit.parameters) ranges.push_back(p.range);
+  const std::vector<double> x = FitCoordinateDescent(
+      [&](const std::vector<double>& v) { return SquaredRelativeErrors(rows_at(v)); }, ranges);
+  for (size_t i = 0; i < n; ++i) fit.parameters[i].value = x[i];
+  // The rows after the fit, costed in full (not from the linear form).
+  SetOverheads(sys, fit.parameters);
+  for (const ServeRow& s : kServeRows) {
+    StatusOr<ServeEstimate> e = EstimateRow(sys, s, ServeMode::kEvent);
+    if (!e.ok()) return e.status();
+    AddFittedRows(s, *e, fit.after);
+  }
+  fit.objective_before = SquaredRelativeErrors(fit.before);
+  fit.objective_after = SquaredRelativeErrors(fit.after);
+  return fit;
+}
+
+std::string CalibrationFitTable(const CalibrationFit& fit) {
+  std::string out =
+      "calibration of the runtime overheads (in-sample: fitted on and judged on the rows below)\n"
+      "rows: trainium.md 12.1 A1 and E1, TTFT and TPOT, event mode, trn2-server\n"
+      "objective: sum of squared relative errors; search: coordinate descent from 0, each\n"
+      "coordinate a 21-point grid over its range refined 8 times around the best point\n";
+  char buf[200];
+  for (const FittedParameter& p : fit.parameters) {
+    std::snprintf(buf, sizeof(buf),
+                  "%-18s %14.1f %s  (range %.0f .. %.0f %s; /system/runtime/%s)\n", p.name.c_str(),
+                  p.value, p.unit.c_str(), p.range.lo, p.range.hi, p.unit.c_str(), p.name.c_str());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof(buf), "%-4s %-5s %10s %10s %9s %10s %9s\n", "row", "qty", "published",
+                "before", "error", "after", "error");
+  out += buf;
+  for (size_t r = 0; r < fit.before.size(); ++r) {
+    const CalibrationRow& b = fit.before[r];
+    const CalibrationRow& a = fit.after[r];
+    std::snprintf(buf, sizeof(buf), "%-4s %-5s %10.3f %10.3f %+8.1f%% %10.3f %+8.1f%%  %s\n",
+                  b.id.c_str(), b.quantity.c_str(), b.published, b.model, b.error_pct, a.model,
+                  a.error_pct, b.unit.c_str());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof(buf), "objective %.6f before, %.6f after\n", fit.objective_before,
+                fit.objective_after);
+  out += buf;
   return out;
 }
 

@@ -27,7 +27,11 @@
 // simulated once per distinct (op, bytes) (collective.h), with the
 // algorithm PlanCollective chooses. MoE routing is the uniform expectation:
 // every expert gets T x top_k / experts tokens, and a step reads the weights
-// of experts x (1 - (1 - top_k / experts)^T) experts.
+// of experts x (1 - (1 - top_k / experts)^T) experts. Runtime overheads
+// (system.h RuntimeOverheads, fitted by `trnmx-emu calibrate`, validate.h):
+// every pass adds layers x layer_ns + pass_ns as one op "runtime overhead"
+// (class "overhead", bound "runtime", on no engine or link; --compare counts
+// it in "other"), the same in both modes; none at 0.
 //
 //   System sys = LoadSystem("trn3-ultraserver-gen2").value();
 //   Model m = LoadModel("gpt-oss-120b").value();
@@ -174,7 +178,7 @@ struct MemoryFit {
 // of one rank).
 struct OpCost {
   std::string name;      // "qkv", "attention", "experts", "all-reduce", ...
-  std::string op_class;  // "gemm", "attention", "elementwise", "collective"
+  std::string op_class;  // "gemm", "attention", "elementwise", "collective", "overhead"
   int64_t count = 0;     // times per pass
   double seconds = 0;
   double flops = 0, hbm_bytes = 0;
@@ -224,7 +228,7 @@ struct PhaseCost {
 // head), "attention", "collective" (tensor-parallel collectives, sends,
 // sampling), "moe" (router, experts, shared experts, MoE combine and the
 // expert-parallel all-to-alls), "other" (embedding, norms, residuals,
-// RoPE, SwiGLU).
+// RoPE, SwiGLU, the runtime overhead).
 std::string_view CompareClassOf(const OpCost& op);
 struct ClassDivergence {
   std::string op_class;

@@ -131,6 +131,15 @@ struct CollectiveThresholds {
   Sourced mesh_max_bytes, rdh_max_bytes;
 };
 
+// Runtime overheads of running a model's forward pass (serve.h, train.h),
+// the overhead parameters `trnmx-emu calibrate` fits against trainium.md
+// 12.1 (validate.h; tag I, the source names the rows). Description path
+// /system/runtime; absent (or a field absent) = 0 ns, the uncalibrated rules.
+struct RuntimeOverheads {
+  Sourced layer_ns;  // per model layer of a pass: kernel launches and cross-engine semaphores
+  Sourced pass_ns;   // per pass: the graph launch and the host's sync of the sampled tokens
+};
+
 // AWS's totals for the whole system (a consistency check, never an input).
 struct PublishedSystemSpec {
   std::map<MatmulDtype, Sourced> dense_tflops;
@@ -149,6 +158,7 @@ struct System {
   std::optional<HostSpec> host;
   std::optional<CollectiveThresholds> collectives;  // absent for a chip
   PublishedSystemSpec published;                    // for all `systems` together
+  RuntimeOverheads runtime;                         // 0 when the description has none
 
   std::vector<std::string> node_names;  // chips, then switches, then "efa"
   std::vector<SystemLink> links;

@@ -20,7 +20,8 @@
 //             elementwise op of the forward costs 2x its forward FLOPs and
 //             2x its HBM bytes (so 2x its forward time); each tensor-parallel
 //             collective runs once more (the conjugate collective of the
-//             backward, the same bytes)
+//             backward, the same bytes), and so does the runtime overhead
+//             (system.h RuntimeOverheads: one more pass)
 //   pipeline  (microbatches + pp - 1) x (forward + backward) / pp: stages
 //             hold equal shares of the pass, so the bubble fraction is
 //             (pp - 1) / (microbatches + pp - 1); pp = 1 is gradient
