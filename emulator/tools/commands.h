@@ -6,6 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "trnmx/emu/model.h"
+#include "trnmx/emu/serve.h"
+#include "trnmx/emu/system.h"
 #include "trnmx/status.h"
 
 namespace trnmx::emu::cli {
@@ -26,6 +29,16 @@ int RunSystemPeak(const std::string& name, int systems);
 
 // --skew "zipf:S" (S >= 0) -> S; "" -> 0 (even). INVALID_ARGUMENT otherwise.
 StatusOr<double> ParseZipfSkew(const std::string& text);
+
+// What `serve` and `train` load from their --system, --model and --weights
+// (LoadSystem, LoadModel, ParseWeightFormats); the first error otherwise.
+struct ModelRunInputs {
+  System system;
+  Model model;
+  WeightFormats weights;
+};
+StatusOr<ModelRunInputs> LoadModelRunInputs(const std::string& system, const std::string& model,
+                                            const std::string& weights);
 
 }  // namespace trnmx::emu::cli
 

@@ -176,15 +176,14 @@ int RunServe(const ServeArgs& args) {
     std::cerr << mode.status().ToString() << "\n";
     return 1;
   }
-  StatusOr<System> system = LoadSystem(args.system);
-  StatusOr<Model> model = LoadModel(args.model);
-  StatusOr<WeightFormats> weights = ParseWeightFormats(args.weights);
-  for (const Status& s : {system.status(), model.status(), weights.status()}) {
-    if (!s.ok()) {
-      std::cerr << s.ToString() << "\n";
-      return 1;
-    }
+  StatusOr<ModelRunInputs> inputs = LoadModelRunInputs(args.system, args.model, args.weights);
+  if (!inputs.ok()) {
+    std::cerr << inputs.status().ToString() << "\n";
+    return 1;
   }
+  const System* system = &inputs->system;
+  const Model* model = &inputs->model;
+  const WeightFormats* weights = &inputs->weights;
   ServeConfig c = args.config;
   c.weights = *weights;
   c.mode = *mode;
@@ -321,6 +320,17 @@ int RunServe(const ServeArgs& args) {
 }
 
 }  // namespace
+
+StatusOr<ModelRunInputs> LoadModelRunInputs(const std::string& system, const std::string& model,
+                                            const std::string& weights) {
+  StatusOr<System> s = LoadSystem(system);
+  if (!s.ok()) return s.status();
+  StatusOr<Model> m = LoadModel(model);
+  if (!m.ok()) return m.status();
+  StatusOr<WeightFormats> w = ParseWeightFormats(weights);
+  if (!w.ok()) return w.status();
+  return ModelRunInputs{*std::move(s), *std::move(m), *w};
+}
 
 void AddServeCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ServeArgs>();

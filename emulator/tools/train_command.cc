@@ -66,15 +66,14 @@ std::string Classes(const std::vector<OpCost>& ops, double total) {
 }
 
 int RunTrain(const TrainArgs& args) {
-  StatusOr<System> system = LoadSystem(args.system);
-  StatusOr<Model> model = LoadModel(args.model);
-  StatusOr<WeightFormats> weights = ParseWeightFormats(args.weights);
-  for (const Status& s : {system.status(), model.status(), weights.status()}) {
-    if (!s.ok()) {
-      std::cerr << s.ToString() << "\n";
-      return 1;
-    }
+  StatusOr<ModelRunInputs> inputs = LoadModelRunInputs(args.system, args.model, args.weights);
+  if (!inputs.ok()) {
+    std::cerr << inputs.status().ToString() << "\n";
+    return 1;
   }
+  const System* system = &inputs->system;
+  const Model* model = &inputs->model;
+  const WeightFormats* weights = &inputs->weights;
   TrainConfig c = args.config;
   c.weights = *weights;
   c.zero1 = !args.no_zero;
