@@ -4,6 +4,7 @@
 #define TRNMX_EMU_TOOLS_COMMANDS_H_
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "trnmx/emu/model.h"
@@ -37,6 +38,10 @@ struct ModelRunInputs {
   Model model;
   WeightFormats weights;
 };
+// One op of a serve or train estimate in --json: name, class, count, ms,
+// flops, hbm_bytes, bound.
+nlohmann::json OpCostJson(const OpCost& op);
+
 StatusOr<ModelRunInputs> LoadModelRunInputs(const std::string& system, const std::string& model,
                                             const std::string& weights);
 

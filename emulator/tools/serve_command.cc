@@ -37,14 +37,9 @@ struct ServeArgs {
 nlohmann::json ServePhaseJson(const PhaseCost& p) {
   nlohmann::json ops = nlohmann::json::array();
   for (const OpCost& o : p.ops) {
-    ops.push_back({{"name", o.name},
-                   {"class", o.op_class},
-                   {"fidelity", o.fidelity},
-                   {"count", o.count},
-                   {"ms", o.seconds * 1e3},
-                   {"flops", o.flops},
-                   {"hbm_bytes", o.hbm_bytes},
-                   {"bound", o.bound}});
+    nlohmann::json op = OpCostJson(o);
+    op["fidelity"] = o.fidelity;
+    ops.push_back(std::move(op));
   }
   nlohmann::json classes = nlohmann::json::array();
   for (const ClassCost& c : p.classes) {
@@ -320,6 +315,12 @@ int RunServe(const ServeArgs& args) {
 }
 
 }  // namespace
+
+nlohmann::json OpCostJson(const OpCost& op) {
+  return {{"name", op.name},        {"class", op.op_class}, {"count", op.count},
+          {"ms", op.seconds * 1e3}, {"flops", op.flops},    {"hbm_bytes", op.hbm_bytes},
+          {"bound", op.bound}};
+}
 
 StatusOr<ModelRunInputs> LoadModelRunInputs(const std::string& system, const std::string& model,
                                             const std::string& weights) {

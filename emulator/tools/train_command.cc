@@ -29,15 +29,7 @@ struct TrainArgs {
 
 nlohmann::json OpsJson(const std::vector<OpCost>& ops) {
   nlohmann::json j = nlohmann::json::array();
-  for (const OpCost& o : ops) {
-    j.push_back({{"name", o.name},
-                 {"class", o.op_class},
-                 {"count", o.count},
-                 {"ms", o.seconds * 1e3},
-                 {"flops", o.flops},
-                 {"hbm_bytes", o.hbm_bytes},
-                 {"bound", o.bound}});
-  }
+  for (const OpCost& o : ops) j.push_back(OpCostJson(o));
   return j;
 }
 
