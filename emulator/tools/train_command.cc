@@ -1,7 +1,6 @@
 // trnmx-emu train: one training step of a model on a system (train.h): memory
 // per chip with the optimizer state and activations, step time, tokens/s,
 // MFU and energy (analytical).
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -33,25 +32,13 @@ nlohmann::json OpsJson(const std::vector<OpCost>& ops) {
   return j;
 }
 
-// Time per op class of a list of ops, largest first.
-std::string Classes(const std::vector<OpCost>& ops, double total) {
-  std::vector<std::pair<std::string, double>> classes;
-  for (const OpCost& o : ops) {
-    auto it = std::find_if(classes.begin(), classes.end(),
-                           [&](const auto& c) { return c.first == o.op_class; });
-    if (it == classes.end()) {
-      classes.emplace_back(o.op_class, o.seconds);
-    } else {
-      it->second += o.seconds;
-    }
-  }
-  std::sort(classes.begin(), classes.end(),
-            [](const auto& a, const auto& b) { return a.second > b.second; });
+// A phase's time per op class (PhaseCost::classes, largest first) as text.
+std::string Classes(const PhaseCost& phase, double total) {
   std::string out;
   char buf[96];
-  for (const auto& [name, s] : classes) {
-    std::snprintf(buf, sizeof(buf), "%s%s %.3f ms (%.0f %%)", out.empty() ? "" : "; ", name.c_str(),
-                  s * 1e3, 100 * s / total);
+  for (const ClassCost& c : phase.classes) {
+    std::snprintf(buf, sizeof(buf), "%s%s %.3f ms (%.0f %%)", out.empty() ? "" : "; ",
+                  c.op_class.c_str(), c.seconds * 1e3, 100 * c.seconds / total);
     out += buf;
   }
   return out;
@@ -165,7 +152,7 @@ int RunTrain(const TrainArgs& args) {
       static_cast<long long>(int64_t{l.tp} * l.pp * l.dp),
       std::string(MatmulDtypeName(e->peak_dtype)).c_str());
   std::printf("forward      %.3f ms per microbatch: %s\n", e->forward_s * 1e3,
-              Classes(e->forward.ops, e->forward_s).c_str());
+              Classes(e->forward, e->forward_s).c_str());
   std::printf("backward     %.3f ms per microbatch (%s)\n", e->backward_s * 1e3, backward_note);
   std::printf(
       "pipeline     %.3f ms: (%lld microbatches + %d - 1) x (forward + backward) / %d "
