@@ -3,6 +3,7 @@
 
 #include <pthreadpool.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -13,9 +14,15 @@
 namespace trnmx {
 namespace {
 
+// True while this thread runs a task of a ThreadPoolExecutor (a pool worker,
+// or a caller taking part in its own call). Such a thread never waits for a
+// busy pool: the pool may be busy with the very call this task belongs to.
+thread_local bool in_pool_task = false;
+
 // What one ParallelFor call hands to pthreadpool's C callback. Exceptions must
 // not cross pthreadpool's C frames: the first one is kept and rethrown later.
 struct CallState {
+  explicit CallState(TaskRef task) : body(task) {}
   TaskRef body;
   std::mutex mutex;
   std::exception_ptr error;
@@ -23,12 +30,19 @@ struct CallState {
 
 void RunTask(void* context, std::size_t i) {
   auto* state = static_cast<CallState*>(context);
+  const bool outer = in_pool_task;
+  in_pool_task = true;
   try {
     state->body(i);
   } catch (...) {
     const std::lock_guard<std::mutex> lock(state->mutex);
     if (!state->error) state->error = std::current_exception();
   }
+  in_pool_task = outer;
+}
+
+void RunOnCallingThread(std::size_t num_tasks, TaskRef body) {
+  for (std::size_t i = 0; i < num_tasks; ++i) body(i);
 }
 
 std::size_t HardwareThreads() {
@@ -41,6 +55,30 @@ std::size_t HardwareThreads() {
 struct ThreadPoolExecutor::Impl {
   pthreadpool_t pool = nullptr;
   std::size_t num_threads = 1;
+  // One call at a time owns the pool's threads (`busy`); others wait on
+  // `idle` (callers outside any pool task) or run on their own thread.
+  std::mutex mutex;
+  std::condition_variable idle;
+  bool busy = false;
+
+  // Takes the pool: waits until it is free if `wait`, else only if free now.
+  bool Acquire(bool wait) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (wait) {
+      idle.wait(lock, [this] { return !busy; });
+    } else if (busy) {
+      return false;
+    }
+    busy = true;
+    return true;
+  }
+  void Release() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      busy = false;
+    }
+    idle.notify_one();
+  }
 };
 
 ThreadPoolExecutor::ThreadPoolExecutor(std::size_t num_threads) : impl_(std::make_unique<Impl>()) {
@@ -61,13 +99,15 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
 std::size_t ThreadPoolExecutor::NumThreads() const noexcept { return impl_->num_threads; }
 
 void ThreadPoolExecutor::ParallelFor(std::size_t num_tasks, TaskRef body) {
-  if (impl_->pool == nullptr || num_tasks <= 1) {
-    for (std::size_t i = 0; i < num_tasks; ++i) body(i);
-    return;
-  }
-  CallState state{body, {}, {}};
-  // pthreadpool serialises concurrent calls on one pool (its execution mutex).
+  if (impl_->pool == nullptr || num_tasks <= 1) return RunOnCallingThread(num_tasks, body);
+  // A call from inside a task (nested parallelism) does not wait for a busy
+  // pool: it may be this call's own pool, or a pool whose caller waits for
+  // this task. Every waiting caller is outside all tasks, so holds no pool,
+  // and no cycle of waits can form.
+  if (!impl_->Acquire(/*wait=*/!in_pool_task)) return RunOnCallingThread(num_tasks, body);
+  CallState state(body);
   pthreadpool_parallelize_1d(impl_->pool, &RunTask, &state, num_tasks, /*flags=*/0);
+  impl_->Release();
   if (state.error) std::rethrow_exception(state.error);
 }
 

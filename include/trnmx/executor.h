@@ -26,6 +26,19 @@
 //     environment variable is a positive integer, else one per hardware
 //     thread. trnmx never uses it unless the caller passes it.
 //
+// Several application threads may call trnmx at once, each with its own
+// executor, with none, or all with one shared executor: trnmx shares no
+// mutable state between threads (its scratch buffers are per thread), and
+// each thread gets the bits a call alone would give (calls must not write
+// to each other's outputs). A shared
+// ThreadPoolExecutor (DefaultExecutor() too) runs one ParallelFor at a time
+// on its threads: a call from another thread waits until the pool is free.
+// A call made inside a task of any ThreadPoolExecutor (nested parallelism,
+// e.g. a task that calls Gemm with the same pool) never waits: while the
+// pool is busy it runs its tasks on the calling thread. So sharing and
+// nesting never deadlock. An application's own Executor that it passes from
+// several threads at once must likewise accept concurrent ParallelFor calls.
+//
 //   trnmx::ThreadPoolExecutor pool(2);
 //   std::vector<float> y(n);
 //   pool.ParallelFor(n / 1024, [&](std::size_t t) { Work(t * 1024, &y); });
@@ -89,7 +102,9 @@ class TRNMX_API ThreadPoolExecutor final : public Executor {
   ThreadPoolExecutor& operator=(const ThreadPoolExecutor&) = delete;
 
   std::size_t NumThreads() const noexcept override;
-  // Not reentrant: a task must not call ParallelFor on the same pool.
+  // Thread-safe; calls from several threads take turns on the pool, and a
+  // call from inside a task runs on its own thread while the pool is busy
+  // (see the top of this file).
   void ParallelFor(std::size_t num_tasks, TaskRef body) override;
 
  private:
@@ -98,8 +113,8 @@ class TRNMX_API ThreadPoolExecutor final : public Executor {
 };
 
 // The opt-in process-wide pool described above; created on the first call,
-// never by trnmx itself. Thread-safe to obtain; ParallelFor calls from
-// several application threads are serialised by the pool.
+// never by trnmx itself. Thread-safe to obtain and to use from several
+// threads at once, like every ThreadPoolExecutor.
 TRNMX_API Executor& DefaultExecutor();
 
 }  // namespace trnmx

@@ -96,6 +96,38 @@ TEST(DefaultExecutor, IsOneSharedPool) {
   ExpectEachTaskOnce(a, 333);
 }
 
+// A ParallelFor inside a task, on the same pool or (through another pool)
+// back on the first, runs every task once. Before executor.h's nesting rule
+// the inner call waited for the pool its own caller held: a deadlock. In a
+// child process with an alarm, so that a regression fails in 20 s (SIGALRM)
+// instead of hanging the suite.
+TEST(ThreadPoolExecutor, NestedCallsRunEveryTaskInsteadOfWaiting) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        alarm(20);
+        ThreadPoolExecutor a(2);
+        ThreadPoolExecutor b(3);
+        std::vector<std::atomic<int>> same(4 * 8);
+        a.ParallelFor(4, [&](std::size_t i) {
+          a.ParallelFor(8, [&](std::size_t j) { same[i * 8 + j].fetch_add(1); });
+        });
+        std::vector<std::atomic<int>> across(4 * 4 * 4);
+        a.ParallelFor(4, [&](std::size_t i) {
+          b.ParallelFor(4, [&](std::size_t j) {
+            a.ParallelFor(4, [&](std::size_t k) { across[(i * 4 + j) * 4 + k].fetch_add(1); });
+          });
+        });
+        for (const auto* calls : {&same, &across}) {
+          for (const std::atomic<int>& c : *calls) {
+            if (c.load() != 1) std::_Exit(2);
+          }
+        }
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "^$");
+}
+
 // Threads of this process (Linux: one entry per thread in /proc/self/task);
 // 0 when that cannot be read.
 std::size_t ProcessThreads() {
@@ -114,12 +146,22 @@ std::vector<std::uint32_t> Bits(const std::vector<float>& v) {
   return out;
 }
 
-// Every entry point that takes an Executor*, with sizes that split into many
-// tasks (several bulk chunks, many MX line groups, a GEMM far above the
-// 1 MFLOP inline threshold), once with `executor`. Returns the outputs.
-std::vector<std::vector<std::uint32_t>> RunEveryEntryPoint(Executor* executor) {
-  const std::size_t n = 5 * 32768 + 7;
-  const std::size_t dim = 192;
+// Sizes for RunEveryEntryPoint that split into many tasks: n bulk elements
+// (32768 per chunk), dim x dim MX tensors and GEMMs (above the 1 MFLOP below
+// which a GEMM runs on the calling thread: 2 * 96^3 = 1.8 MFLOP).
+struct EntryPointSizes {
+  std::size_t n;
+  std::size_t dim;
+};
+constexpr EntryPointSizes kManyTasks{5 * 32768 + 7, 192};
+constexpr EntryPointSizes kSomeTasks{2 * 32768 + 7, 96};
+
+// Every entry point that takes an Executor*, once with `executor`. Returns
+// the outputs.
+std::vector<std::vector<std::uint32_t>> RunEveryEntryPoint(Executor* executor,
+                                                           EntryPointSizes sizes = kManyTasks) {
+  const std::size_t n = sizes.n;
+  const std::size_t dim = sizes.dim;
   std::vector<float> x(n);
   for (std::size_t i = 0; i < n; ++i) x[i] = std::sin(0.001f * static_cast<float>(i)) * 300.0f;
   std::vector<std::vector<std::uint32_t>> out;
@@ -195,6 +237,41 @@ TEST(NullExecutor, RunsOnTheCallingThreadAndStartsNoThread) {
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(0), "^$");
+}
+
+// Runs RunEveryEntryPoint (kSomeTasks) on one application thread per entry
+// of `executors`, all at once; returns each thread's outputs.
+std::vector<std::vector<std::vector<std::uint32_t>>> RunOnAppThreads(
+    const std::vector<Executor*>& executors) {
+  std::vector<std::vector<std::vector<std::uint32_t>>> bits(executors.size());
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < executors.size(); ++t) {
+    threads.emplace_back([&, t] { bits[t] = RunEveryEntryPoint(executors[t], kSomeTasks); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return bits;
+}
+
+// executor.h: several application threads may call trnmx at once and get
+// the bits of a single-threaded call. Four threads share one pool (their
+// calls take turns on its threads)...
+TEST(ConcurrentCallers, SharedPoolGivesSingleThreadedBits) {
+  const std::vector<std::vector<std::uint32_t>> want = RunEveryEntryPoint(nullptr, kSomeTasks);
+  ASSERT_FALSE(want.empty());
+  ThreadPoolExecutor pool(2);
+  const auto got = RunOnAppThreads({&pool, &pool, &pool, &pool});
+  for (std::size_t t = 0; t < got.size(); ++t) EXPECT_EQ(got[t], want) << "thread " << t;
+}
+
+// ... or each has its own executor or none.
+TEST(ConcurrentCallers, OwnPoolsOrNoneGiveSingleThreadedBits) {
+  const std::vector<std::vector<std::uint32_t>> want = RunEveryEntryPoint(nullptr, kSomeTasks);
+  ASSERT_FALSE(want.empty());
+  ThreadPoolExecutor two(2);
+  ThreadPoolExecutor three(3);
+  SerialExecutor serial;
+  const auto got = RunOnAppThreads({&two, &three, &serial, nullptr});
+  for (std::size_t t = 0; t < got.size(); ++t) EXPECT_EQ(got[t], want) << "thread " << t;
 }
 
 }  // namespace
