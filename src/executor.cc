@@ -11,8 +11,22 @@
 #include <string>
 #include <thread>
 
+#include "internal/tsan.h"
+
 namespace trnmx {
 namespace {
+
+// pthreadpool_parallelize_1d starts its tasks after the call begins and
+// returns after they all end, through futexes and atomics inside
+// libpthreadpool, which ThreadSanitizer does not instrument: HandOver and
+// TakeOver (internal/tsan.h) describe exactly those two edges to it; without
+// them TSan reports every hand-over of inputs to a task and of outputs back
+// as a race. Races between tasks, and with other threads, stay visible
+// (ThreadPoolExecutor.TsanSeesRacesBetweenTasks): the tasks take over only
+// the start edge and hand over only the end edge, so these never order one
+// task after another.
+using internal::HandOver;
+using internal::TakeOver;
 
 // True while this thread runs a task of a ThreadPoolExecutor (a pool worker,
 // or a caller taking part in its own call). Such a thread never waits for a
@@ -26,10 +40,14 @@ struct CallState {
   TaskRef body;
   std::mutex mutex;
   std::exception_ptr error;
+  // Their addresses name the call's two edges for HandOver and TakeOver.
+  char start_edge = 0;
+  char end_edge = 0;
 };
 
 void RunTask(void* context, std::size_t i) {
   auto* state = static_cast<CallState*>(context);
+  TakeOver(&state->start_edge);
   const bool outer = in_pool_task;
   in_pool_task = true;
   try {
@@ -39,6 +57,7 @@ void RunTask(void* context, std::size_t i) {
     if (!state->error) state->error = std::current_exception();
   }
   in_pool_task = outer;
+  HandOver(&state->end_edge);
 }
 
 void RunOnCallingThread(std::size_t num_tasks, TaskRef body) {
@@ -106,7 +125,9 @@ void ThreadPoolExecutor::ParallelFor(std::size_t num_tasks, TaskRef body) {
   // and no cycle of waits can form.
   if (!impl_->Acquire(/*wait=*/!in_pool_task)) return RunOnCallingThread(num_tasks, body);
   CallState state(body);
+  HandOver(&state.start_edge);
   pthreadpool_parallelize_1d(impl_->pool, &RunTask, &state, num_tasks, /*flags=*/0);
+  TakeOver(&state.end_edge);
   impl_->Release();
   if (state.error) std::rethrow_exception(state.error);
 }

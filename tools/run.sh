@@ -9,12 +9,14 @@
 #                                     GEMM on the Trainium3 emulator (trnmx-emu gemm --check)
 #   tools/run.sh test [ctest args]    build what the tests need (not the benchmarks), run every test
 #   tools/run.sh sanitize             unit tests under ASan + UBSan
+#   tools/run.sh tsan [ctest args]    every test that runs threads (label threads) under
+#                                     ThreadSanitizer
 #   tools/run.sh fuzz [seconds] [harness...]
 #                                     libFuzzer on every parser of outside data (Clang,
 #                                     ASan + UBSan), seconds per harness (default 300)
 #   tools/run.sh bench [bench args]   build and run the benchmarks
 #
-# Build trees: build/demo, build/test, build/asan, build/fuzz, build/bench.
+# Build trees: build/demo, build/test, build/asan, build/tsan, build/fuzz, build/bench.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -79,7 +81,7 @@ test_packages=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev lib
                libeigen3-dev libssl-dev libxsimd-dev)
 
 # sanitizer_isa: the -march flags and disabled Highway targets of the
-# sanitized builds (sanitize, fuzz), in isa_cxx_flags and isa_hwy_disabled.
+# sanitized builds (sanitize, tsan, fuzz), in isa_cxx_flags and isa_hwy_disabled.
 sanitizer_isa() {
   isa_cxx_flags=""
   isa_hwy_disabled='HWY_SSSE3|HWY_SSE4|HWY_AVX3|HWY_AVX3_DL'
@@ -175,6 +177,29 @@ case "$mode" in
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       timed ctest ctest --test-dir build/asan -j "$jobs" --output-on-failure -L "unit|cli|emulator" "$@"
     ;;
+  tsan)
+    # ThreadSanitizer (GCC 12's, runtime libtsan2) on the tests of label
+    # threads: every suite that runs trnmx code on several threads (executor,
+    # bulk codecs, MX tensors, GEMM, MoE, attention). Release (-O3, what
+    # users run) with -g1 (line tables: the reports' stacks name file and
+    # line); Highway's targets as in the sanitizer build (sanitizer_isa).
+    # Nothing is suppressed: pthreadpool's own synchronisation (futexes and
+    # atomics in uninstrumented code) is described to TSan by src/executor.cc.
+    apt_need "${base_packages[@]}" "${test_packages[@]}" libtsan2
+    sanitizer_isa
+    timed configure configure build/tsan -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CXX_FLAGS="$isa_cxx_flags -fsanitize=thread -g1" \
+      -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
+      -DTRNMX_HWY_DISABLED_TARGETS="$isa_hwy_disabled" -DTRNMX_WERROR=ON \
+      -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_BUILD_EXAMPLES=OFF -DTRNMX_INSTALL=OFF
+    timed build cmake --build build/tsan -j "$jobs" --target trnmx_tests_threads
+    log "running the tests of label threads under ThreadSanitizer"
+    # -E: the suites of those executables that run on one thread only
+    # (nullptr executors), and would take ~80 s under TSan for nothing.
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      timed ctest ctest --test-dir build/tsan -j "$jobs" --output-on-failure -L threads \
+        -E '^(AttentionAccuracy|FixedMath)\.' "$@"
+    ;;
   fuzz)
     # libFuzzer (clang-14, libclang-rt-14-dev) with ASan + UBSan on each
     # harness of tests/fuzz/fuzz_support.h, starting from its checked-in
@@ -229,7 +254,7 @@ case "$mode" in
     done
     ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^# Build trees/p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

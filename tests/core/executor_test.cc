@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "internal/tsan.h"
 #include "trnmx/formats/bulk.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
@@ -126,6 +127,34 @@ TEST(ThreadPoolExecutor, NestedCallsRunEveryTaskInsteadOfWaiting) {
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(0), "^$");
+}
+
+// Under ThreadSanitizer (tools/run.sh tsan), executor.cc's annotations of
+// pthreadpool's own synchronisation must leave races between tasks visible:
+// two tasks meet on two threads, then both write one int, which TSan must
+// report (in a child process; TSan's default exit code after a report is 66).
+TEST(ThreadPoolExecutor, TsanSeesRacesBetweenTasks) {
+#ifndef TRNMX_TSAN
+  GTEST_SKIP() << "needs a ThreadSanitizer build (tools/run.sh tsan)";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        int shared = 0;
+        {
+          ThreadPoolExecutor pool(2);
+          std::atomic<int> arrived{0};
+          pool.ParallelFor(2, [&](std::size_t i) {
+            arrived.fetch_add(1);
+            while (arrived.load() < 2) std::this_thread::yield();
+            shared = static_cast<int>(i);  // Both tasks, unordered: the race.
+          });
+        }
+        // exit, not _Exit: without halt_on_error TSan sets the exit code at exit.
+        std::exit(shared < 2 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(66), "ThreadSanitizer: data race");
+#endif
 }
 
 // Threads of this process (Linux: one entry per thread in /proc/self/task);

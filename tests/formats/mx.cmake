@@ -15,7 +15,7 @@ trnmx_add_gtest(formats_mx_pack_test
 # MX tensors: layout, tensor API, NVFP4, GGML MXFP4 (issue 3).
 trnmx_add_gtest(formats_mx_tensor_test
   SOURCES mx_tensor_test.cc xorwow_test.cc
-  LABELS unit)
+  LABELS unit threads)
 
 trnmx_add_gtest(formats_mx_tensor_exhaustive_test
   SOURCES mx_tensor_exhaustive_test.cc
