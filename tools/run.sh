@@ -57,20 +57,24 @@ need_conan() {
   export PATH="$venv/bin:$PATH"
 }
 
-# need_golden_python: sets TRNMX_PYTHON to an interpreter with numpy and
-# ml_dtypes (the independent MX quantizer of tools/golden/). The python3 on
-# PATH is used when it has both; otherwise they are installed from PyPI into
-# build/venv-golden.
+# need_golden_python: sets TRNMX_PYTHON to an interpreter with numpy,
+# ml_dtypes (the independent MX quantizer of tools/golden/) and gguf
+# (llama.cpp's gguf-py, the GGML MXFP4 peer). The python3 on PATH is used when
+# it has all three; otherwise they are installed from PyPI into
+# build/venv-golden (an existing one only gets what it lacks).
 need_golden_python() {
-  if python3 -c 'import numpy, ml_dtypes' >/dev/null 2>&1; then
+  local golden_imports='import numpy, ml_dtypes, gguf.quants'
+  if python3 -c "$golden_imports" >/dev/null 2>&1; then
     TRNMX_PYTHON=$(command -v python3)
   else
     local venv="$root/build/venv-golden"
-    if ! "$venv/bin/python" -c 'import numpy, ml_dtypes' >/dev/null 2>&1; then
-      log "installing numpy and ml_dtypes from PyPI into $venv"
-      rm -rf "$venv"
-      python3 -m venv "$venv" 2>/dev/null || { apt_need python3-venv; rm -rf "$venv"; python3 -m venv "$venv"; }
-      "$venv/bin/python" -m pip install -q numpy ml_dtypes==0.6.0
+    if ! "$venv/bin/python" -c "$golden_imports" >/dev/null 2>&1; then
+      log "installing numpy, ml_dtypes and gguf from PyPI into $venv"
+      if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+        rm -rf "$venv"
+        python3 -m venv "$venv" 2>/dev/null || { apt_need python3-venv; rm -rf "$venv"; python3 -m venv "$venv"; }
+      fi
+      "$venv/bin/python" -m pip install -q numpy ml_dtypes==0.6.0 gguf==0.19.0
     fi
     TRNMX_PYTHON="$venv/bin/python"
   fi

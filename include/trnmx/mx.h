@@ -29,8 +29,9 @@
 //
 // This header also has the bulk API: an owning MxTensor, quantization from
 // FP32 / BF16 matrices (QuantizeMx, QuantizeMxInto), DequantizeMx, the
-// checks of views (CheckMxView) and the GGML block_mxfp4 interchange
-// (ExportGgmlMxfp4, ImportGgmlMxfp4). Each function's contract is at its
+// checks of views (CheckMxView), the GGML block_mxfp4 interchange
+// (ExportGgmlMxfp4, ImportGgmlMxfp4) and the GGML-compatible codec
+// (QuantizeGgmlMxfp4, DequantizeGgmlMxfp4: ggml's own bytes). Each function's contract is at its
 // declaration. The bits of every element and scale are those of the scalar
 // reference (mx_block.h, formats.md sections 6-8) for every thread count and
 // SIMD target.
@@ -288,6 +289,72 @@ TRNMX_API Status ExportGgmlMxfp4(const MxTensorView& src, std::span<std::uint8_t
 //   StatusOr<MxTensor> t = ImportGgmlMxfp4(blob, rows, cols);
 TRNMX_API StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t rows,
                                              std::size_t cols);
+
+// ---------------------------------------------------------------------------
+// GGML-compatible MXFP4 codec (formats.md section 9, "GGML-compatible mode").
+// ---------------------------------------------------------------------------
+//
+// QuantizeMx with ScaleRule::kGgml and ExportGgmlMxfp4 give OCP MX bits (RNE
+// elements, NaN/Inf blocks as scale FF) in GGML's layout, which differ from
+// the bytes ggml itself writes in the cases below. The two functions here
+// instead give exactly what ggml's C reference gives, as built on x86-64
+// with glibc (baseline ISA, as llama.cpp builds ggml-base; a build that fuses
+// K * d - x into an FMA, such as GCC -march=haswell, differs in FD blocks):
+// QuantizeGgmlMxfp4 the bytes of quantize_row_mxfp4_ref,
+// DequantizeGgmlMxfp4 the floats of dequantize_row_mxfp4, row by row (both
+// checked against llama.cpp's gguf-py 0.19.0, tools/golden/check_ggml_gguf.py).
+//
+// Per block of 32 values x[0..31] (K[n] = 2 * E2M1(n) for nibble n, with
+// K[8] = +0: {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}):
+//   amax  = max |x_i| over the non-NaN x_i (0 when there are none)
+//   e     = 00 if amax == 0 or amax == +Inf, else
+//           (floor(log2f(amax)) - 2 + 127) mod 256 (log2 rounded to FP32)
+//   d     = 2^(e - 128) as FP32 (e = FF: 2^127)
+//   n_i   = the lowest n minimizing |fl(K[n] * d) - x_i|, every operation in
+//           FP32 round-to-nearest-even (a product may overflow to Inf; an
+//           element whose errors are all NaN or Inf gets nibble 0)
+//   decode: y = fl(K[n] * d)
+// Differences from the default (OCP, trnmx) bits, every one of them:
+//   1. Ties go to the smaller magnitude (RNE goes to the even code): 0.75 X
+//      -> 0.5 X, 1.75 X -> 1.5 X, 3.5 X -> 3 X (and negated); RNE gives 1, 2, 4.
+//   2. No -0: a negative value that rounds to zero gets nibble 0 (+0), not 8.
+//   3. Nibble 8 decodes as +0 (OCP: -0).
+//   4. Scale FF decodes as the finite 2^128 (OCP: NaN): K[n] * 2^127, so
+//      nibble 1 gives 2^127 and larger magnitudes +-Inf.
+//   5. amax in (0, 2^-125): the scale wraps around instead of clamping to 00
+//      (C's float-to-uint8 conversion on x86-64): [2^-126, 2^-125) -> FF,
+//      [2^-127, 2^-126) -> FE, ..., 2^-149 -> E8; every nibble is then 0, so
+//      the block decodes to zeros (the OCP floor rule gives scale 00 and keeps
+//      the elements).
+//   6. amax just below 2^128, where log2f rounds to 128 (the top 44 finite
+//      FP32 values; formats.md section 9): scale FD, and candidates whose
+//      product overflows are never chosen, so values near 2^128 get K = 6
+//      (E2M1 3.0, 1.5 * 2^127) where RNE writes 4.0, which decodes to Inf.
+//   7. A block with +-Inf: scale 00 (d = 2^-128), not FF; +-Inf elements and
+//      every element of magnitude above 2^-100 get nibble 0 (each error
+//      rounds to |x|), smaller ones the nearest K * 2^-128 (2^-126 -> nibble
+//      4, 2^-100 -> 7).
+//   8. NaN elements are left out of amax and get nibble 0; the other elements
+//      are quantized normally (OCP: the block is NaN, scale FF).
+// Values above 6 X (amax / X can reach 8) saturate to 6 X as in the default.
+//
+// QuantizeGgmlMxfp4 writes GgmlMxfp4Bytes(src.rows, src.cols) bytes at the
+// start of `out`. Errors (nothing written): src.cols not a multiple of 32,
+// src.data null or misaligned while src has elements, src.row_stride <
+// src.cols, a size that overflows, out too small, or out overlapping src.
+// DequantizeGgmlMxfp4 reads in.size() == GgmlMxfp4Bytes(dst.rows, dst.cols)
+// bytes; it accepts every byte value. Errors (nothing written): dst.cols not a
+// multiple of 32, size mismatch, dst.data null or misaligned while dst has
+// elements, dst.row_stride < dst.cols, or dst overlapping `in`.
+//
+//   std::vector<float> x(rows * cols);                   // cols % 32 == 0
+//   std::vector<std::uint8_t> blob(GgmlMxfp4Bytes(rows, cols));
+//   Status st = QuantizeGgmlMxfp4({x.data(), rows, cols, cols}, blob);
+//   // blob == the bytes of ggml's quantize_row_mxfp4_ref on each row
+//   std::vector<float> y(rows * cols);
+//   st = DequantizeGgmlMxfp4(blob, {y.data(), rows, cols, cols});
+TRNMX_API Status QuantizeGgmlMxfp4(Fp32MatrixView src, std::span<std::uint8_t> out);
+TRNMX_API Status DequantizeGgmlMxfp4(std::span<const std::uint8_t> in, Fp32MatrixSpan dst);
 
 }  // namespace trnmx
 

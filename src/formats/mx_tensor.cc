@@ -12,6 +12,7 @@
 // position, and stochastic rounding is indexed by (r * cols + c), so the
 // output does not depend on the tiling or the thread count.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -599,6 +600,117 @@ StatusOr<MxTensor> ImportGgmlMxfp4(std::span<const std::uint8_t> in, std::size_t
     PackFp4(e, tensor.codes().subspan(k * 16, 16));
   }
   return tensor;
+}
+
+// ---- GGML-compatible MXFP4 codec (mx.h) -------------------------------------
+
+namespace {
+
+// K[n] = 2 * E2M1(n), with the -0 of nibble 8 made +0 (-0 + +0 is +0 under
+// RNE): the values GGML multiplies by its halved scale 2^(e - 128).
+constexpr std::array<float, 16> GgmlElementValues() {
+  std::array<float, 16> k{};
+  for (std::uint32_t n = 0; n < 16; ++n) k[n] = 2.0f * DecodeBits<Fp4E2M1Traits>(n) + 0.0f;
+  return k;
+}
+constexpr std::array<float, 16> kGgmlK = GgmlElementValues();
+static_assert(kGgmlK[7] == 12.0f && kGgmlK[15] == -12.0f && !std::signbit(kGgmlK[8]));
+
+// 2^(e - 128) as FP32 for every byte e: subnormal for e = 0 and 1, and 2^127
+// (finite) for e = FF.
+float GgmlHalfScale(std::uint8_t e) {
+  return std::bit_cast<float>(e >= 2 ? static_cast<std::uint32_t>(e - 1) << 23
+                                     : std::uint32_t{0x00200000} << e);
+}
+
+// The scale byte of a block with amax bits `a` (NaN left out, so a <= Inf):
+// 00 for 0 and +Inf (x86-64's float-to-integer conversion of +Inf gives
+// 0x80000000, whose low byte is 0), else the kGgml value modulo 256.
+std::uint8_t GgmlCompatScale(std::uint32_t a) {
+  if (a == 0 || a >= 0x7F800000u) return 0;
+  return static_cast<std::uint8_t>((detail::GgmlFloorLog2(a) - 2 + 127) & 0xFF);
+}
+
+// The lowest nibble with the smallest FP32 error |fl(K[n] * d) - x|; a NaN
+// error never wins, so NaN elements get nibble 0. The library is built with
+// -ffp-contract=off: the product rounds (and may overflow) before the
+// subtraction, as in GGML's build.
+std::uint8_t GgmlNibble(float x, float d) {
+  std::uint8_t best = 0;
+  float best_err = std::fabs(kGgmlK[0] * d - x);
+  for (std::uint8_t n = 1; n < 16; ++n) {
+    const float err = std::fabs(kGgmlK[n] * d - x);
+    if (err < best_err) {
+      best = n;
+      best_err = err;
+    }
+  }
+  return best;
+}
+
+// The one blob of GGML bytes as a single line, for the overlap checks.
+LineRanges BlobRange(const void* p, std::size_t bytes) {
+  return {reinterpret_cast<std::uintptr_t>(p), 0, bytes, bytes != 0 ? std::size_t{1} : 0};
+}
+
+}  // namespace
+
+Status QuantizeGgmlMxfp4(Fp32MatrixView src, std::span<std::uint8_t> out) {
+  TRNMX_RETURN_IF_ERROR(CheckGgmlShape(src.rows, src.cols));
+  TRNMX_RETURN_IF_ERROR(CheckMatrix(src, "source"));
+  const std::size_t need = GgmlMxfp4Bytes(src.rows, src.cols);
+  if (out.size() < need) {
+    return InvalidArgumentError("GGML MXFP4 output has " + Str(out.size()) + " bytes; " +
+                                Str(need) + " needed");
+  }
+  if (Overlap(MatrixRanges(src), BlobRange(out.data(), need))) {
+    return InvalidArgumentError("GGML MXFP4 output overlaps the source");
+  }
+  const std::size_t nb = src.cols / 32;
+  for (std::size_t r = 0; r < src.rows; ++r) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      const float* x = src.data + r * src.row_stride + b * 32;
+      std::uint32_t amax = 0;  // Bits; NaN (above 7F800000) is left out.
+      for (std::size_t i = 0; i < 32; ++i) {
+        const std::uint32_t a = std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu;
+        if (a <= 0x7F800000u) amax = std::max(amax, a);
+      }
+      const std::uint8_t e = GgmlCompatScale(amax);
+      const float d = GgmlHalfScale(e);
+      std::uint8_t* o = out.data() + (r * nb + b) * kGgmlMxfp4BlockBytes;
+      o[0] = e;
+      for (std::size_t j = 0; j < 16; ++j) {
+        o[1 + j] = static_cast<std::uint8_t>(GgmlNibble(x[j], d) | GgmlNibble(x[j + 16], d) << 4);
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status DequantizeGgmlMxfp4(std::span<const std::uint8_t> in, Fp32MatrixSpan dst) {
+  TRNMX_RETURN_IF_ERROR(CheckGgmlShape(dst.rows, dst.cols));
+  const std::size_t need = GgmlMxfp4Bytes(dst.rows, dst.cols);
+  if (in.size() != need) {
+    return InvalidArgumentError("GGML MXFP4 input has " + Str(in.size()) + " bytes; a " +
+                                Str(dst.rows) + " x " + Str(dst.cols) + " tensor has " + Str(need));
+  }
+  TRNMX_RETURN_IF_ERROR(CheckMatrix(dst, "destination"));
+  if (Overlap(MatrixRanges(dst), BlobRange(in.data(), need))) {
+    return InvalidArgumentError("destination overlaps the GGML MXFP4 input");
+  }
+  const std::size_t nb = dst.cols / 32;
+  for (std::size_t r = 0; r < dst.rows; ++r) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::uint8_t* blk = in.data() + (r * nb + b) * kGgmlMxfp4BlockBytes;
+      const float d = GgmlHalfScale(blk[0]);
+      float* y = dst.data + r * dst.row_stride + b * 32;
+      for (std::size_t j = 0; j < 16; ++j) {
+        y[j] = kGgmlK[blk[1 + j] & 0xFu] * d;
+        y[j + 16] = kGgmlK[blk[1 + j] >> 4] * d;
+      }
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace trnmx

@@ -11,9 +11,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -285,6 +288,149 @@ TEST(MxTensorGgml, RandomRoundTrip) {
     ASSERT_TRUE(ExportGgmlMxfp4(t->view(), back).ok());
     EXPECT_EQ(back, blob);
   }
+}
+
+// ---- GGML-compatible codec: answers derived by hand from ggml's C code
+// (quantize_row_mxfp4_ref, dequantize_row_mxfp4) and checked against it
+// built with GCC 12 on x86-64 / glibc 2.36; the cases where gguf-py relies on
+// undefined behaviour (NaN, Inf, tiny amax) are here, not in the golden test.
+
+// One 32-value block through QuantizeGgmlMxfp4 (unlisted values 0).
+std::vector<std::uint8_t> GgmlCompatBlock(std::initializer_list<float> prefix) {
+  std::vector<float> x(32, 0.0f);
+  std::copy(prefix.begin(), prefix.end(), x.begin());
+  std::vector<std::uint8_t> out(17);
+  EXPECT_TRUE(QuantizeGgmlMxfp4(Fp32MatrixView{x.data(), 1, 32, 32}, out).ok());
+  return out;
+}
+unsigned Nibble(const std::vector<std::uint8_t>& blk, std::size_t i) {
+  return i < 16 ? blk[1 + i] & 0xFu : blk[1 + i - 16] >> 4;
+}
+
+TEST(MxTensorGgmlCompat, KnownAnswerTiesNoMinusZeroNanIgnored) {
+  // formats.md section 12.5: ties to the smaller magnitude (0.75 -> 0.5,
+  // 1.75 -> 1.5, 3.5 -> 3, -0.75 -> -0.5), no -0 (-0.1, -0 -> nibble 0), the
+  // NaN left out of amax (scale 7F from 7) and given nibble 0.
+  std::vector<float> x = {4, 2.5f, 0.75f, 1.25f, 1.75f, 3.5f, 5, -0.75f, -0.1f, 0.25f,
+                          std::numeric_limits<float>::quiet_NaN(), 6.5f, 7, -0.0f, 0, 1, -4, 3};
+  x.resize(32, 0.0f);
+  std::vector<std::uint8_t> out(17);
+  ASSERT_TRUE(QuantizeGgmlMxfp4(Fp32MatrixView{x.data(), 1, 32, 32}, out).ok());
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), kGgmlBlock));
+  std::vector<float> y(32);
+  ASSERT_TRUE(DequantizeGgmlMxfp4(out, {y.data(), 1, 32, 32}).ok());
+  const float want[18] = {4, 2, 0.5f, 1, 1.5f, 3, 4, -0.5f, 0, 0, 0, 6, 6, 0, 0, 1, -4, 3};
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(Bits(y[i]), Bits(i < 18 ? want[i] : 0.0f)) << i;
+}
+
+TEST(MxTensorGgmlCompat, DecodeNibble8PlusZeroAndScaleFfFinite) {
+  // y = K[n] * 2^(e - 128), K = 2 * E2M1 with K[8] = +0.
+  std::uint8_t blk[17] = {0xFF};
+  for (int j = 0; j < 16; ++j) blk[1 + j] = static_cast<std::uint8_t>(j | (8 << 4));
+  float y[32];
+  ASSERT_TRUE(DequantizeGgmlMxfp4(blk, {y, 1, 32, 32}).ok());
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(Bits(y[0]), 0u);
+  EXPECT_EQ(y[1], 0x1p127f);  // E2M1 0.5 * 2^128
+  for (int n : {2, 3, 4, 5, 6, 7}) EXPECT_EQ(y[n], inf) << n;
+  EXPECT_EQ(Bits(y[8]), 0u);  // nibble 8: +0 (OCP -0)
+  EXPECT_EQ(y[9], -0x1p127f);
+  for (int n : {10, 11, 12, 13, 14, 15}) EXPECT_EQ(y[n], -inf) << n;
+  for (int i = 16; i < 32; ++i) EXPECT_EQ(Bits(y[i]), 0u) << i;
+  blk[0] = 0x00;  // 2^-128: subnormal products, exact
+  ASSERT_TRUE(DequantizeGgmlMxfp4(blk, {y, 1, 32, 32}).ok());
+  EXPECT_EQ(y[1], 0x1p-128f);
+  EXPECT_EQ(y[7], 0x1.8p-125f);
+  EXPECT_EQ(y[15], -0x1.8p-125f);
+}
+
+TEST(MxTensorGgmlCompat, AmaxNearTwoTo128) {
+  // log2f rounds up to 128 for the top 44 finite values (7F7FFFD4 and up):
+  // scale FD, d = 2^125, 8 * d overflows, so the nearest finite candidate is
+  // K = 6 (nibble 5, 1.5 * 2^127). The default writes 4.0 (nibble 6), +Inf.
+  for (std::uint32_t a : {0x7F7FFFFFu, 0x7F7FFFD4u}) {
+    const std::vector<std::uint8_t> b = GgmlCompatBlock({std::bit_cast<float>(a), -std::bit_cast<float>(a)});
+    EXPECT_EQ(b[0], 0xFD) << std::hex << a;
+    EXPECT_EQ(Nibble(b, 0), 5u);
+    EXPECT_EQ(Nibble(b, 1), 13u);
+  }
+  const std::vector<std::uint8_t> below = GgmlCompatBlock({std::bit_cast<float>(0x7F7FFFD3u)});
+  EXPECT_EQ(below[0], 0xFC);
+  EXPECT_EQ(Nibble(below, 0), 7u);  // 12 * 2^124
+  float x[32] = {std::numeric_limits<float>::max()};
+  StatusOr<MxTensor> t = QuantizeMx(Fp32MatrixView{x, 1, 32, 32}, MxFormat::kMxfp4, {.rule = ScaleRule::kGgml});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->scales()[0], 0xFD);
+  EXPECT_EQ(t->codes()[0] & 0xF, 6);  // the default: RNE 3.99.. -> 4.0
+}
+
+TEST(MxTensorGgmlCompat, TinyAmaxScaleWrapsAndFlushes) {
+  // (floor(log2 amax) + 125) mod 256, then every candidate but 0 is far off.
+  // Just below 2^-125 log2f rounds up to -125 (as near every power of two):
+  // 0x1.fffffep-126 gets 00, not FF.
+  const std::pair<float, std::uint8_t> cases[] = {
+      {0x1.8p-126f, 0xFF}, {0x1p-126f, 0xFF}, {0x1.fffp-126f, 0xFF},    {0x1.fffffep-126f, 0x00},
+      {0x1p-127f, 0xFE},   {0x1p-149f, 0xE8}, {0x1p-125f, 0x00},        {0x1p-124f, 0x01}};
+  for (const auto& [a, e] : cases) {
+    const std::vector<std::uint8_t> b = GgmlCompatBlock({a, -a / 2});
+    EXPECT_EQ(b[0], e) << a;
+    if (e >= 0xE8) {
+      for (int i = 0; i < 32; ++i) EXPECT_EQ(Nibble(b, i), 0u) << a << " " << i;
+    }
+  }
+  // 2^-125 with d = 2^-128 is K = 8 (nibble 6); 2^-124 with d = 2^-127 too.
+  EXPECT_EQ(Nibble(GgmlCompatBlock({0x1p-125f}), 0), 6u);
+  EXPECT_EQ(Nibble(GgmlCompatBlock({0x1p-124f}), 0), 6u);
+}
+
+TEST(MxTensorGgmlCompat, InfBlockScaleZero) {
+  // +-Inf: scale 00 (x86-64 converts +Inf to 0x80000000, low byte 0), d =
+  // 2^-128; errors of large elements all round to |x| (nibble 0), tiny ones
+  // keep their nearest K * 2^-128.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::uint8_t> b =
+      GgmlCompatBlock({inf, 0x1p-126f, -1.0f, std::numeric_limits<float>::quiet_NaN(), 0x1p-100f,
+                       -0x1p-100f, 0x1.000002p-100f, -inf, 3e38f});
+  EXPECT_EQ(b[0], 0x00);
+  const unsigned want[9] = {0, 4, 0, 0, 7, 15, 0, 0, 0};
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(Nibble(b, i), want[i]) << i;
+}
+
+TEST(MxTensorGgmlCompat, RowsAndErrors) {
+  // Two rows with a stride: block (r, b) lands at byte 17 * (r * 2 + b).
+  std::vector<float> x(2 * 70, 0.0f);
+  x[0] = 1.0f;
+  x[70 + 33] = -6.0f;
+  std::vector<std::uint8_t> out(68, 0xAB);
+  ASSERT_TRUE(QuantizeGgmlMxfp4(Fp32MatrixView{x.data(), 2, 64, 70}, out).ok());
+  EXPECT_EQ(out[0], 0x7D);  // amax 1: floor(log2 1) - 2 + 127
+  EXPECT_EQ(out[1], 0x06);  // d = 2^-3: 1 = K[6] * d (E2M1 4.0)
+  EXPECT_EQ(out[17], 0x00);
+  EXPECT_EQ(out[3 * 17], 0x7F);      // row 1 block 1, amax 6: 2 - 2 + 127
+  EXPECT_EQ(out[3 * 17 + 2], 0x0F);  // element 1, d = 2^-1: -6 = K[15] * d (E2M1 -6)
+  std::vector<float> y(2 * 64);
+  ASSERT_TRUE(DequantizeGgmlMxfp4(out, {y.data(), 2, 64, 64}).ok());
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[64 + 33], -6.0f);
+
+  Status st = QuantizeGgmlMxfp4(Fp32MatrixView{x.data(), 1, 48, 48}, out);
+  EXPECT_NE(st.message().find("multiple of 32; cols is 48"), std::string::npos) << st.message();
+  std::vector<std::uint8_t> small(33, 0xCD);
+  st = QuantizeGgmlMxfp4(Fp32MatrixView{x.data(), 1, 64, 64}, small);
+  EXPECT_NE(st.message().find("output has 33 bytes; 34 needed"), std::string::npos) << st.message();
+  EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](std::uint8_t b) { return b == 0xCD; }));
+  st = QuantizeGgmlMxfp4(Fp32MatrixView{x.data(), 2, 64, 32}, out);
+  EXPECT_NE(st.message().find("row_stride 32 is less than cols 64"), std::string::npos) << st.message();
+  st = QuantizeGgmlMxfp4(Fp32MatrixView{x.data(), 1, 32, 32},
+                         std::span(reinterpret_cast<std::uint8_t*>(x.data()) + 8, 17));
+  EXPECT_NE(st.message().find("overlaps the source"), std::string::npos) << st.message();
+  st = DequantizeGgmlMxfp4(std::span<const std::uint8_t>(out.data(), 67), {y.data(), 2, 64, 64});
+  EXPECT_NE(st.message().find("input has 67 bytes; a 2 x 64 tensor has 68"), std::string::npos)
+      << st.message();
+  st = DequantizeGgmlMxfp4(std::span<const std::uint8_t>(reinterpret_cast<std::uint8_t*>(y.data()), 17),
+                           {y.data(), 1, 32, 32});
+  EXPECT_NE(st.message().find("destination overlaps"), std::string::npos) << st.message();
+  EXPECT_TRUE(QuantizeGgmlMxfp4(Fp32MatrixView{nullptr, 0, 64, 64}, {}).ok());
 }
 
 TEST(MxTensorGgml, Errors) {

@@ -26,12 +26,14 @@
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <random>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "trnmx/executor.h"
@@ -1253,6 +1255,52 @@ TEST(CliInspect, PrintsHistogramSaturationAndError) {
   const RunResult bad = RunCli({"inspect", mx, "--source", other});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("differs from the tensor's 1 x 64"), std::string::npos) << bad;
+}
+
+TEST(CliQuantizeGgml, CompatibleBytesTextAndDecode) {
+  // formats.md section 12.5's GGML block (NaN left out of amax, ties to the
+  // smaller magnitude, no -0), then a row of zeros: 17-byte blocks, raw.
+  const std::string in = TempPath("g.npy"), out = TempPath("g.ggml"), back = TempPath("g_back.npy");
+  std::vector<float> v = {4, 2.5f, 0.75f, 1.25f, 1.75f, 3.5f, 5, -0.75f, -0.1f, 0.25f,
+                          std::numeric_limits<float>::quiet_NaN(), 6.5f, 7, -0.0f, 0, 1, -4, 3};
+  v.resize(64, 0.0f);
+  WriteNpyF32(in, 2, 32, v);
+  const RunResult q = RunCli({"quantize", "--format", "mxfp4", "--scale-rule", "ggml",
+                              "--ggml-compatible", in, out});
+  ASSERT_EQ(q.exit_code, 0) << q;
+  const std::vector<std::uint8_t> want = {0x7F, 0xe6, 0x54, 0x01, 0x02, 0x03, 0x05, 0x06, 0x09,
+                                          0x00, 0x00, 0x00, 0x07, 0x07, 0x00, 0x00, 0x02};
+  std::vector<std::uint8_t> got = ReadAll(out);
+  ASSERT_EQ(got.size(), 34u);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin()));
+  EXPECT_TRUE(std::all_of(got.begin() + 17, got.end(), [](std::uint8_t b) { return b == 0; }));
+  // Decoding: scale FF is the finite 2^128 (nibble 1 -> 2^127), nibble 8 +0.
+  got[17] = 0xFF;
+  got[18] = 0x81;
+  WriteAll(out, got);
+  const RunResult d = RunCli({"dequantize", "--ggml-compatible", "--cols", "32", out, back});
+  ASSERT_EQ(d.exit_code, 0) << d;
+  const std::vector<float> y = NpyPayload(ReadAll(back));
+  ASSERT_EQ(y.size(), 64u);
+  EXPECT_EQ(y[7], -0.5f);
+  EXPECT_EQ(y[32], 0x1p127f);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(y[48]), 0u);
+  const RunResult t = RunCli({"quantize", "--format", "mxfp4", "--scale-rule", "ggml",
+                              "--ggml-compatible", "--text"},
+                             "40800000 3f400000 3fe00000 40600000 bf400000 bdcccccd 80000000\n");
+  EXPECT_EQ(t.out, "scale=0x7f codes=0x06 0x01 0x03 0x05 0x09 0x00 0x00\n") << t;
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"quantize", "--format", "mxfp4", "--ggml-compatible", in, out}, "--scale-rule ggml"},
+           {{"quantize", "--format", "mxfp4", "--scale-rule", "ggml", "--ggml-compatible", "--rounding",
+             "rz", in, out},
+            "leave --axis"},
+           {{"dequantize", "--ggml-compatible", out, back}, "needs --cols N"},
+           {{"dequantize", "--ggml-compatible", "--cols", "96", out, back}, "not a whole number"},
+           {{"dequantize", "--cols", "32", out, back}, "--cols is for --ggml-compatible"}}) {
+    const RunResult r = RunCli(args, "");
+    EXPECT_NE(r.exit_code, 0) << r;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "want '" << needle << "' in\n" << r;
+  }
 }
 
 TEST(CliQuantizeFile, CorruptOrTruncatedFilesGiveErrorsAndNoOutput) {

@@ -1,6 +1,8 @@
 // `trnmx quantize`, `trnmx dequantize` and `trnmx inspect`: MX tensors from
-// and to .npy files through the .mx container (mx_container.h), and a text
-// mode that quantizes one block per input line.
+// and to .npy files through the .mx container (mx_container.h), a text
+// mode that quantizes one block per input line, and --ggml-compatible, which
+// writes and reads ggml's own MXFP4 bytes (mx.h QuantizeGgmlMxfp4,
+// DequantizeGgmlMxfp4) as raw block_mxfp4 files.
 //
 // Every input is read and validated before anything is written; output files
 // are written to PATH.tmp and renamed, so a failure leaves no partial file.
@@ -38,6 +40,7 @@ struct QuantizeArgs {
   std::uint64_t seed = 0;
   std::size_t threads = 0;
   bool text = false;
+  bool ggml = false;
   std::vector<std::string> files;
 };
 
@@ -45,6 +48,8 @@ struct DequantizeArgs {
   std::string in;
   std::string out;
   std::size_t threads = 0;
+  bool ggml = false;
+  std::size_t cols = 0;
 };
 
 struct InspectArgs {
@@ -99,6 +104,43 @@ std::vector<std::uint8_t> BlockCodes(const MxTensorView& v, std::size_t line, st
   return codes;
 }
 
+// --ggml-compatible works on whole GGML blocks with ggml's own rules, so it
+// takes the format and scale rule ggml uses and none of the options that
+// change trnmx's element choice.
+Status CheckGgmlArgs(const QuantizeArgs& a) {
+  if (a.format != "mxfp4" || a.rule != "ggml") {
+    return InvalidArgumentError("--ggml-compatible needs --format mxfp4 --scale-rule ggml (ggml's "
+                                "quantize_row_mxfp4_ref); got --format " + a.format +
+                                " --scale-rule " + a.rule);
+  }
+  if (a.axis != "rows" || a.rounding != "rne" || a.overflow != "saturate" || a.special != "default") {
+    return InvalidArgumentError("--ggml-compatible fixes the element choice and the block "
+                                "direction: leave --axis, --rounding, --overflow and --special "
+                                "at their defaults");
+  }
+  return OkStatus();
+}
+
+// One --text line in GGML-compatible mode: the values padded with +0 to a
+// block of 32 (zeros change neither ggml's scale nor the other nibbles), then
+// ggml's scale byte and one nibble per given value.
+std::string GgmlTextLine(const std::vector<float>& values) {
+  float block[32] = {};
+  std::copy(values.begin(), values.end(), block);
+  std::uint8_t bytes[kGgmlMxfp4BlockBytes];
+  const Status s = QuantizeGgmlMxfp4(Fp32MatrixView{block, 1, 32, 32}, bytes);
+  (void)s;  // One 32-value row into 17 bytes: no error path applies.
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "scale=0x%02x codes=", bytes[0]);
+  std::string line = buffer;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint8_t b = bytes[1 + i % 16];
+    line += (i == 0 ? "" : " ");
+    line += FormatCode(i < 16 ? b & 0xFu : b >> 4u, 4);
+  }
+  return line + "\n";
+}
+
 // --text: one block per input line of hex FP32 bit patterns.
 int RunQuantizeText(const QuantizeArgs& args, MxFormat format, const MxQuantizeOptions& options) {
   const MxFormatInfo& info = GetMxFormatInfo(format);
@@ -125,6 +167,10 @@ int RunQuantizeText(const QuantizeArgs& args, MxFormat format, const MxQuantizeO
   SerialExecutor serial;
   std::string out;
   for (const std::vector<float>& values : lines) {
+    if (args.ggml) {
+      out += GgmlTextLine(values);
+      continue;
+    }
     MxQuantizeOptions row_options = options;
     row_options.axis = BlockAxis::kRows;
     StatusOr<MxTensor> t =
@@ -165,16 +211,39 @@ std::vector<float> NpyToFloats(const NpyArray& a) {
   return out;
 }
 
+// quantize --ggml-compatible: ggml's bytes for the FP32 values of `array`
+// (BF16 and FP16 widen exactly), written raw to `out_path`.
+int WriteGgml(const QuantizeArgs& args, const NpyArray& array, const std::string& out_path) {
+  const std::size_t rows = array.rows();
+  const std::size_t cols = array.cols();
+  const std::vector<float> values = NpyToFloats(array);
+  std::vector<std::uint8_t> blob(GgmlMxfp4Bytes(rows, cols));
+  if (Status s = QuantizeGgmlMxfp4(Fp32MatrixView{values.data(), rows, cols, cols}, blob); !s.ok()) {
+    return Fail(args.files[0] + ": " + s.message());
+  }
+  if (Status s = WriteFileAtomically(out_path, blob); !s.ok()) return Fail(s.message());
+  std::printf("%s: %zu x %zu %s -> GGML MXFP4 (ggml-compatible), %zu blocks, %zu bytes\n",
+              out_path.c_str(), rows, cols, std::string(NpyDescr(array.dtype)).c_str(),
+              blob.size() / kGgmlMxfp4BlockBytes, blob.size());
+  return 0;
+}
+
 int RunQuantize(const QuantizeArgs& args) {
   const StatusOr<MxFormat> format = ParseMxFormatName(args.format);
   if (!format.ok()) return Fail(format.status().message());
   const StatusOr<MxQuantizeOptions> options = MakeOptions(args, *format);
   if (!options.ok()) return Fail(options.status().message());
+  if (args.ggml) {
+    if (Status s = CheckGgmlArgs(args); !s.ok()) return Fail(s.message());
+  }
   if (args.text) {
     if (!args.files.empty()) return Fail("--text reads stdin and writes stdout: give no files");
     return RunQuantizeText(args, *format, *options);
   }
-  if (args.files.size() != 2) return Fail("quantize needs IN.npy and OUT.mx (or --text)");
+  if (args.files.size() != 2) {
+    return Fail(args.ggml ? "quantize --ggml-compatible needs IN.npy and OUT (or --text)"
+                          : "quantize needs IN.npy and OUT.mx (or --text)");
+  }
   const std::string& in_path = args.files[0];
   const std::string& out_path = args.files[1];
   StatusOr<std::vector<std::uint8_t>> bytes = ReadFileBytes(in_path);
@@ -185,9 +254,10 @@ int RunQuantize(const QuantizeArgs& args) {
     std::fprintf(stderr, "trnmx: stochastic rounding seed %llu\n",
                  static_cast<unsigned long long>(args.seed));
   }
-  const CliExecutor executor(args.threads);
   const std::size_t rows = array->rows();
   const std::size_t cols = array->cols();
+  if (args.ggml) return WriteGgml(args, *array, out_path);
+  const CliExecutor executor(args.threads);
   StatusOr<MxTensor> t = Status();
   if (array->dtype == NpyDtype::kBf16AsUint16) {
     const auto* data = reinterpret_cast<const Bf16*>(array->data.data());
@@ -212,7 +282,48 @@ StatusOr<MxContainer> LoadContainer(const std::string& path) {
   return ParseMxContainer(*bytes, path);
 }
 
+// Writes rows x cols float32 values as a C-order .npy file.
+int WriteNpyFloats(const std::string& path, const std::vector<float>& values, std::size_t rows,
+                   std::size_t cols) {
+  NpyArray out;
+  out.dtype = NpyDtype::kFloat32;
+  out.shape = {rows, cols};
+  out.data.resize(values.size() * 4);
+  if (!values.empty()) std::memcpy(out.data.data(), values.data(), out.data.size());
+  if (Status s = WriteFileAtomically(path, SerializeNpy(out)); !s.ok()) return Fail(s.message());
+  return 0;
+}
+
+// dequantize --ggml-compatible --cols N: a raw GGML MXFP4 file of rows of N
+// values, decoded as ggml's dequantize_row_mxfp4 does.
+int RunDequantizeGgml(const DequantizeArgs& args) {
+  if (args.cols == 0 || args.cols % 32 != 0) {
+    return Fail("dequantize --ggml-compatible needs --cols N, a positive multiple of 32 (values "
+                "per row); got " + std::to_string(args.cols));
+  }
+  StatusOr<std::vector<std::uint8_t>> bytes = ReadFileBytes(args.in);
+  if (!bytes.ok()) return Fail(bytes.status().message());
+  const std::size_t row_bytes = args.cols / 32 * kGgmlMxfp4BlockBytes;
+  if (bytes->size() % row_bytes != 0) {
+    return Fail(args.in + ": " + std::to_string(bytes->size()) + " bytes is not a whole number of " +
+                std::to_string(row_bytes) + "-byte GGML MXFP4 rows of " + std::to_string(args.cols) +
+                " values");
+  }
+  const std::size_t rows = bytes->size() / row_bytes;
+  std::vector<float> values(rows * args.cols);
+  if (Status s = DequantizeGgmlMxfp4(*bytes, Fp32MatrixSpan{values.data(), rows, args.cols, args.cols});
+      !s.ok()) {
+    return Fail(args.in + ": " + s.message());
+  }
+  if (const int rc = WriteNpyFloats(args.out, values, rows, args.cols); rc != 0) return rc;
+  std::printf("%s: %zu x %zu float32 from GGML MXFP4 (ggml-compatible)\n", args.out.c_str(), rows,
+              args.cols);
+  return 0;
+}
+
 int RunDequantize(const DequantizeArgs& args) {
+  if (args.ggml) return RunDequantizeGgml(args);
+  if (args.cols != 0) return Fail("--cols is for --ggml-compatible input only");
   StatusOr<MxContainer> c = LoadContainer(args.in);
   if (!c.ok()) return Fail(c.status().message());
   const CliExecutor executor(args.threads);
@@ -223,12 +334,7 @@ int RunDequantize(const DequantizeArgs& args) {
       !s.ok()) {
     return Fail(s.message());
   }
-  NpyArray out;
-  out.dtype = NpyDtype::kFloat32;
-  out.shape = {rows, cols};
-  out.data.resize(values.size() * 4);
-  if (!values.empty()) std::memcpy(out.data.data(), values.data(), out.data.size());
-  if (Status s = WriteFileAtomically(args.out, SerializeNpy(out)); !s.ok()) return Fail(s.message());
+  if (const int rc = WriteNpyFloats(args.out, values, rows, cols); rc != 0) return rc;
   std::printf("%s: %zu x %zu float32 from %s\n", args.out.c_str(), rows, cols,
               std::string(GetMxFormatInfo(c->shape.format).name).c_str());
   return 0;
@@ -398,14 +504,21 @@ void AddMxCommands(CLI::App& app) {
   quantize->add_flag("--text", q->text,
                      "Read lines of hex FP32 bit patterns (one block per line) from stdin; print "
                      "'scale=0xNN codes=0x.. ...' per line");
-  quantize->add_option("files", q->files, "IN.npy OUT.mx");
+  quantize->add_flag("--ggml-compatible", q->ggml,
+                     "ggml's own bytes (quantize_row_mxfp4_ref; needs --format mxfp4 --scale-rule "
+                     "ggml): OUT is raw GGML block_mxfp4 data, 17 bytes per 32 values, not an .mx file");
+  quantize->add_option("files", q->files, "IN.npy OUT.mx (OUT with --ggml-compatible)");
   quantize->callback([q] { ExitCode() = RunQuantize(*q); });
 
   auto d = std::make_shared<DequantizeArgs>();
   CLI::App* dequantize = app.add_subcommand("dequantize", "Dequantize an .mx file into a float32 .npy file");
-  dequantize->add_option("IN.mx", d->in, "MX container")->required();
+  dequantize->add_option("IN.mx", d->in, "MX container (raw GGML MXFP4 with --ggml-compatible)")->required();
   dequantize->add_option("OUT.npy", d->out, "float32 output")->required();
   dequantize->add_option("--threads", d->threads, "Threads (0: the default pool, TRNMX_NUM_THREADS threads, else one per hardware thread)");
+  dequantize->add_flag("--ggml-compatible", d->ggml,
+                       "IN is raw GGML MXFP4 (block_mxfp4), decoded as ggml's dequantize_row_mxfp4 "
+                       "(needs --cols)");
+  dequantize->add_option("--cols", d->cols, "Values per row of a --ggml-compatible input (a multiple of 32)");
   dequantize->callback([d] { ExitCode() = RunDequantize(*d); });
 
   auto i = std::make_shared<InspectArgs>();

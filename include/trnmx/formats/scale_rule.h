@@ -157,10 +157,19 @@ constexpr std::uint8_t ClampScaleCode(int c) {
   return static_cast<std::uint8_t>(c < 0 ? 0 : c > 0xFE ? 0xFE : c);
 }
 
-// kGgml: floor((float)log2((double)x)) - 2 + 127, clamped; A in (0, 7F800000).
-inline std::uint8_t GgmlScaleCode(std::uint32_t a) {
+// floor(log2f(x)) of glibc for the finite x > 0 of bits A in (0, 7F800000),
+// as floor((float)log2((double)x)): equal on every such FP32 (checked over all
+// of them against glibc 2.36's log2f, formats.md section 7). In [-149, 128]:
+// 128 where log2 rounds up to 128 just below 2^128.
+inline int GgmlFloorLog2(std::uint32_t a) {
   const float l = static_cast<float>(std::log2(static_cast<double>(std::bit_cast<float>(a))));
-  return ClampScaleCode(static_cast<int>(std::floor(l)) - 2 + 127);
+  return static_cast<int>(std::floor(l));
+}
+
+// kGgml: floor((float)log2((double)x)) - 2 + 127, clamped; A in (0, 7F800000).
+// (The GGML-compatible codec of mx.h wraps the same value modulo 256 instead.)
+inline std::uint8_t GgmlScaleCode(std::uint32_t a) {
+  return ClampScaleCode(GgmlFloorLog2(a) - 2 + 127);
 }
 
 // kTosa: the midpoint T between MAX and the next binade step, MAX + ulp/2,
