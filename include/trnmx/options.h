@@ -137,8 +137,11 @@ enum class BlockAxis : std::uint8_t {
 // GEMM (gemm.h).
 // ---------------------------------------------------------------------------
 
-// GEMM operand and output element types and the BF16 mode (gemm.h).
-enum class OperandType : std::uint8_t { kFp32, kBf16, kMx };
+// GEMM operand and output element types and the BF16 mode (gemm.h). kFp8:
+// dense FP8 codes without block scales (GemmOperand::fp8_format says which
+// FP8 encoding); a GEMM operand only (attention and MoE routing take kFp32,
+// kBf16 and kMx).
+enum class OperandType : std::uint8_t { kFp32, kBf16, kMx, kFp8 };
 enum class OutputType : std::uint8_t { kFp32, kBf16 };
 
 enum class Bf16Mode : std::uint8_t {
