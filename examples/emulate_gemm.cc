@@ -60,7 +60,7 @@ int main() {
   std::printf("%s", emu::FormatReport(report).c_str());
 
   // Functional replay on random MXFP8 operands (seed 1), against trnmx::Gemm.
-  trnmx::StatusOr<emu::GemmData> data = emu::MakeGemmData(gemm->plan.config, /*seed=*/1);
+  trnmx::StatusOr<emu::GemmData> data = emu::MakeGemmData(*machine, gemm->plan.config, /*seed=*/1);
   if (!data.ok()) {
     std::fprintf(stderr, "MakeGemmData: %s\n", data.status().ToString().c_str());
     return 1;

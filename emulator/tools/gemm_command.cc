@@ -40,10 +40,11 @@ struct GemmArgs {
 
 // --check: run the lowered program functionally on random data and compare
 // C with one trnmx::Gemm call, bit for bit. Returns the exit status.
-int CheckFunctional(const LoweredGemm& gemm, const SimResult& sim, uint64_t seed) {
+int CheckFunctional(const Machine& machine, const LoweredGemm& gemm, const SimResult& sim,
+                    uint64_t seed) {
   const GemmConfig& config = gemm.plan.config;
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<GemmData> data = MakeGemmData(config, seed);
+  StatusOr<GemmData> data = MakeGemmData(machine, config, seed);
   if (!data.ok()) {
     std::cerr << data.status().ToString() << "\n";
     return 1;
@@ -257,7 +258,7 @@ int RunGemm(const GemmArgs& args) {
     std::printf("trace             %s (%zu events; open in chrome://tracing or ui.perfetto.dev)\n",
                 args.trace.c_str(), result->trace.size());
   }
-  if (args.check) return CheckFunctional(*gemm, *result, args.seed);
+  if (args.check) return CheckFunctional(*machine, *gemm, *result, args.seed);
   return 0;
 }
 

@@ -1,27 +1,34 @@
 // GEMM: C = alpha * A * B + beta * C (+ bias), with A (M x K) and B (K x N)
-// each FP32, BF16 or an MX tensor, C FP32 or BF16.
+// each FP32, BF16, dense FP8 or an MX tensor, C FP32 or BF16.
 //
 // Operands
-//   Dense (FP32 or BF16): element (i, j) at data[i * row_stride + j * col_stride]
-//   (strides in elements, any sign-free values >= 0). Row-major = (ld, 1),
-//   column-major = (1, ld); op(A) = A^T is the same memory with the strides
-//   swapped (see Transposed()).
+//   Dense (FP32, BF16 or FP8): element (i, j) at data[i * row_stride + j *
+//   col_stride] (strides in elements, any sign-free values >= 0). Row-major =
+//   (ld, 1), column-major = (1, ld); op(A) = A^T is the same memory with the
+//   strides swapped (see Transposed()).
+//   Dense FP8 (OperandType::kFp8, no block scales): one code per byte in the
+//   encoding `fp8_format`, set by the Fp8() helpers from the storage type:
+//   Fp8E4M3 (OCP E4M3FN), Fp8E5M2 (OCP), or Fp8E4M3Ieee (the FP8 of
+//   Trainium NeuronCore-v2/v3, formats.md). A and B may use different FP8
+//   encodings here (each is decoded exactly); Trainium's TensorE cannot mix
+//   OCP E4M3FN with its own E4M3 in one matmul (trainium.md section 5).
 //   MX (mx.h): blocked along K. A is M x K with BlockAxis::kRows, B is K x N
 //   with BlockAxis::kCols (each column of B is a K-contiguous line). NVFP4 is
 //   not a GEMM operand.
 //
 // Numerics contract (bits, not tolerances; identical on every compiled
 // Highway target and for every Executor / thread count):
-//   dense x dense (FP32, BF16, any mix): each output starts at acc = +0.0f and
-//     for k = 0, 1, ..., K-1 in increasing order acc = fma(a_ik, b_kj, acc)
-//     in FP32 (BF16 inputs widened exactly). This is the default
-//     (Bf16Mode::kExactFma) also for BF16 x BF16.
+//   dense x dense (FP32, BF16, FP8, any mix): each output starts at acc =
+//     +0.0f and for k = 0, 1, ..., K-1 in increasing order acc = fma(a_ik,
+//     b_kj, acc) in FP32 (BF16 and FP8 inputs widened exactly: DecodeBits,
+//     so an FP8 NaN code is a quiet NaN and an Inf code Inf). This is the
+//     default (Bf16Mode::kExactFma) also for BF16 x BF16.
 //   MX x MX (MXFP8 E4M3/E5M2 in any pairing, MXFP6, MXFP4, MXFP4 x MXFP8,
 //     MXINT8): formats.md section 10: per 32-block j, S_j = exact sum of the
 //     element products; y_j = fl32(S_j * 2^(sa_j + sb_j - 254)) (NaN if a
 //     scale is FF); acc = +0.0f, acc = fl32(acc + y_j) for j increasing.
-//   dense x MX or MX x dense (e.g. MXFP4 weights x BF16 activations): the MX
-//     operand is decoded to FP32 (element value times its scale, one FP32
+//   dense x MX or MX x dense (e.g. MXFP4 weights x BF16 or FP8
+//     activations): the MX operand is decoded to FP32 (element value times its scale, one FP32
 //     rounding, which is exact except on overflow to Inf), then the dense
 //     contract above.
 //   Epilogue, per output: r = fl32(alpha * acc) (skipped when alpha == 1);
@@ -52,9 +59,10 @@
 // overflows the address space, C strides that make two outputs share memory,
 // C overlapping A, B or the bias, invalid enum values, MX operands not
 // blocked along K, with a shape differing from their view or line strides
-// shorter than a line, NVFP4 operands, Bf16Mode::kNativeDot with a non-BF16
-// pair or without CPU support. The bias must hold N floats (a pointer's
-// length cannot be checked).
+// shorter than a line, NVFP4 operands, FP8 operands whose fp8_format is not
+// an FP8 format, Bf16Mode::kNativeDot with a non-BF16 pair or without CPU
+// support. The bias must hold N floats (a pointer's length cannot be
+// checked).
 //
 // Threads: the executor runs tasks that each own a block of outputs (M
 // blocks x groups of 32 columns); K is never split, so every thread count
@@ -66,6 +74,11 @@
 //   Status s = trnmx::Gemm(trnmx::GemmOperand::Fp32(a, M, K, K),
 //                          trnmx::GemmOperand::Fp32(b, K, N, N),
 //                          trnmx::GemmOutput::Fp32(c, M, N, N), {}, &pool);
+//
+// Example (Trainium2's FP8: A and B as Fp8E4M3Ieee codes, e.g. from BulkEncode):
+//   Status s = trnmx::Gemm(trnmx::GemmOperand::Fp8(a8, M, K, K),
+//                          trnmx::GemmOperand::Fp8(b8, K, N, N),
+//                          trnmx::GemmOutput::Fp32(c, M, N, N));
 #ifndef TRNMX_GEMM_H_
 #define TRNMX_GEMM_H_
 
@@ -75,6 +88,7 @@
 
 #include "trnmx/executor.h"
 #include "trnmx/export.h"
+#include "trnmx/formats/format_id.h"
 #include "trnmx/formats/types.h"
 #include "trnmx/mx_view.h"
 #include "trnmx/options.h"
@@ -84,12 +98,15 @@ namespace trnmx {
 
 struct GemmOperand {
   OperandType type = OperandType::kFp32;
-  const void* data = nullptr;    // Dense: float* or Bf16*.
+  const void* data = nullptr;    // Dense: float*, Bf16* or FP8 codes (one byte each).
   std::size_t rows = 0;
   std::size_t cols = 0;
   std::size_t row_stride = 0;    // Dense, in elements.
   std::size_t col_stride = 1;
   MxTensorView mx;               // kMx only; rows/cols mirror mx.shape.
+  // kFp8 only: the encoding of the codes, Format::kFp8E4M3, kFp8E5M2 or
+  // kFp8E4M3Ieee (the Fp8() helpers set it from the storage type).
+  Format fp8_format = Format::kFp8E4M3;
 
   // Row-major helpers: ld = elements from one row to the next (>= cols).
   static GemmOperand Fp32(const float* data, std::size_t rows, std::size_t cols, std::size_t ld) {
@@ -98,6 +115,17 @@ struct GemmOperand {
   static GemmOperand Bf16(const trnmx::Bf16* data, std::size_t rows, std::size_t cols,
                           std::size_t ld) {
     return {OperandType::kBf16, data, rows, cols, ld, 1, {}};
+  }
+  // Dense FP8 codes, no block scales; the encoding follows the type.
+  static GemmOperand Fp8(const Fp8E4M3* data, std::size_t rows, std::size_t cols, std::size_t ld) {
+    return {OperandType::kFp8, data, rows, cols, ld, 1, {}, Format::kFp8E4M3};
+  }
+  static GemmOperand Fp8(const Fp8E5M2* data, std::size_t rows, std::size_t cols, std::size_t ld) {
+    return {OperandType::kFp8, data, rows, cols, ld, 1, {}, Format::kFp8E5M2};
+  }
+  static GemmOperand Fp8(const Fp8E4M3Ieee* data, std::size_t rows, std::size_t cols,
+                         std::size_t ld) {
+    return {OperandType::kFp8, data, rows, cols, ld, 1, {}, Format::kFp8E4M3Ieee};
   }
   static GemmOperand Mx(const MxTensorView& view) {
     return {OperandType::kMx, nullptr, view.shape.rows, view.shape.cols, 0, 0, view};
@@ -150,12 +178,11 @@ TRNMX_API Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutp
                       const GemmParams& params = {}, Executor* executor = nullptr);
 
 // B packed once for many multiplications (weights), owned by this object:
-// FP32 -> 32-column FP32 panels (K x 32 each); BF16 -> 32-column panels of
-// K pairs (the VDPBF16PS operand layout; the exact mode widens them while
-// packing each call); MX -> a compact copy of the codes and scales (decoded
-// while packing each call, or read by the MX x MX kernels). The layout is
-// internal and does not depend on the SIMD target, so results equal Gemm()
-// with the unpacked B, bit for bit, on every target.
+// FP32 and FP8 -> 32-column FP32 panels (K x 32 each; FP8 decoded exactly); BF16 -> 32-column
+// panels of K pairs (the VDPBF16PS operand layout; the exact mode widens them while packing each
+// call); MX -> a compact copy of the codes and scales (decoded while packing each call, or read by
+// the MX x MX kernels). The layout is internal and does not depend on the SIMD target, so results
+// equal Gemm() with the unpacked B, bit for bit, on every target.
 class TRNMX_API PackedWeights {
  public:
   static StatusOr<PackedWeights> Pack(const GemmOperand& b, Executor* executor = nullptr);

@@ -57,8 +57,9 @@ enum class NanPolicy : std::uint8_t {
   // (x >> 16) | 0x0040 for BF16). Formats without payload room behave as
   // kCanonical.
   kQuietPayload,
-  // Sign kept, canonical quiet NaN: E4M3 7F/FF, E5M2 7E/FE, BF16 7FC0/FFC0
-  // (Eigen, ml_dtypes), FP16 7E00/FE00. Formats without NaN give +0.
+  // Sign kept, canonical quiet NaN: E4M3 7F/FF, E4M3 IEEE-style 7C/FC, E5M2
+  // 7E/FE, BF16 7FC0/FFC0 (Eigen, ml_dtypes), FP16 7E00/FE00. Formats without
+  // NaN give +0.
   kCanonical,
   // Formats without NaN: +0 (code 0); the status reports kInvalid
   // (FP6/FP4 default, formats.md D4). Formats with NaN behave as kCanonical.
@@ -73,11 +74,13 @@ enum class NanPolicy : std::uint8_t {
 enum class Overflow : std::uint8_t {
   // The format's own default, `Traits::kDefaultOverflow`.
   kFormatDefault,
-  // Saturate finite overflow and +-Inf to +-MAX (FP8/FP6/FP4 default).
+  // Saturate finite overflow and +-Inf to +-MAX (FP8/FP6/FP4 default; E4M3
+  // IEEE-style: +-240, as Trainium's NeuronCore-v2/v3 do).
   kSatFinite,
   // Non-saturating: overflow and +-Inf give Inf where the format has Inf
-  // (E5M2, FP16, BF16: the IEEE behaviour and the BF16/FP16 default), NaN
-  // where it only has NaN (E4M3), +-MAX where it has neither (FP6, FP4).
+  // (E5M2, E4M3 IEEE-style, FP16, BF16: the IEEE behaviour and the BF16/FP16
+  // default), NaN where it only has NaN (E4M3), +-MAX where it has neither
+  // (FP6, FP4).
   kNonSat,
   // ml_dtypes' C++ ConvertFrom<kSaturate=true>: finite overflow saturates to
   // +-MAX, +-Inf inputs behave as kNonSat.
@@ -134,8 +137,11 @@ enum class BlockAxis : std::uint8_t {
 // GEMM (gemm.h).
 // ---------------------------------------------------------------------------
 
-// GEMM operand and output element types and the BF16 mode (gemm.h).
-enum class OperandType : std::uint8_t { kFp32, kBf16, kMx };
+// GEMM operand and output element types and the BF16 mode (gemm.h). kFp8:
+// dense FP8 codes without block scales (GemmOperand::fp8_format says which
+// FP8 encoding); a GEMM operand only (attention and MoE routing take kFp32,
+// kBf16 and kMx).
+enum class OperandType : std::uint8_t { kFp32, kBf16, kMx, kFp8 };
 enum class OutputType : std::uint8_t { kFp32, kBf16 };
 
 enum class Bf16Mode : std::uint8_t {

@@ -19,8 +19,18 @@ float Bf16Value(std::uint16_t bits) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
 }
 
-// Element (i, j) of an operand as FP32: exact for FP32 and BF16; MX decoded
-// as the contract says (element times scale, one rounding).
+// An FP8 code of a dense operand's format, decoded by the scalar codec.
+float Fp8Value(Format format, std::uint8_t code) {
+  switch (format) {
+    case Format::kFp8E4M3: return DecodeBits<Fp8E4M3Traits>(code);
+    case Format::kFp8E5M2: return DecodeBits<Fp8E5M2Traits>(code);
+    case Format::kFp8E4M3Ieee: return DecodeBits<Fp8E4M3IeeeTraits>(code);
+    default: return std::bit_cast<float>(0x7FC00000u);  // Rejected by the validation.
+  }
+}
+
+// Element (i, j) of an operand as FP32: exact for FP32, BF16 and FP8; MX
+// decoded as the contract says (element times scale, one rounding).
 float OperandValue(const GemmOperand& op, std::size_t i, std::size_t j) {
   switch (op.type) {
     case OperandType::kFp32:
@@ -29,6 +39,9 @@ float OperandValue(const GemmOperand& op, std::size_t i, std::size_t j) {
       return Bf16Value(static_cast<const std::uint16_t*>(op.data)[i * op.row_stride + j * op.col_stride]);
     case OperandType::kMx:
       return internal::MxMatrixElement(op.mx, i, j);
+    case OperandType::kFp8:
+      return Fp8Value(op.fp8_format, static_cast<const std::uint8_t*>(
+                                         op.data)[i * op.row_stride + j * op.col_stride]);
   }
   return 0.0f;
 }

@@ -62,7 +62,7 @@ int main() {
   Check(sim->end_ps > 0 && report.fraction_of_peak > 0 && report.fraction_of_peak <= 1,
         "the report has a run time and a fraction of peak in (0, 1]");
 
-  StatusOr<GemmData> data = MakeGemmData(config, 7);
+  StatusOr<GemmData> data = MakeGemmData(*file, config, 7);
   Check(data.ok(), "MakeGemmData is ok");
   if (!data.ok()) return 1;
   StatusOr<std::vector<Bf16>> got = ExecuteGemm(*gemm, *sim, data->a, data->b);

@@ -11,6 +11,7 @@
 
 #include "trnmx/emu/gemm.h"
 #include "trnmx/emu/simulator.h"
+#include "trnmx/formats/codec.h"
 
 namespace trnmx::emu {
 namespace {
@@ -22,17 +23,20 @@ struct Case {
   OperandPlacement placement = OperandPlacement::kAuto;
   int64_t k_block = 0;
   int64_t n_tile = 0;
+  const char* machine = "trn3";
 };
 
 std::string Describe(const Case& c) {
-  return std::string(MatmulDtypeName(c.dtype)) + " " + std::to_string(c.m) + "x" + std::to_string(c.n) +
-         "x" + std::to_string(c.k) + " cores=" + std::to_string(c.cores) +
-         " placement=" + std::to_string(static_cast<int>(c.placement)) + " k_block=" + std::to_string(c.k_block);
+  return std::string(c.machine) + " " + std::string(MatmulDtypeName(c.dtype)) + " " +
+         std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+         " cores=" + std::to_string(c.cores) +
+         " placement=" + std::to_string(static_cast<int>(c.placement)) +
+         " k_block=" + std::to_string(c.k_block);
 }
 
 void ExpectFunctionalEqualsGemm(const Case& c, uint64_t seed) {
   SCOPED_TRACE(Describe(c) + " seed " + std::to_string(seed));
-  const Machine machine = LoadPresetMachine("trn3").value();
+  const Machine machine = LoadPresetMachine(c.machine).value();
   GemmConfig config;
   config.m = c.m;
   config.n = c.n;
@@ -48,7 +52,7 @@ void ExpectFunctionalEqualsGemm(const Case& c, uint64_t seed) {
   options.record_trace = true;
   StatusOr<SimResult> sim = Simulate(lowered->program, options);
   ASSERT_TRUE(sim.ok()) << sim.status().ToString();
-  StatusOr<GemmData> data = MakeGemmData(lowered->plan.config, seed);
+  StatusOr<GemmData> data = MakeGemmData(machine, lowered->plan.config, seed);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   StatusOr<std::vector<Bf16>> got = ExecuteGemm(*lowered, *sim, data->a, data->b);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -69,6 +73,41 @@ TEST(Functional, EveryDtypeOnOneCore) {
                               MatmulDtype::kMxfp8, MatmulDtype::kMxfp4}) {
     ExpectFunctionalEqualsGemm({200, 300, 704, d, 1}, 11);  // MX K: a multiple of 32
   }
+}
+
+// trainium.md section 5: Trainium2 (NeuronCore-v3) computes FP8 in its own
+// E4M3 (IEEE-style, max 240), Trainium3 adds OCP E4M3FN and MX.
+TEST(Functional, Fp8EncodingFollowsTheChip) {
+  const Machine trn2 = LoadPresetMachine("trn2").value();
+  const Machine trn3 = LoadPresetMachine("trn3").value();
+  EXPECT_EQ(Fp8MatmulFormat(trn2), Format::kFp8E4M3Ieee);
+  EXPECT_EQ(Fp8MatmulFormat(trn3), Format::kFp8E4M3);
+  GemmConfig config;
+  config.m = 4;
+  config.n = 4;
+  config.k = 64;
+  config.dtype = MatmulDtype::kFp8;
+  const GemmData d2 = MakeGemmData(trn2, config, 3).value();
+  EXPECT_EQ(d2.a.type, OperandType::kFp8);
+  EXPECT_EQ(d2.a.fp8_format, Format::kFp8E4M3Ieee);
+  EXPECT_EQ(d2.b.fp8_format, Format::kFp8E4M3Ieee);
+  // The codes are the draws rounded to the legacy format (RNE, saturating).
+  for (size_t i = 0; i < d2.a_fp8.size(); ++i) {
+    EXPECT_EQ(d2.a_fp8[i], Encode<Fp8E4M3Ieee>(d2.a_fp32[i])) << i;
+  }
+  const GemmData d3 = MakeGemmData(trn3, config, 3).value();
+  EXPECT_EQ(d3.a.type, OperandType::kMx);
+  EXPECT_EQ(d3.a.mx.shape.format, MxFormat::kMxfp8E4M3);
+  for (const uint8_t s : d3.a_mx.scales()) EXPECT_EQ(s, 0x7F);
+}
+
+// Trainium2's fp8 (dense legacy E4M3, double-row K = 256) replayed tile by
+// tile equals one trnmx::Gemm over the whole problem.
+TEST(Functional, Trn2Fp8InItsOwnE4M3) {
+  ExpectFunctionalEqualsGemm(
+      {200, 300, 704, MatmulDtype::kFp8, 1, OperandPlacement::kAuto, 0, 0, "trn2"}, 21);
+  ExpectFunctionalEqualsGemm(
+      {257, 190, 1120, MatmulDtype::kFp8, 2, OperandPlacement::kBStationary, 0, 0, "trn2"}, 22);
 }
 
 TEST(Functional, BothPlacementsAndEightCores) {
@@ -105,7 +144,7 @@ TEST(Functional, RejectsMismatchedOperandsAndMissingTrace) {
   ASSERT_TRUE(lowered.ok());
   StatusOr<SimResult> no_trace = Simulate(lowered->program);
   ASSERT_TRUE(no_trace.ok());
-  StatusOr<GemmData> data = MakeGemmData(lowered->plan.config, 1);
+  StatusOr<GemmData> data = MakeGemmData(machine, lowered->plan.config, 1);
   ASSERT_TRUE(data.ok());
   StatusOr<std::vector<Bf16>> r = ExecuteGemm(*lowered, *no_trace, data->a, data->b);
   ASSERT_FALSE(r.ok());
@@ -117,14 +156,14 @@ TEST(Functional, RejectsMismatchedOperandsAndMissingTrace) {
   ASSERT_TRUE(sim.ok());
   GemmConfig other = lowered->plan.config;
   other.k = 64;
-  StatusOr<GemmData> small = MakeGemmData(other, 1);
+  StatusOr<GemmData> small = MakeGemmData(machine, other, 1);
   ASSERT_TRUE(small.ok());
   r = ExecuteGemm(*lowered, *sim, small->a, small->b);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("M=64 N=64 K=128"), std::string::npos) << r.status().message();
   other = lowered->plan.config;
   other.dtype = MatmulDtype::kFp32;
-  StatusOr<GemmData> fp32 = MakeGemmData(other, 1);
+  StatusOr<GemmData> fp32 = MakeGemmData(machine, other, 1);
   ASSERT_TRUE(fp32.ok());
   r = ExecuteGemm(*lowered, *sim, fp32->a, fp32->b);
   ASSERT_FALSE(r.ok());

@@ -1,8 +1,8 @@
 // Every FP32 bit pattern (2^32) through the SIMD bulk encoders (bulk.h) on
 // the best Highway target of this CPU, against the scalar codec
 // (EncodeWithFlags), bit for bit: BF16, FP16, E2M3, E3M2 and E2M1 with their
-// default policies, E4M3 and E5M2 under each overflow policy (kSatFinite
-// default, kNonSat, kMlDtypesSat), and every format under the ml_dtypes
+// default policies, E4M3, E4M3 IEEE-style and E5M2 under each overflow policy
+// (kSatFinite default, kNonSat, kMlDtypesSat), and every format under the ml_dtypes
 // options of ml_dtypes_options.h (MlDtypes* tests). Each test makes one pass
 // over the inputs and checks all of its formats on every chunk; two threads.
 // The per-target unit tests (bulk_test.cc) cover the other targets and
@@ -12,7 +12,8 @@
 // ml_dtypes over all 2^32 inputs: golden_digest_test (golden_test.cc) hashes
 // the bulk codec's codes under these options and compares with ml_dtypes'
 // digests, and these tests show the bulk codes equal to the scalar codec's
-// under exactly the same options on every input.
+// under exactly the same options on every input (E4M3 IEEE-style: in
+// Fp8E4M3IeeeEveryOverflowPolicyAndMlDtypes).
 //
 // The scalar codec is asked once per run of inputs between the breakpoints of
 // the format's table oracle (run_expectations.h).
@@ -115,6 +116,18 @@ TEST(BulkExhaustive, Fp8E5M2EveryOverflowPolicy) {
   SweepAllInputs(Check<Fp8E5M2, kSat>("e5m2 sat", kSpecE5M2),
                  Check<Fp8E5M2, kNonSat>("e5m2 nonsat", kSpecE5M2),
                  Check<Fp8E5M2, kMlSat>("e5m2 mldtypes-sat", kSpecE5M2));
+}
+
+// E4M3 IEEE-style (Trainium NC-v2/v3). A format with a NaN treats
+// kMlDtypesNaN as kCanonical, its default, so the ml_dtypes options of the
+// golden digests are two of its overflow policies: clip_astype = kSatFinite
+// (the default), astype = kNonSat. One pass covers both and kMlDtypesSat.
+TEST(BulkExhaustive, Fp8E4M3IeeeEveryOverflowPolicyAndMlDtypes) {
+  static_assert(Fp8E4M3IeeeTraits::kDefaultNan == NanPolicy::kCanonical &&
+                Fp8E4M3IeeeTraits::kDefaultOverflow == Overflow::kSatFinite);
+  SweepAllInputs(Check<Fp8E4M3Ieee, kClipAstype>("e4m3-ieee sat = clip_astype", kSpecE4M3Ieee),
+                 Check<Fp8E4M3Ieee, kAstype>("e4m3-ieee nonsat = astype", kSpecE4M3Ieee),
+                 Check<Fp8E4M3Ieee, kMlSat>("e4m3-ieee mldtypes-sat", kSpecE4M3Ieee));
 }
 
 TEST(BulkExhaustive, Fp6AndFp4Defaults) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -116,6 +117,21 @@ TEST_P(BulkPerTarget, KnownAnswers) {
   for (std::size_t i = 0; i < q.size(); ++i) EXPECT_EQ(q[i].bits, e4m3_sat[i]) << i;
   ASSERT_TRUE(BulkEncode(e4m3_in, q, {.overflow = Overflow::kNonSat}).ok());
   EXPECT_EQ(q[3].bits, 0x7F);  // 1000 -> NaN when not saturating
+
+  // E4M3 IEEE-style (Trainium NC-v2/v3): 240 = 77 is MAX, 248 ties to 256,
+  // past MAX: 77 saturated (default), 78 = Inf under kNonSat; NaN 7C/FC.
+  const float ieee_in[] = {1.0f, 240.0f, 244.0f, 248.0f, INFINITY, -NAN, 0x1p-9f, -0.0f};
+  const std::uint8_t ieee_sat[] = {0x38, 0x77, 0x77, 0x77, 0x77, 0xFC, 0x01, 0x80};
+  const std::uint8_t ieee_nonsat[] = {0x38, 0x77, 0x77, 0x78, 0x78, 0xFC, 0x01, 0x80};
+  std::vector<Fp8E4M3Ieee> t(std::size(ieee_in));
+  ASSERT_TRUE(BulkEncode(ieee_in, t).ok());
+  for (std::size_t i = 0; i < t.size(); ++i) EXPECT_EQ(t[i].bits, ieee_sat[i]) << i;
+  ASSERT_TRUE(BulkEncode(ieee_in, t, {.overflow = Overflow::kNonSat}).ok());
+  for (std::size_t i = 0; i < t.size(); ++i) EXPECT_EQ(t[i].bits, ieee_nonsat[i]) << i;
+  std::vector<float> back(t.size());
+  ASSERT_TRUE(BulkDecode(std::span<const Fp8E4M3Ieee>(t), back).ok());
+  EXPECT_EQ(back[1], 240.0f);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(back[3]), 0x7F800000u);  // 78 = +Inf
 
   const float e2m1_in[] = {0.25f, 0.75f, 1.25f, 1.75f, -0.25f, 7.0f, 1e30f};
   const std::uint8_t e2m1_want[] = {0x0, 0x2, 0x2, 0x4, 0x8, 0x7, 0x7};
@@ -284,16 +300,22 @@ TEST_P(BulkPerTarget, DecodesEveryCode) {
 TEST_P(BulkPerTarget, ThreadCountsGiveIdenticalBits) {
   std::mt19937_64 rng(TestSeed() + 2);
   const std::size_t n = 3 * 32768 + 12345;  // 4 chunks, the last partial
-  std::vector<float> inputs[8];
-  std::vector<std::uint32_t> want[8];  // codes (packed FP4 bytes in slot 7)
+  // One slot per float format of format_list.h, then packed FP4.
+  constexpr std::size_t kPacked = [] {
+    std::size_t count = 0;
+    ForEachFloatFormat([&](auto) { ++count; });
+    return count;
+  }();
+  std::vector<float> inputs[kPacked + 1];
+  std::vector<std::uint32_t> want[kPacked + 1];  // codes (packed FP4 bytes in the last slot)
   int slot = 0;
   ForEachCodeType([&]<class Code>() {
     inputs[slot] = MakeInputs<typename Code::Traits>(n, rng);
     for (float x : inputs[slot]) want[slot].push_back(Want<Code>(x, {}));
     ++slot;
   });
-  inputs[7] = MakeInputs<Fp4E2M1Traits>(n, rng);
-  for (std::uint8_t b : WantPacked(inputs[7], {})) want[7].push_back(b);
+  inputs[kPacked] = MakeInputs<Fp4E2M1Traits>(n, rng);
+  for (std::uint8_t b : WantPacked(inputs[kPacked], {})) want[kPacked].push_back(b);
 
   // -2: nullptr (the calling thread), -1: SerialExecutor, 0: DefaultExecutor().
   for (const int threads : {-2, -1, 1, 2, 3, 0}) {
@@ -319,8 +341,8 @@ TEST_P(BulkPerTarget, ThreadCountsGiveIdenticalBits) {
       ++k;
     });
     std::vector<std::uint8_t> packed((n + 1) / 2);
-    ASSERT_TRUE(BulkEncodePackedFp4(inputs[7], packed, {}, ex).ok());
-    for (std::size_t i = 0; i < packed.size(); ++i) ASSERT_EQ(packed[i], want[7][i]) << i;
+    ASSERT_TRUE(BulkEncodePackedFp4(inputs[kPacked], packed, {}, ex).ok());
+    for (std::size_t i = 0; i < packed.size(); ++i) ASSERT_EQ(packed[i], want[kPacked][i]) << i;
   }
 }
 

@@ -52,6 +52,7 @@ void ExpectStochasticRule(const FormatSpec& spec) {
 }
 
 TEST(Stochastic, RuleE4M3) { ExpectStochasticRule<Fp8E4M3Traits>(kSpecE4M3); }
+TEST(Stochastic, RuleE4M3Ieee) { ExpectStochasticRule<Fp8E4M3IeeeTraits>(kSpecE4M3Ieee); }
 TEST(Stochastic, RuleE5M2) { ExpectStochasticRule<Fp8E5M2Traits>(kSpecE5M2); }
 TEST(Stochastic, RuleE2M1) { ExpectStochasticRule<Fp4E2M1Traits>(kSpecE2M1); }
 TEST(Stochastic, RuleE3M2) { ExpectStochasticRule<Fp6E3M2Traits>(kSpecE3M2); }
@@ -92,12 +93,23 @@ TEST(Flags, ElementConversions) {
   EXPECT_EQ(EncodeWithFlags<Fp8E4M3Traits>(F(0x7FC00000)).flags, kFlagNone);
   EXPECT_EQ(EncodeWithFlags<Fp8E5M2Traits>(F(0x7F800000), {.overflow = Overflow::kNonSat}).flags, kFlagNone);
   EXPECT_EQ(EncodeWithFlags<Fp8E5M2Traits>(F(0x7F800000)).flags, kFlagOverflow | kFlagInexact);
+  // E4M3 IEEE-style: Inf saturates by default (Trainium), is exact under kNonSat.
+  EXPECT_EQ(EncodeWithFlags<Fp8E4M3IeeeTraits>(F(0x7F800000)).flags, kFlagOverflow | kFlagInexact);
+  EXPECT_EQ(
+      EncodeWithFlags<Fp8E4M3IeeeTraits>(F(0x7F800000), {.overflow = Overflow::kNonSat}).flags,
+      kFlagNone);
+  EXPECT_EQ(EncodeWithFlags<Fp8E4M3IeeeTraits>(256.0f).flags, kFlagInexact | kFlagOverflow);
+  EXPECT_EQ(EncodeWithFlags<Fp8E4M3IeeeTraits>(240.0f).flags, kFlagNone);
 }
 
 TEST(Overflow, TowardZeroNeverOverflowsToNonFinite) {
   // IEEE: round-toward-zero overflow gives MAX even when non-saturating.
   EXPECT_EQ(Encode<Fp8E4M3>(1000.0f, {.rounding = Rounding::kTowardZero, .overflow = Overflow::kNonSat}).bits, 0x7E);
   EXPECT_EQ(Encode<Fp8E5M2>(1e6f, {.rounding = Rounding::kTowardZero, .overflow = Overflow::kNonSat}).bits, 0x7B);
+  EXPECT_EQ(Encode<Fp8E4M3Ieee>(
+                1000.0f, {.rounding = Rounding::kTowardZero, .overflow = Overflow::kNonSat})
+                .bits,
+            0x77);
   EXPECT_EQ(Encode<Bf16>(F(0x7F7FFFFF), {.rounding = Rounding::kTowardZero}).bits, 0x7F7F);
   // Inf inputs are exact under kNonSat whatever the rounding.
   EXPECT_EQ(Encode<Fp8E5M2>(F(0x7F800000), {.rounding = Rounding::kTowardZero, .overflow = Overflow::kNonSat}).bits, 0x7C);
@@ -108,6 +120,8 @@ TEST(Overflow, MlDtypesSatKeepsInf) {
   EXPECT_EQ(Encode<Fp8E5M2>(1e6f, o).bits, 0x7B);
   EXPECT_EQ(Encode<Fp8E5M2>(F(0xFF800000), o).bits, 0xFC);
   EXPECT_EQ(Encode<Fp8E4M3>(F(0x7F800000), o).bits, 0x7F);
+  EXPECT_EQ(Encode<Fp8E4M3Ieee>(1000.0f, o).bits, 0x77);
+  EXPECT_EQ(Encode<Fp8E4M3Ieee>(F(0xFF800000), o).bits, 0xF8);
   EXPECT_EQ(Encode<Fp4E2M1>(F(0x7F800000), o).bits, 0x7);
 }
 
@@ -143,6 +157,9 @@ TEST(Traits, MatchTheSpecTables) {
   EXPECT_FALSE(Fp8E4M3Traits::kHasInf);
   EXPECT_TRUE(Fp8E4M3Traits::kHasNan);
   EXPECT_TRUE(Fp8E5M2Traits::kHasInf);
+  EXPECT_TRUE(Fp8E4M3IeeeTraits::kHasInf);
+  EXPECT_TRUE(Fp8E4M3IeeeTraits::kHasNan);
+  EXPECT_EQ(DecodeBits<Fp8E4M3IeeeTraits>(Fp8E4M3IeeeTraits::kMaxMagnitudeCode), 240.0f);
   EXPECT_FALSE(Fp6E3M2Traits::kHasNan);
   // Traits agree with the decoded max code.
   EXPECT_EQ(DecodeBits<Fp8E4M3Traits>(Fp8E4M3Traits::kMaxMagnitudeCode), Fp8E4M3Traits::kMaxNormal);
@@ -158,6 +175,9 @@ TEST(StorageTypes, BitsOnly) {
   static_assert(!std::is_convertible_v<float, Fp8E4M3>);
   static_assert(!std::is_convertible_v<Fp8E4M3, float>);
   static_assert(!std::is_convertible_v<Fp8E4M3, Fp8E5M2>);
+  // The two E4M3 encodings are distinct types: no silent mixing.
+  static_assert(!std::is_convertible_v<Fp8E4M3, Fp8E4M3Ieee>);
+  static_assert(!std::is_convertible_v<Fp8E4M3Ieee, Fp8E4M3>);
   EXPECT_EQ(Fp4E2M1::FromBits(0xFF).bits, 0x0F);  // masked to the format width
   EXPECT_EQ(Fp6E2M3::FromBits(0xFF).bits, 0x3F);
   EXPECT_NE(Fp8E4M3::FromBits(0x00), Fp8E4M3::FromBits(0x80));  // +0 and -0 differ as codes

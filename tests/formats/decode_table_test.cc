@@ -77,6 +77,30 @@ TEST(DecodeTable, Fp8E4M3) {
   EXPECT_EQ(Bits(DecodeBits<Fp8E4M3Traits>(0x80)), 0x80000000u);
 }
 
+// Trainium NeuronCore-v2/v3 FP8 (ml_dtypes float8_e4m3): bias 7 like OCP
+// E4M3FN, but exponent 1111 holds Inf (M = 0) and NaNs (M != 0), so the top
+// binade ends at 1110.111 = 240.
+TEST(DecodeTable, Fp8E4M3Ieee) {
+  using T = Fp8E4M3IeeeTraits;
+  ExpectFormula<T>(kSpecE4M3Ieee);
+  EXPECT_EQ(DecodeBits<T>(0x01), 0x1p-9f);  // smallest subnormal
+  EXPECT_EQ(DecodeBits<T>(0x02), 0x1p-8f);
+  EXPECT_EQ(DecodeBits<T>(0x04), 0x1p-7f);
+  EXPECT_EQ(DecodeBits<T>(0x07), 7 * 0x1p-9f);  // largest subnormal
+  EXPECT_EQ(DecodeBits<T>(0x08), 0x1p-6f);      // smallest normal
+  EXPECT_EQ(DecodeBits<T>(0x38), 1.0f);
+  EXPECT_EQ(DecodeBits<T>(0x70), 128.0f);
+  EXPECT_EQ(DecodeBits<T>(0x77), 240.0f);
+  EXPECT_EQ(DecodeBits<T>(0xF7), -240.0f);
+  EXPECT_EQ(Bits(DecodeBits<T>(0x78)), 0x7F800000u);  // OCP E4M3FN: 256
+  EXPECT_EQ(Bits(DecodeBits<T>(0xF8)), 0xFF800000u);
+  for (std::uint32_t c = 0x79; c <= 0x7F; ++c) {
+    EXPECT_EQ(Bits(DecodeBits<T>(c)), 0x7FC00000u) << std::hex << c;
+    EXPECT_EQ(Bits(DecodeBits<T>(c | 0x80)), 0xFFC00000u) << std::hex << c;
+  }
+  EXPECT_EQ(Bits(DecodeBits<T>(0x80)), 0x80000000u);
+}
+
 TEST(DecodeTable, Fp8E5M2) {
   ExpectFormula<Fp8E5M2Traits>(kSpecE5M2);
   EXPECT_EQ(DecodeBits<Fp8E5M2Traits>(0x01), 0x1p-16f);
@@ -166,6 +190,7 @@ TEST(RoundTrip, EveryFiniteCode) {
   ExpectRoundTrip<Fp6E2M3Traits>();
   ExpectRoundTrip<Fp6E3M2Traits>();
   ExpectRoundTrip<Fp8E4M3Traits>();
+  ExpectRoundTrip<Fp8E4M3IeeeTraits>();
   ExpectRoundTrip<Fp8E5M2Traits>();
   ExpectRoundTrip<Fp16Traits>();
   ExpectRoundTrip<Bf16Traits>();

@@ -231,6 +231,7 @@ void SweepAllInputs(const FormatSpec& spec) {
 }
 
 TEST(ExhaustiveSweep, Fp8E4M3) { SweepAllInputs<Fp8E4M3Traits>(kSpecE4M3); }
+TEST(ExhaustiveSweep, Fp8E4M3Ieee) { SweepAllInputs<Fp8E4M3IeeeTraits>(kSpecE4M3Ieee); }
 TEST(ExhaustiveSweep, Fp8E5M2) { SweepAllInputs<Fp8E5M2Traits>(kSpecE5M2); }
 TEST(ExhaustiveSweep, Fp6E2M3) { SweepAllInputs<Fp6E2M3Traits>(kSpecE2M3); }
 TEST(ExhaustiveSweep, Fp6E3M2) { SweepAllInputs<Fp6E3M2Traits>(kSpecE3M2); }

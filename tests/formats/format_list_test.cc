@@ -20,7 +20,8 @@ TEST(FormatList, EnumValuesArePinned) {
                 static_cast<int>(Format::kFp16) == 2 && static_cast<int>(Format::kFp8E4M3) == 3 &&
                 static_cast<int>(Format::kFp8E5M2) == 4 && static_cast<int>(Format::kFp6E2M3) == 5 &&
                 static_cast<int>(Format::kFp6E3M2) == 6 && static_cast<int>(Format::kFp4E2M1) == 7 &&
-                static_cast<int>(Format::kScaleE8M0) == 8 && static_cast<int>(Format::kMxInt8) == 9);
+                static_cast<int>(Format::kScaleE8M0) == 8 && static_cast<int>(Format::kMxInt8) == 9 &&
+                static_cast<int>(Format::kFp8E4M3Ieee) == 10);
   static_assert(static_cast<int>(MxFormat::kMxfp8E4M3) == 0 &&
                 static_cast<int>(MxFormat::kMxfp8E5M2) == 1 &&
                 static_cast<int>(MxFormat::kMxfp6E2M3) == 2 &&
@@ -50,7 +51,7 @@ TEST(FormatList, FloatVisitorMatchesTypesAndInfo) {
     }));
     EXPECT_TRUE(same) << info.name;
   });
-  EXPECT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen.size(), 8u);
   // The formats with codecs of their own are not float formats.
   for (const Format f : {Format::kFp32, Format::kScaleE8M0, Format::kMxInt8}) {
     EXPECT_FALSE(IsFloatFormat(f));

@@ -103,6 +103,8 @@ CodeFn FindCodeFn(const std::string& format, const std::string& policy) {
       {"e4m3/clip_astype", &EncodeBits<Fp8E4M3Traits, kClipAstype>},
       {"e5m2/astype", &EncodeBits<Fp8E5M2Traits, kAstype>},
       {"e5m2/clip_astype", &EncodeBits<Fp8E5M2Traits, kClipAstype>},
+      {"e4m3-ieee/astype", &EncodeBits<Fp8E4M3IeeeTraits, kAstype>},
+      {"e4m3-ieee/clip_astype", &EncodeBits<Fp8E4M3IeeeTraits, kClipAstype>},
       {"e2m3/astype", &EncodeBits<Fp6E2M3Traits, kAstype>},
       {"e2m3/clip_astype", &EncodeBits<Fp6E2M3Traits, kClipAstype>},
       {"e3m2/astype", &EncodeBits<Fp6E3M2Traits, kAstype>},
@@ -201,6 +203,7 @@ void CheckFormat(const std::string& format) {
 }
 
 TEST(GoldenBoundary, E4M3) { CheckFormat("e4m3"); }
+TEST(GoldenBoundary, E4M3Ieee) { CheckFormat("e4m3-ieee"); }
 TEST(GoldenBoundary, E5M2) { CheckFormat("e5m2"); }
 TEST(GoldenBoundary, E2M3) { CheckFormat("e2m3"); }
 TEST(GoldenBoundary, E3M2) { CheckFormat("e3m2"); }
@@ -233,7 +236,8 @@ TEST(GoldenBoundary, Fp16NanNumpyDiffers) {
 
 // Every (format, policy) of the digest file has a boundary section too.
 TEST(GoldenBoundary, AllSectionsPresent) {
-  for (const char* f : {"e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "bf16", "fp16", "e8m0"}) {
+  for (const char* f :
+       {"e4m3", "e4m3-ieee", "e5m2", "e2m3", "e3m2", "e2m1", "bf16", "fp16", "e8m0"}) {
     EXPECT_TRUE(Boundary().count(f)) << f;
   }
 }
@@ -325,6 +329,8 @@ ChunkFn FindChunkFn(const std::string& format, const std::string& policy) {
       {"e4m3/clip_astype", &BulkChunk<Fp8E4M3, kClipAstype>},
       {"e5m2/astype", &BulkChunk<Fp8E5M2, kAstype>},
       {"e5m2/clip_astype", &BulkChunk<Fp8E5M2, kClipAstype>},
+      {"e4m3-ieee/astype", &BulkChunk<Fp8E4M3Ieee, kAstype>},
+      {"e4m3-ieee/clip_astype", &BulkChunk<Fp8E4M3Ieee, kClipAstype>},
       {"e2m3/astype", &BulkChunk<Fp6E2M3, kAstype>},
       {"e2m3/clip_astype", &BulkChunk<Fp6E2M3, kClipAstype>},
       {"e3m2/astype", &BulkChunk<Fp6E3M2, kAstype>},
@@ -388,6 +394,9 @@ void CheckDigest(const std::string& format, const std::string& policy) {
 
 TEST(GoldenDigest, E4M3Astype) { CheckDigest("e4m3", "astype"); }
 TEST(GoldenDigest, E4M3ClipAstype) { CheckDigest("e4m3", "clip_astype"); }
+// ml_dtypes float8_e4m3, Trainium NeuronCore-v2/v3's FP8.
+TEST(GoldenDigest, E4M3IeeeAstype) { CheckDigest("e4m3-ieee", "astype"); }
+TEST(GoldenDigest, E4M3IeeeClipAstype) { CheckDigest("e4m3-ieee", "clip_astype"); }
 TEST(GoldenDigest, E5M2Astype) { CheckDigest("e5m2", "astype"); }
 TEST(GoldenDigest, E5M2ClipAstype) { CheckDigest("e5m2", "clip_astype"); }
 TEST(GoldenDigest, E2M3Astype) { CheckDigest("e2m3", "astype"); }

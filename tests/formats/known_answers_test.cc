@@ -93,6 +93,18 @@ const ElementRow kElementRows[] = {
     {Format::kFp8E4M3, 0x7FC00000, 0x7F, 0x7F}, {Format::kFp8E4M3, 0xFFC00000, 0xFF, 0xFF},
     {Format::kFp8E4M3, 0x41880000, 0x58, 0x58}, {Format::kFp8E4M3, 0x3B000000, 0x01, 0x01},
     {Format::kFp8E4M3, 0x3A800000, 0x00, 0x00}, {Format::kFp8E4M3, 0x80000000, 0x80, 0x80},
+    // E4M3 IEEE-style (Trainium NC-v2/v3, ml_dtypes float8_e4m3): MAX 240 = 77,
+    // Inf 78/F8, canonical NaN 7C/FC. 248 is the tie of 240 (odd) and 256:
+    // it rounds to 256, past MAX. 256 and 448 are finite in OCP E4M3 only.
+    {Format::kFp8E4M3Ieee, 0x3F800000, 0x38, 0x38}, {Format::kFp8E4M3Ieee, 0x43700000, 0x77, 0x77},
+    {Format::kFp8E4M3Ieee, 0x4377FFFF, 0x77, 0x77}, {Format::kFp8E4M3Ieee, 0x43780000, 0x77, 0x78},
+    {Format::kFp8E4M3Ieee, 0x43800000, 0x77, 0x78}, {Format::kFp8E4M3Ieee, 0x43E00000, 0x77, 0x78},
+    {Format::kFp8E4M3Ieee, 0x7F800000, 0x77, 0x78}, {Format::kFp8E4M3Ieee, 0xFF800000, 0xF7, 0xF8},
+    {Format::kFp8E4M3Ieee, 0x7FC00000, 0x7C, 0x7C}, {Format::kFp8E4M3Ieee, 0xFFC00000, 0xFC, 0xFC},
+    {Format::kFp8E4M3Ieee, 0x41880000, 0x58, 0x58}, {Format::kFp8E4M3Ieee, 0x3B000000, 0x01, 0x01},
+    {Format::kFp8E4M3Ieee, 0x3A800000, 0x00, 0x00}, {Format::kFp8E4M3Ieee, 0x3AC00000, 0x01, 0x01},
+    {Format::kFp8E4M3Ieee, 0x3C600000, 0x07, 0x07}, {Format::kFp8E4M3Ieee, 0x3C800000, 0x08, 0x08},
+    {Format::kFp8E4M3Ieee, 0x80000000, 0x80, 0x80},
     {Format::kFp8E5M2, 0x47600000, 0x7B, 0x7B}, {Format::kFp8E5M2, 0x47700000, 0x7B, 0x7C},
     {Format::kFp8E5M2, 0x37800000, 0x01, 0x01}, {Format::kFp8E5M2, 0x37000000, 0x00, 0x00},
     {Format::kFp8E5M2, 0x7FC00000, 0x7E, 0x7E}, {Format::kFp8E5M2, 0xFFC00000, 0xFE, 0xFE},
@@ -138,6 +150,61 @@ TEST(KnownAnswers, Elements) {
       EXPECT_EQ(EncodeOne(r.format, r.in ^ 0x80000000u, nonsat), r.nonsat ^ sign);
     }
   }
+}
+
+// E4M3 IEEE-style under every rounding, overflow and NaN policy, from the
+// definition: 224 = 76 and 240 = 77 are the top two values, 232 their tie,
+// 248 the tie of 240 with 256 (the first value past MAX).
+TEST(KnownAnswers, Fp8E4M3IeeePolicies) {
+  struct Row {
+    float x;
+    Rounding rounding;
+    Overflow overflow;
+    std::uint32_t code;
+  };
+  using R = Rounding;
+  using O = Overflow;
+  const Row rows[] = {
+      {232.0f, R::kNearestEven, O::kFormatDefault, 0x76},  // tie to even (76)
+      {232.0f, R::kTiesAway, O::kFormatDefault, 0x77},
+      {232.0f, R::kTowardZero, O::kFormatDefault, 0x76},
+      {244.0f, R::kNearestEven, O::kNonSat, 0x77},  // below the 248 tie
+      {244.0f, R::kTiesAway, O::kNonSat, 0x77},
+      {248.0f, R::kNearestEven, O::kFormatDefault, 0x77},  // saturates (Trainium)
+      {248.0f, R::kNearestEven, O::kSatFinite, 0x77},
+      {248.0f, R::kNearestEven, O::kNonSat, 0x78},  // rounds to 256: Inf
+      {248.0f, R::kNearestEven, O::kMlDtypesSat, 0x77},
+      {248.0f, R::kTiesAway, O::kNonSat, 0x78},
+      {248.0f, R::kTowardZero, O::kNonSat, 0x77},  // never past MAX (IEEE 4.3.2)
+      {1e6f, R::kTowardZero, O::kNonSat, 0x77},
+      {INFINITY, R::kNearestEven, O::kFormatDefault, 0x77},
+      {INFINITY, R::kNearestEven, O::kNonSat, 0x78},
+      {INFINITY, R::kTowardZero, O::kNonSat, 0x78},  // Inf is exact when not saturating
+      {-INFINITY, R::kNearestEven, O::kMlDtypesSat, 0xF8},
+      {-INFINITY, R::kTiesAway, O::kSatFinite, 0xF7},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(testing::Message() << "x=" << r.x << " rounding=" << static_cast<int>(r.rounding)
+                                    << " overflow=" << static_cast<int>(r.overflow));
+    EXPECT_EQ(EncodeOne(Format::kFp8E4M3Ieee, std::bit_cast<std::uint32_t>(r.x),
+                        {.rounding = r.rounding, .overflow = r.overflow}),
+              r.code);
+  }
+  // NaN: sign kept; the quiet bit 04 set; kQuietPayload keeps the top 2
+  // payload bits of FP32's 22 (0x7FA12345: 0x212345 >> 20 = 2 -> 7E).
+  const auto nan = [](std::uint32_t in, NanPolicy p) {
+    return EncodeOne(Format::kFp8E4M3Ieee, in, {.nan = p});
+  };
+  EXPECT_EQ(nan(0x7FA12345, NanPolicy::kFormatDefault), 0x7Cu);
+  EXPECT_EQ(nan(0x7FA12345, NanPolicy::kCanonical), 0x7Cu);
+  EXPECT_EQ(nan(0x7FA12345, NanPolicy::kQuietPayload), 0x7Eu);
+  EXPECT_EQ(nan(0xFFFFFFFF, NanPolicy::kQuietPayload), 0xFFu);
+  EXPECT_EQ(nan(0xFF800001, NanPolicy::kQuietPayload), 0xFCu);  // signalling, payload cut to 0
+  EXPECT_EQ(nan(0x7FC00000, NanPolicy::kZero), 0x7Cu);          // the format has a NaN
+  EXPECT_EQ(nan(0xFFC00000, NanPolicy::kMlDtypesNaN), 0xFCu);
+  // FP32 subnormals: exact conversion gives 0 (all are below 2^-10); DAZ too.
+  EXPECT_EQ(EncodeOne(Format::kFp8E4M3Ieee, 0x807FFFFF, {}), 0x80u);
+  EXPECT_EQ(EncodeOne(Format::kFp8E4M3Ieee, 0x807FFFFF, {.subnormals = Subnormals::kFlush}), 0x80u);
 }
 
 // 12.5, rounding policies on E2M1 at scale 1: RNE vs ties away.

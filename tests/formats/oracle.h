@@ -43,6 +43,8 @@ struct FormatSpec {
 inline const FormatSpec kSpecBf16{"bf16", 8, 7, 127, FormatSpec::kIeee, Overflow::kNonSat, NanPolicy::kQuietPayload};
 inline const FormatSpec kSpecFp16{"fp16", 5, 10, 15, FormatSpec::kIeee, Overflow::kNonSat, NanPolicy::kQuietPayload};
 inline const FormatSpec kSpecE4M3{"e4m3", 4, 3, 7, FormatSpec::kNanAllOnes, Overflow::kSatFinite, NanPolicy::kCanonical};
+// Trainium's NeuronCore-v2/v3 FP8 (ml_dtypes float8_e4m3): IEEE-style specials, max 240.
+inline const FormatSpec kSpecE4M3Ieee{"e4m3-ieee", 4, 3, 7, FormatSpec::kIeee, Overflow::kSatFinite, NanPolicy::kCanonical};
 inline const FormatSpec kSpecE5M2{"e5m2", 5, 2, 15, FormatSpec::kIeee, Overflow::kSatFinite, NanPolicy::kCanonical};
 inline const FormatSpec kSpecE2M3{"e2m3", 2, 3, 1, FormatSpec::kNoNonFinite, Overflow::kSatFinite, NanPolicy::kZero};
 inline const FormatSpec kSpecE3M2{"e3m2", 3, 2, 3, FormatSpec::kNoNonFinite, Overflow::kSatFinite, NanPolicy::kZero};

@@ -37,6 +37,17 @@ TEST(Registry, TraitsRows) {
   EXPECT_EQ(e4m3.min_subnormal, 0x1p-9);
   EXPECT_FALSE(e4m3.has_inf);
   EXPECT_EQ(GetFormatInfo(Format::kFp8E5M2).max_normal, 57344.0);
+  // Trainium's E4M3 beside OCP's: same shape and bias, other specials and max.
+  const FormatInfo& ieee = GetFormatInfo(Format::kFp8E4M3Ieee);
+  EXPECT_EQ(ieee.name, "e4m3-ieee");
+  EXPECT_EQ(ieee.max_normal, 240.0);
+  EXPECT_EQ(ieee.min_normal, 0x1p-6);
+  EXPECT_EQ(ieee.min_subnormal, 0x1p-9);
+  EXPECT_EQ(ieee.bias, e4m3.bias);
+  EXPECT_TRUE(ieee.has_inf);
+  EXPECT_TRUE(ieee.has_nan);
+  EXPECT_EQ(*ParseFormatName("e4m3-ieee"), Format::kFp8E4M3Ieee);
+  EXPECT_EQ(*ParseFormatName("e4m3"), Format::kFp8E4M3);
   EXPECT_EQ(GetFormatInfo(Format::kFp4E2M1).max_normal, 6.0);
   EXPECT_EQ(GetFormatInfo(Format::kScaleE8M0).min_subnormal, 0x1p-127);
   EXPECT_EQ(GetFormatInfo(Format::kMxInt8).max_normal, 127.0 / 64);

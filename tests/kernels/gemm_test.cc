@@ -184,6 +184,7 @@ TEST(Gemm, EpilogueOrderOnIntegers) {
 struct OperandSpec {
   Kind kind = Kind::kFp32;
   MxFormat format = MxFormat::kMxfp8E4M3;
+  Format fp8_format = Format::kFp8E4M3Ieee;  // Kind::kFp8.
   bool transposed = false;
   std::size_t pad = 0;
   std::size_t offset = 0;
@@ -207,6 +208,8 @@ std::string Describe(const Case& c) {
       case Kind::kFp32: return s.transposed ? "fp32^T" : "fp32";
       case Kind::kBf16: return s.transposed ? "bf16^T" : "bf16";
       case Kind::kMx: return std::string(GetMxFormatInfo(s.format).name) + (s.quantized ? "" : "(raw)");
+      case Kind::kFp8:
+        return std::string(GetFormatInfo(s.fp8_format).name) + (s.transposed ? "^T" : "");
     }
     return "?";
   };
@@ -238,7 +241,9 @@ TestOperand BuildOperand(const OperandSpec& s, std::size_t rows, std::size_t col
     if (special == 1) v = SpecialValue(rng, v);
   }
   auto value = [&](std::size_t i, std::size_t j) { return values[i * cols + j]; };
-  if (s.kind != Kind::kMx) return MakeDense(s.kind, rows, cols, s.transposed, s.pad, s.offset, value);
+  if (s.kind != Kind::kMx) {
+    return MakeDense(s.kind, rows, cols, s.transposed, s.pad, s.offset, value, s.fp8_format);
+  }
   const BlockAxis axis = is_b ? BlockAxis::kCols : BlockAxis::kRows;
   if (!s.quantized) return FromMx(RandomMx(s.format, axis, rows, cols, rng, 100, 150));
   // Lines run along K: (line, pos) = (row, col) for A, (col, row) for B.
@@ -391,6 +396,73 @@ TEST_P(GemmPerTarget, NanAndInfMatchReference) {
     CheckCase(cs, rng, kSmallBlockings, GetParam());
     if (::testing::Test::HasFatalFailure()) return;
   }
+}
+
+// Dense FP8 operands (no block scales) in each FP8 encoding, against the
+// FP32, BF16, FP8 and MX operands of the random cases: each FP8 element is
+// widened exactly, then the dense FMA chain (gemm.h).
+TEST_P(GemmPerTarget, DenseFp8MatchesReference) {
+  Rng rng(Seed() + 7);
+  constexpr Format kFp8[] = {Format::kFp8E4M3Ieee, Format::kFp8E4M3, Format::kFp8E5M2};
+  for (int i = 0; i < 60; ++i) {
+    Case cs = RandomCase(rng, 17);
+    cs.a.kind = Kind::kFp8;
+    cs.a.fp8_format = kFp8[i % 3];
+    if (i % 2 == 0) {
+      cs.b.kind = Kind::kFp8;
+      cs.b.fp8_format = kFp8[(i / 2) % 3];
+    }
+    if (i % 3 == 0) std::swap(cs.a, cs.b);  // FP8 as B (and MX as A)
+    CheckCase(cs, rng, kSmallBlockings, GetParam(), /*with_threads=*/i % 10 == 0);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// Trainium2's FP8 (E4M3 IEEE-style) from its definition: 77 = 240, 01 =
+// 2^-9, B8 = -1, 78 = +Inf; the same byte 78 is 256 in OCP E4M3FN.
+TEST(Gemm, DenseFp8KnownAnswers) {
+  const Fp8E4M3Ieee a[3] = {Fp8E4M3Ieee::FromBits(0x77), Fp8E4M3Ieee::FromBits(0x01),
+                            Fp8E4M3Ieee::FromBits(0xB8)};
+  const Fp8E4M3Ieee b[3] = {Fp8E4M3Ieee::FromBits(0x38), Fp8E4M3Ieee::FromBits(0x38),
+                            Fp8E4M3Ieee::FromBits(0x40)};  // 1, 1, 2
+  float c = -1.0f;
+  ASSERT_TRUE(Gemm(GemmOperand::Fp8(a, 1, 3, 3), GemmOperand::Fp8(b, 3, 1, 1),
+                   GemmOutput::Fp32(&c, 1, 1, 1))
+                  .ok());
+  EXPECT_EQ(c, 240.0f + 0x1p-9f - 2.0f);  // 238.001953125, exact
+  // The byte 78: +Inf in Trainium's E4M3, 256 in OCP E4M3FN (the two cannot
+  // be mixed on the TensorE; here each operand says its encoding).
+  const Fp8E4M3Ieee inf = Fp8E4M3Ieee::FromBits(0x78);
+  const Fp8E4M3 ocp256 = Fp8E4M3::FromBits(0x78);
+  const Fp8E4M3Ieee one = Fp8E4M3Ieee::FromBits(0x38);
+  ASSERT_TRUE(Gemm(GemmOperand::Fp8(&inf, 1, 1, 1), GemmOperand::Fp8(&one, 1, 1, 1),
+                   GemmOutput::Fp32(&c, 1, 1, 1))
+                  .ok());
+  EXPECT_EQ(c, INFINITY);
+  ASSERT_TRUE(Gemm(GemmOperand::Fp8(&ocp256, 1, 1, 1), GemmOperand::Fp8(&one, 1, 1, 1),
+                   GemmOutput::Fp32(&c, 1, 1, 1))
+                  .ok());
+  EXPECT_EQ(c, 256.0f);
+  // Packed FP8 weights decode into FP32 panels: same bits as unpacked.
+  StatusOr<PackedWeights> packed = PackedWeights::Pack(GemmOperand::Fp8(b, 3, 1, 1));
+  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+  EXPECT_EQ(packed->type(), OperandType::kFp8);
+  ASSERT_TRUE(Gemm(GemmOperand::Fp8(a, 1, 3, 3), *packed, GemmOutput::Fp32(&c, 1, 1, 1)).ok());
+  EXPECT_EQ(c, 240.0f + 0x1p-9f - 2.0f);
+}
+
+TEST(Gemm, DenseFp8RejectsNonFp8Formats) {
+  const std::uint8_t codes[4] = {0x38, 0x38, 0x38, 0x38};
+  float c[4];
+  GemmOperand a = GemmOperand::Fp8(reinterpret_cast<const Fp8E4M3Ieee*>(codes), 2, 2, 2);
+  const GemmOperand b = a;
+  a.fp8_format = Format::kFp4E2M1;  // one code per byte, but not FP8
+  const Status s = Gemm(a, b, GemmOutput::Fp32(c, 2, 2, 2));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("FP8 GEMM operand A"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("kFp8E4M3Ieee"), std::string::npos) << s.message();
+  a.fp8_format = Format::kBf16;
+  EXPECT_EQ(PackedWeights::Pack(a).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Gemm, BetaZeroIgnoresNanInC) {

@@ -61,20 +61,24 @@ inline MxTestTensor RandomMx(MxFormat f, BlockAxis axis, std::size_t rows, std::
 }
 
 // A GEMM operand and the memory behind it.
-enum class Kind { kFp32, kBf16, kMx };
+enum class Kind { kFp32, kBf16, kMx, kFp8 };
 
 struct TestOperand {
   std::vector<float> f32;
   std::vector<std::uint16_t> b16;
+  std::vector<std::uint8_t> b8;  // Dense FP8 codes.
   MxTestTensor mx;
   GemmOperand op;
 };
 
 // Dense: value(i, j) stored row-major (or transposed: column-major) with
 // `pad` extra elements per line and the data starting `offset` elements in.
+// FP8 (codes of `fp8_format`): the scalar codec's saturating encoding, +-Inf
+// kept as the Inf code where the format has one.
 inline TestOperand MakeDense(Kind kind, std::size_t rows, std::size_t cols, bool transposed,
                              std::size_t pad, std::size_t offset,
-                             const std::function<float(std::size_t, std::size_t)>& value) {
+                             const std::function<float(std::size_t, std::size_t)>& value,
+                             Format fp8_format = Format::kFp8E4M3Ieee) {
   TestOperand t;
   const std::size_t ld = (transposed ? rows : cols) + pad;
   const std::size_t lines = transposed ? cols : rows;
@@ -87,6 +91,20 @@ inline TestOperand MakeDense(Kind kind, std::size_t rows, std::size_t cols, bool
       for (std::size_t j = 0; j < cols; ++j) t.f32[offset + i * rs + j * cs] = value(i, j);
     }
     t.op = {OperandType::kFp32, t.f32.data() + offset, rows, cols, rs, cs, {}};
+  } else if (kind == Kind::kFp8) {
+    t.b8.assign(size, 0x7F);  // A NaN code in every FP8 format: must not be read.
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < cols; ++j) {
+        const float v = value(i, j);
+        const EncodeOptions o{.overflow = std::isinf(v) ? Overflow::kNonSat : Overflow::kSatFinite};
+        std::uint32_t code = 0;
+        VisitFloatFormat(fp8_format, [&](auto c) {
+          code = EncodeWithFlags<typename decltype(c)::Traits>(v, o).code;
+        });
+        t.b8[offset + i * rs + j * cs] = static_cast<std::uint8_t>(code);
+      }
+    }
+    t.op = {OperandType::kFp8, t.b8.data() + offset, rows, cols, rs, cs, {}, fp8_format};
   } else {
     t.b16.assign(size, 0x7FA1);
     for (std::size_t i = 0; i < rows; ++i) {

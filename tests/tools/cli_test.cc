@@ -205,7 +205,7 @@ int Digits(const std::string& format) {
 int Bits(const std::string& format) {
   static const std::map<std::string, int> kBits = {
       {"fp32", 32}, {"bf16", 16}, {"fp16", 16}, {"e4m3", 8}, {"e5m2", 8},
-      {"e2m3", 6},  {"e3m2", 6},  {"e2m1", 4},  {"e8m0", 8}, {"int8", 8}};
+      {"e2m3", 6},  {"e3m2", 6},  {"e2m1", 4},  {"e8m0", 8}, {"int8", 8}, {"e4m3-ieee", 8}};
   return kBits.at(format);
 }
 
@@ -262,6 +262,7 @@ TEST(CliFormats, OneRowPerFormatWithItsTraits) {
       {"e2m1", 4, 2, 1, 1, 6, 1.0, 0.5, "no", "no"},
       {"e8m0", 8, 8, 0, 127, 0x1p127, 0x1p-127, 0x1p-127, "no", "yes"},
       {"int8", 8, 0, 6, 0, 127.0 / 64, 0, 1.0 / 64, "no", "no"},
+      {"e4m3-ieee", 8, 4, 3, 7, 240, 0x1p-6, 0x1p-9, "yes", "yes"},
   };
   const RunResult r = RunCli({"formats"});
   ASSERT_EQ(r.exit_code, 0) << r;
@@ -371,6 +372,10 @@ const Kat kDefaultKats[] = {
     {"fp16", 0x7F800000, 0x7C00, true},     {"fp16", 0x33800000, 0x0001, true},
     {"fp16", 0x7FC00000, 0x7E00, true},     {"fp32", 0x3F800000, 0x3F800000, true},
     {"fp32", 0x00000001, 0x00000001, true},
+    // Trainium NC-v2/v3 E4M3: saturates at 240 (77); 248 ties to 256, past MAX.
+    {"e4m3-ieee", 0x3F800000, 0x38, true},  {"e4m3-ieee", 0x43700000, 0x77, true},
+    {"e4m3-ieee", 0x43780000, 0x77, true},  {"e4m3-ieee", 0x7F800000, 0x77, true},
+    {"e4m3-ieee", 0x7FC00000, 0x7C, true},  {"e4m3-ieee", 0x3B000000, 0x01, true},
 };
 
 // "nonsat" column of 12.3: --overflow nonsat --nan mldtypes (= ml_dtypes astype).
@@ -385,6 +390,8 @@ const Kat kNonSatKats[] = {
     {"e3m2", 0xFFC00000, 0x00, false}, {"e3m2", 0x7F800000, 0x1F, true},
     {"e2m1", 0x7FC00000, 0x8, false},  {"e2m1", 0xFFC00000, 0x0, false},
     {"e2m1", 0x7F800000, 0x7, true},   {"bf16", 0x7F7FFFFF, 0x7F80, true},
+    {"e4m3-ieee", 0x43780000, 0x78, true},  {"e4m3-ieee", 0x7F800000, 0x78, true},
+    {"e4m3-ieee", 0x4377FFFF, 0x77, true},  {"e4m3-ieee", 0x7FC00000, 0x7C, true},
 };
 
 // Runs each format's vectors (and their mirrors) through one convert call.
@@ -882,12 +889,14 @@ TEST(CliDemo, ElementsFlagAddsEveryElementFormatAndPolicy) {
   ASSERT_EQ(a.exit_code, 0) << a;
   EXPECT_EQ(a.err, "");
   std::map<std::string, int> rows = FirstWords(a.out);
-  for (const char* format : {"bf16", "fp16", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "int8"}) {
+  for (const char* format :
+       {"bf16", "fp16", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "int8", "e4m3-ieee"}) {
     EXPECT_GE(rows[format], 1) << "no row for " << format << "\n" << a.out;
   }
   // Narrow formats get one row per policy (unscaled plus five scaled).
   EXPECT_EQ(rows["e4m3"], 6);
   EXPECT_EQ(rows["e2m1"], 6);
+  EXPECT_EQ(rows["e4m3-ieee"], 6);
   EXPECT_EQ(rows["e8m0"], 0) << "e8m0 is a scale format, not an element format";
   EXPECT_EQ(rows["fp32"], 0);
   // The MX table and the GEMM are still there.

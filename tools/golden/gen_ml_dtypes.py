@@ -6,7 +6,8 @@ Writes two files (defaults under tests/data/):
   ml_dtypes_digests.json  SHA-256 of the output codes of every (format, policy)
                           below over all 2^32 FP32 bit patterns, in increasing
                           input order: 1 byte per code for E4M3, E5M2, E2M3,
-                          E3M2, E2M1 and E8M0 (the code in the low bits), 2 bytes
+                          E3M2, E2M1, E8M0 and E4M3 IEEE-style (ml_dtypes
+                          float8_e4m3; the code in the low bits), 2 bytes
                           little-endian for BF16 and FP16.
   ml_dtypes_boundary.txt  A small table of boundary inputs per format with the
                           output code of each policy (see its header).
@@ -47,6 +48,7 @@ DATA_DIR = os.path.join(REPO, "tests", "data")
 # trnmx format name -> numpy dtype.
 DTYPES = {
     "e4m3": ml_dtypes.float8_e4m3fn,
+    "e4m3-ieee": ml_dtypes.float8_e4m3,  # Trainium NeuronCore-v2/v3 FP8
     "e5m2": ml_dtypes.float8_e5m2,
     "e2m3": ml_dtypes.float6_e2m3fn,
     "e3m2": ml_dtypes.float6_e3m2fn,
@@ -55,7 +57,7 @@ DTYPES = {
     "bf16": ml_dtypes.bfloat16,
     "fp16": np.float16,
 }
-SMALL = ["e4m3", "e5m2", "e2m3", "e3m2", "e2m1"]
+SMALL = ["e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "e4m3-ieee"]
 
 # (format, policy) -> (producer, trnmx equivalent), in the order written.
 JOBS = {}
@@ -171,7 +173,7 @@ def boundary_inputs(fmt):
     fi = ml_dtypes.finfo(dt)
     xs = []
     if fmt in SMALL:
-        nbits = {"e4m3": 8, "e5m2": 8, "e2m3": 6, "e3m2": 6, "e2m1": 4}[fmt]
+        nbits = {"e4m3": 8, "e5m2": 8, "e2m3": 6, "e3m2": 6, "e2m1": 4, "e4m3-ieee": 8}[fmt]
         max_code = int(np.array(fi.max, dtype=dt).view(np.uint8))
         codes = list(range(0, max_code + 1))
         xs += element_inputs(fmt, codes)
@@ -243,7 +245,7 @@ def write_boundary(path):
         "# +-Inf, quiet and signalling NaNs with payloads (bf16/fp16: selected binades only).",
     ]
     total = 0
-    for fmt in ["e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "bf16", "fp16", "e8m0"]:
+    for fmt in ["e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "bf16", "fp16", "e8m0", "e4m3-ieee"]:
         pols = policies_of(fmt)
         inputs = boundary_inputs(fmt)
         if fmt == "fp16":

@@ -17,7 +17,9 @@ GemmOperand Sub(const GemmOperand& m, int64_t r0, int64_t rows, int64_t c0, int6
   s.rows = static_cast<size_t>(rows);
   s.cols = static_cast<size_t>(cols);
   if (m.type != OperandType::kMx) {
-    const size_t elem = m.type == OperandType::kFp32 ? sizeof(float) : sizeof(Bf16);
+    const size_t elem = m.type == OperandType::kFp32   ? sizeof(float)
+                        : m.type == OperandType::kBf16 ? sizeof(Bf16)
+                                                       : 1;  // kFp8: one code per byte
     s.data = static_cast<const char*>(m.data) +
              (static_cast<size_t>(r0) * m.row_stride + static_cast<size_t>(c0) * m.col_stride) * elem;
     return s;
@@ -53,13 +55,19 @@ bool TypeMatches(MatmulDtype dtype, const GemmOperand& x) {
   switch (dtype) {
     case MatmulDtype::kFp32: return x.type == OperandType::kFp32;
     case MatmulDtype::kBf16: return x.type == OperandType::kBf16;
+    // Dense FP8 codes (Trainium2) or MXFP8 with scales 2^0 (Trainium3).
+    case MatmulDtype::kFp8: return x.type == OperandType::kFp8 || x.type == OperandType::kMx;
     default: return x.type == OperandType::kMx;
   }
 }
 
 }  // namespace
 
-StatusOr<GemmData> MakeGemmData(const GemmConfig& config, uint64_t seed) {
+Format Fp8MatmulFormat(const Machine& machine) {
+  return machine.tensor.macs_per_pe_cycle_mx.value > 0 ? Format::kFp8E4M3 : Format::kFp8E4M3Ieee;
+}
+
+StatusOr<GemmData> MakeGemmData(const Machine& machine, const GemmConfig& config, uint64_t seed) {
   if (config.m <= 0 || config.n <= 0 || config.k <= 0) {
     return InvalidArgumentError("MakeGemmData: m, n and k must be positive");
   }
@@ -85,6 +93,17 @@ StatusOr<GemmData> MakeGemmData(const GemmConfig& config, uint64_t seed) {
       d.a = GemmOperand::Bf16(d.a_bf16.data(), m, k, k);
       d.b = GemmOperand::Bf16(d.b_bf16.data(), k, n, n);
       return d;
+    case MatmulDtype::kFp8:
+      if (Fp8MatmulFormat(machine) != Format::kFp8E4M3Ieee) break;
+      // NeuronCore-v2/v3's own E4M3 (trainium.md section 5): the draws
+      // rounded to it, saturating at 240 like the engines.
+      d.a_fp8.resize(m * k);
+      d.b_fp8.resize(k * n);
+      for (size_t i = 0; i < m * k; ++i) d.a_fp8[i] = Encode<Fp8E4M3Ieee>(d.a_fp32[i]);
+      for (size_t i = 0; i < k * n; ++i) d.b_fp8[i] = Encode<Fp8E4M3Ieee>(d.b_fp32[i]);
+      d.a = GemmOperand::Fp8(d.a_fp8.data(), m, k, k);
+      d.b = GemmOperand::Fp8(d.b_fp8.data(), k, n, n);
+      return d;
     default: break;
   }
   const MxFormat format = config.dtype == MatmulDtype::kMxfp4 ? MxFormat::kMxfp4 : MxFormat::kMxfp8E4M3;
@@ -99,7 +118,8 @@ StatusOr<GemmData> MakeGemmData(const GemmConfig& config, uint64_t seed) {
   d.a_mx = std::move(*a);
   d.b_mx = std::move(*b);
   if (config.dtype == MatmulDtype::kFp8) {
-    // Plain FP8: every block scale 2^0 (E8M0 7F), elements as quantized.
+    // Plain OCP FP8 (NeuronCore-v4): every block scale 2^0 (E8M0 7F),
+    // elements as quantized.
     for (uint8_t& s : d.a_mx.scales()) s = 0x7F;
     for (uint8_t& s : d.b_mx.scales()) s = 0x7F;
   }

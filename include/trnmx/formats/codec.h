@@ -21,6 +21,8 @@
 //   Fp8E4M3 b = Encode<Fp8E4M3>(1000.0f);                // 0x7E (448, saturated)
 //   EncodeOptions nonsat{.overflow = Overflow::kNonSat};
 //   Fp8E4M3 c = Encode<Fp8E4M3>(1000.0f, nonsat);        // 0x7F (NaN)
+//   Fp8E4M3Ieee t = Encode<Fp8E4M3Ieee>(1000.0f);        // 0x77 (240, Trainium's saturation)
+//   Fp8E4M3Ieee u = Encode<Fp8E4M3Ieee>(1000.0f, nonsat);  // 0x78 (+Inf)
 //   float v = Decode(a);                                 // 16.0f
 //   EncodeResult r = EncodeWithFlags<Fp4E2M1Traits>(0.25f);  // code 0, kFlagInexact|kFlagUnderflow
 #ifndef TRNMX_FORMATS_CODEC_H_
@@ -253,10 +255,14 @@ constexpr Bf16 Fp32ToBf16Rne(float x) {
 // Compile-time checks of the rules against formats.md section 12.3.
 static_assert(EncodeWithFlags<Fp8E4M3Traits>(17.0f).code == 0x58);
 static_assert(EncodeWithFlags<Fp8E4M3Traits>(464.0f).code == 0x7E);
+static_assert(EncodeWithFlags<Fp8E4M3IeeeTraits>(248.0f).code == 0x77);
+static_assert(EncodeWithFlags<Fp8E4M3IeeeTraits>(248.0f, {.overflow = Overflow::kNonSat}).code ==
+              0x78);
 static_assert(EncodeWithFlags<Fp8E5M2Traits>(61440.0f).code == 0x7B);
 static_assert(EncodeWithFlags<Fp8E5M2Traits>(61440.0f, {.overflow = Overflow::kNonSat}).code == 0x7C);
 static_assert(EncodeWithFlags<Fp4E2M1Traits>(-0.25f).code == 0x8);
 static_assert(DecodeBits<Fp8E4M3Traits>(0x7E) == 448.0f);
+static_assert(DecodeBits<Fp8E4M3IeeeTraits>(0x77) == 240.0f);
 static_assert(DecodeBits<Fp4E2M1Traits>(0x7) == 6.0f);
 static_assert(Fp32ToBf16Rne(std::bit_cast<float>(0x3F818000u)).bits == 0x3F82);
 

@@ -8,7 +8,8 @@
 //   E == 0:  (-1)^S * 2^(1 - bias) * M / 2^m        (subnormals)
 //
 // except where `kNonFinite` reserves codes:
-//   kIeee          E = all ones is Inf (M = 0) or NaN (M != 0)   BF16, FP16, E5M2
+//   kIeee          E = all ones is Inf (M = 0) or NaN (M != 0)   BF16, FP16, E5M2,
+//                                                                E4M3 IEEE-style
 //   kNanAllOnes    only S.1111.111 is NaN; E = all ones is finite  E4M3 ("fn")
 //   kNone          every code is finite                          FP6, FP4
 //
@@ -100,6 +101,12 @@ using Fp16Traits = FloatTraits<5, 10, 15, NonFinite::kIeee, Overflow::kNonSat,
 // OCP FP8 E4M3 ("float8_e4m3fn"): no Inf, NaN only at S.1111.111.
 using Fp8E4M3Traits = FloatTraits<4, 3, 7, NonFinite::kNanAllOnes,
                                   Overflow::kSatFinite, NanPolicy::kCanonical>;
+// FP8 E4M3 with IEEE-style Inf and NaN ("float8_e4m3" of ml_dtypes): the FP8
+// of Trainium NeuronCore-v2/v3, which saturates at 240 (trainium.md section
+// 5), hence the saturating default. Inf 78/F8, NaNs 79-7F/F9-FF, canonical
+// NaN 7C/FC (the quiet bit, as E5M2's 7E/FE and ml_dtypes' casts).
+using Fp8E4M3IeeeTraits = FloatTraits<4, 3, 7, NonFinite::kIeee, Overflow::kSatFinite,
+                                      NanPolicy::kCanonical>;
 // OCP FP8 E5M2: IEEE-style Inf and NaN.
 using Fp8E5M2Traits = FloatTraits<5, 2, 15, NonFinite::kIeee, Overflow::kSatFinite,
                                   NanPolicy::kCanonical>;
@@ -129,6 +136,10 @@ static_assert(Fp8E4M3Traits::kMaxNormal == 448.0 && Fp8E4M3Traits::kEmax == 8);
 static_assert(Fp8E4M3Traits::kMaxMagnitudeCode == 0x7E);
 static_assert(Fp8E4M3Traits::kMinNormal == detail::Pow2(-6));
 static_assert(Fp8E4M3Traits::kMinSubnormal == detail::Pow2(-9));
+static_assert(Fp8E4M3IeeeTraits::kMaxNormal == 240.0 && Fp8E4M3IeeeTraits::kEmax == 7);
+static_assert(Fp8E4M3IeeeTraits::kMaxMagnitudeCode == 0x77);
+static_assert(Fp8E4M3IeeeTraits::kMinNormal == detail::Pow2(-6));
+static_assert(Fp8E4M3IeeeTraits::kMinSubnormal == detail::Pow2(-9));
 static_assert(Fp8E5M2Traits::kMaxNormal == 57344.0 && Fp8E5M2Traits::kEmax == 15);
 static_assert(Fp8E5M2Traits::kMaxMagnitudeCode == 0x7B);
 static_assert(Fp8E5M2Traits::kMinSubnormal == detail::Pow2(-16));

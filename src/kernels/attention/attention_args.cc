@@ -209,7 +209,7 @@ Status ValidateAttention(const AttnOperand& q, const AttnOperand& k, const AttnO
        {std::pair<const char*, const AttnOperand*>{"Q", &q}, {"K", &k}, {"V", &v}}) {
     if (static_cast<unsigned>(x->type) > static_cast<unsigned>(OperandType::kMx)) {
       return Error(std::string(name) + " type " + Str(std::size_t{static_cast<unsigned>(x->type)}) +
-                   " is not an OperandType");
+                   " is not an OperandType attention takes (kFp32, kBf16 or kMx)");
     }
   }
   if (o != nullptr && static_cast<unsigned>(o->type) > static_cast<unsigned>(OutputType::kBf16)) {

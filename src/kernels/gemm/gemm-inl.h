@@ -172,6 +172,9 @@ inline float Bf16BitsToFloat(std::uint16_t bits) {
 inline float DenseAt(const GemmOperand& op, std::size_t i, std::size_t j) {
   const std::size_t idx = i * op.row_stride + j * op.col_stride;
   if (op.type == OperandType::kFp32) return static_cast<const float*>(op.data)[idx];
+  if (op.type == OperandType::kFp8) {
+    return internal::Fp8Values(op.fp8_format)[static_cast<const std::uint8_t*>(op.data)[idx]];
+  }
   return Bf16BitsToFloat(static_cast<const std::uint16_t*>(op.data)[idx]);
 }
 

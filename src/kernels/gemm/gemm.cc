@@ -57,7 +57,12 @@ namespace internal {
 namespace {
 
 Status CheckDense(const GemmOperand& op, const char* name, ByteRange* range) {
-  const std::size_t esize = op.type == OperandType::kFp32 ? 4 : 2;
+  if (op.type == OperandType::kFp8 && Fp8Values(op.fp8_format) == nullptr) {
+    return InvalidArgumentError(std::string("FP8 GEMM operand ") + name + " has fp8_format " +
+                                std::to_string(static_cast<int>(op.fp8_format)) +
+                                ", not an FP8 format (kFp8E4M3, kFp8E5M2 or kFp8E4M3Ieee)");
+  }
+  const std::size_t esize = DenseElementBytes(op.type);
   return CheckStridedArray(std::string("GEMM operand ") + name, op.data, op.rows, op.cols,
                            op.row_stride, op.col_stride, esize, range);
 }
@@ -98,6 +103,7 @@ Status CheckOperand(const GemmOperand& op, const char* name, BlockAxis mx_axis,
   switch (op.type) {
     case OperandType::kFp32:
     case OperandType::kBf16:
+    case OperandType::kFp8:
       TRNMX_RETURN_IF_ERROR(CheckDense(op, name, &r1));
       break;
     case OperandType::kMx:
@@ -250,7 +256,7 @@ struct PackedWeights::Impl {
   OperandType type = OperandType::kFp32;
   std::size_t k = 0;
   std::size_t n = 0;
-  hwy::AlignedFreeUniquePtr<float[]> panels_fp32;          // kFp32.
+  hwy::AlignedFreeUniquePtr<float[]> panels_fp32;          // kFp32, kFp8.
   hwy::AlignedFreeUniquePtr<std::uint16_t[]> pairs_bf16;   // kBf16.
   std::vector<std::uint8_t> mx_codes;                      // kMx: compact copy.
   std::vector<std::uint8_t> mx_scales;
@@ -325,6 +331,7 @@ Status GemmPacked(const GemmOperand& a, const PackedWeights& b, const GemmOutput
   GemmOperand mx_b;
   switch (w.type) {
     case OperandType::kFp32:
+    case OperandType::kFp8:  // Decoded to FP32 panels when packed.
       src.kind = DenseSourceKind::kPanelsFp32;
       src.panels = w.panels_fp32.get();
       break;
@@ -378,7 +385,8 @@ StatusOr<PackedWeights> PackedWeights::Pack(const GemmOperand& b, Executor* exec
   impl->n = b.cols;
   const std::size_t panels = (b.cols + internal::kGemmPanelCols - 1) / internal::kGemmPanelCols;
   switch (b.type) {
-    case OperandType::kFp32: {
+    case OperandType::kFp32:
+    case OperandType::kFp8: {  // FP8: decoded exactly into the FP32 panels.
       const std::size_t count = std::max<std::size_t>(1, panels * internal::PanelStrideFp32(b.rows));
       impl->panels_fp32 = hwy::AllocateAligned<float>(count);
       impl->bytes = count * sizeof(float);

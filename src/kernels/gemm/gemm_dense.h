@@ -21,11 +21,13 @@
 #ifndef TRNMX_SRC_KERNELS_GEMM_GEMM_DENSE_H_
 #define TRNMX_SRC_KERNELS_GEMM_GEMM_DENSE_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/gemm/gemm_internal.h"
 #include "trnmx/executor.h"
+#include "trnmx/formats/codec.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
 
@@ -40,7 +42,7 @@ constexpr std::size_t PanelStrideBf16(std::size_t k) {
 }
 
 enum class DenseSourceKind : std::uint8_t {
-  kOperand,        // A GemmOperand (FP32, BF16 or MX), read through its strides.
+  kOperand,        // A GemmOperand (FP32, BF16, FP8 or MX), read through its strides.
   kPanelsFp32,     // Prepacked FP32 panels (B only).
   kPairsBf16,      // Prepacked BF16 pair panels (B only).
 };
@@ -71,6 +73,31 @@ struct DenseGemmArgs {
 GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
                                  std::size_t nr, std::size_t b_element_bytes, bool native,
                                  const GemmBlocking& requested);
+
+// The FP32 values of the 256 codes of an FP8 format (DecodeBits: exact),
+// the widening of a dense FP8 GEMM operand.
+template <class Traits>
+inline constexpr std::array<float, 256> kFp8Values = [] {
+  std::array<float, 256> v{};
+  for (std::uint32_t c = 0; c < 256; ++c) v[c] = DecodeBits<Traits>(c);
+  return v;
+}();
+
+// The table of a dense FP8 operand's format; nullptr if `format` is not one
+// of the FP8 formats a GEMM operand takes (gemm.h).
+inline const float* Fp8Values(Format format) {
+  switch (format) {
+    case Format::kFp8E4M3: return kFp8Values<Fp8E4M3Traits>.data();
+    case Format::kFp8E5M2: return kFp8Values<Fp8E5M2Traits>.data();
+    case Format::kFp8E4M3Ieee: return kFp8Values<Fp8E4M3IeeeTraits>.data();
+    default: return nullptr;
+  }
+}
+
+// Bytes of one element of a dense operand (FP32, BF16 or FP8).
+constexpr std::size_t DenseElementBytes(OperandType type) {
+  return type == OperandType::kFp32 ? 4 : type == OperandType::kBf16 ? 2 : 1;
+}
 
 // Packs columns [j0, j0 + 32) of a K x N dense or MX operand into the FP32
 // or BF16-pair panel layouts above (the whole K). Used by PackedWeights.

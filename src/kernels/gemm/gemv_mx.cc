@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "internal/checks.h"
+#include "kernels/gemm/gemm_dense.h"
 #include "kernels/gemm/gemm_mx_internal.h"
 #include "kernels/gemm/gemv_mx.h"
 
@@ -89,6 +90,10 @@ bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c
   std::vector<float> x(k);
   for (std::size_t i = 0; i < k; ++i) {
     const std::size_t at = i * a.col_stride;
+    if (a.type == OperandType::kFp8) {
+      x[i] = Fp8Values(a.fp8_format)[static_cast<const std::uint8_t*>(a.data)[at]];
+      continue;
+    }
     x[i] = a.type == OperandType::kFp32
                ? static_cast<const float*>(a.data)[at]
                : std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<const Bf16*>(a.data)[at].bits) << 16);

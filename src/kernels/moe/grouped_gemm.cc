@@ -46,7 +46,7 @@ std::size_t ColumnBlock(std::size_t out_cols, std::size_t row_blocks, std::size_
 }
 
 std::size_t ElementBytes(OperandType t) {
-  return t == OperandType::kBf16 ? sizeof(Bf16) : sizeof(float);
+  return t == OperandType::kBf16 ? sizeof(Bf16) : t == OperandType::kFp8 ? 1 : sizeof(float);
 }
 
 // Rows [r0, r0 + rows) of an activation operand (dense, or MX blocked along
@@ -94,6 +94,7 @@ GemmOutput OutSlice(const GemmOutput& c, std::size_t r0, std::size_t rows, std::
 
 bool SameKind(const GemmOperand& a, const GemmOperand& b) {
   if (a.type != b.type) return false;
+  if (a.type == OperandType::kFp8) return a.fp8_format == b.fp8_format;
   return a.type != OperandType::kMx || a.mx.shape.format == b.mx.shape.format;
 }
 

@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "internal/fixed_math.h"
@@ -29,8 +30,9 @@ using testing::Rng;
 
 std::uint64_t Seed() { return testing::TestSeed(20261212); }
 
-enum class WKind { kMxfp4, kMxfp8, kBf16, kFp32 };
-enum class XKind { kBf16, kMxfp8, kFp32 };
+// kFp8: dense Fp8E4M3Ieee (Trainium2's FP8), no block scales.
+enum class WKind { kMxfp4, kMxfp8, kBf16, kFp32, kFp8 };
+enum class XKind { kBf16, kMxfp8, kFp32, kFp8 };
 
 const char* Name(WKind w) {
   switch (w) {
@@ -42,6 +44,8 @@ const char* Name(WKind w) {
       return "BF16";
     case WKind::kFp32:
       return "FP32";
+    case WKind::kFp8:
+      return "FP8 e4m3-ieee";
   }
   return "?";
 }
@@ -53,6 +57,8 @@ const char* Name(XKind x) {
       return "MXFP8";
     case XKind::kFp32:
       return "FP32";
+    case XKind::kFp8:
+      return "FP8 e4m3-ieee";
   }
   return "?";
 }
@@ -76,6 +82,7 @@ float Widen(Bf16 b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b.b
 struct Operand {
   std::vector<float> f32;
   std::vector<Bf16> bf16;
+  std::vector<Fp8E4M3Ieee> fp8;
   MxTensor mx;
   GemmOperand op;
 };
@@ -83,9 +90,12 @@ struct Operand {
 // rows x cols from row-major FP32 values; MX is blocked along K (rows of an
 // activation, columns of a weight).
 Operand MakeOperand(const std::vector<float>& v, std::size_t rows, std::size_t cols, bool is_mx,
-                    MxFormat format, bool dense_bf16, bool weight) {
+                    MxFormat format, bool dense_bf16, bool weight, bool dense_fp8 = false) {
   Operand o;
-  if (is_mx) {
+  if (dense_fp8) {
+    for (const float x : v) o.fp8.push_back(Encode<Fp8E4M3Ieee>(x));
+    o.op = GemmOperand::Fp8(o.fp8.data(), rows, cols, cols);
+  } else if (is_mx) {
     MxQuantizeOptions opt;
     opt.axis = weight ? BlockAxis::kCols : BlockAxis::kRows;
     StatusOr<MxTensor> t = QuantizeMx(Fp32MatrixView{v.data(), rows, cols, cols}, format, opt);
@@ -106,13 +116,13 @@ Operand MakeWeight(Rng& rng, WKind kind, std::size_t k, std::size_t n) {
   const std::vector<float> v = RandomFloats(rng, k * n, 0.5f);
   return MakeOperand(v, k, n, kind == WKind::kMxfp4 || kind == WKind::kMxfp8,
                      kind == WKind::kMxfp4 ? MxFormat::kMxfp4 : MxFormat::kMxfp8E4M3,
-                     kind == WKind::kBf16, true);
+                     kind == WKind::kBf16, true, kind == WKind::kFp8);
 }
 
 Operand MakeActivation(Rng& rng, XKind kind, std::size_t rows, std::size_t k) {
   const std::vector<float> v = RandomFloats(rng, rows * k, 1.0f);
   return MakeOperand(v, rows, k, kind == XKind::kMxfp8, MxFormat::kMxfp8E4M3, kind == XKind::kBf16,
-                     false);
+                     false, kind == XKind::kFp8);
 }
 
 std::vector<std::size_t> Offsets(const std::vector<std::size_t>& counts) {
@@ -132,6 +142,8 @@ GemmOperand Rows(const Operand& x, std::size_t r0, std::size_t rows) {
     s.mx.scales += r0 * s.mx.scales_stride;
   } else if (s.type == OperandType::kBf16) {
     s.data = x.bf16.data() + r0 * x.op.row_stride;
+  } else if (s.type == OperandType::kFp8) {
+    s.data = x.fp8.data() + r0 * x.op.row_stride;
   } else {
     s.data = x.f32.data() + r0 * x.op.row_stride;
   }
@@ -165,38 +177,45 @@ constexpr std::size_t kN = 300;
 
 TEST(MoeGroupedGemm, EachExpertEqualsGemmForEveryFormat) {
   Rng rng(Seed());
+  // Every pairing of the MX, BF16 and FP32 kinds; dense FP8 (Trainium2's
+  // E4M3) as weights, as activations and as both.
+  std::vector<std::pair<WKind, XKind>> pairs;
   for (WKind wk : {WKind::kMxfp4, WKind::kMxfp8, WKind::kBf16, WKind::kFp32}) {
-    for (XKind xk : {XKind::kBf16, XKind::kMxfp8, XKind::kFp32}) {
-      for (bool bf16_out : {false, true}) {
-        SCOPED_TRACE(std::string("weights ") + Name(wk) + ", x " + Name(xk) +
-                     (bf16_out ? ", BF16 y" : ", FP32 y"));
-        Problem p = MakeProblem(rng, kCounts, kK, kN, wk, xk);
-        const std::size_t rows = p.offsets.back();
-        std::vector<float> yf(rows * kN, -7.0f);
-        std::vector<Bf16> yb(rows * kN, Bf16::FromBits(0xFFFF));
-        const GemmOutput y = bf16_out ? GemmOutput::Bf16(yb.data(), rows, kN, kN)
-                                      : GemmOutput::Fp32(yf.data(), rows, kN, kN);
-        GroupedGemmParams gp;
-        gp.bias = p.bias;
-        ThreadPoolExecutor pool(2);
-        ASSERT_TRUE(GroupedExpertGemm(p.x.op, p.offsets, p.ops, y, gp, &pool).ok());
-        for (std::size_t e = 0; e < kCounts.size(); ++e) {
-          const std::size_t r0 = p.offsets[e];
-          const std::size_t m = kCounts[e];
-          std::vector<float> rf(m * kN);
-          std::vector<Bf16> rb(m * kN);
-          GemmParams params;
-          params.bias = p.bias.data() + e * kN;
-          const GemmOutput ref = bf16_out ? GemmOutput::Bf16(rb.data(), m, kN, kN)
-                                          : GemmOutput::Fp32(rf.data(), m, kN, kN);
-          ASSERT_TRUE(Gemm(Rows(p.x, r0, m), p.ops[e], ref, params).ok());
-          const void* got = bf16_out ? static_cast<const void*>(yb.data() + r0 * kN)
-                                     : static_cast<const void*>(yf.data() + r0 * kN);
-          const void* want =
-              bf16_out ? static_cast<const void*>(rb.data()) : static_cast<const void*>(rf.data());
-          if (m == 0) continue;  // An empty expert: nothing to compare (and null data()).
-          EXPECT_EQ(std::memcmp(got, want, m * kN * (bf16_out ? 2 : 4)), 0) << "expert " << e;
-        }
+    for (XKind xk : {XKind::kBf16, XKind::kMxfp8, XKind::kFp32}) pairs.emplace_back(wk, xk);
+  }
+  pairs.insert(
+      pairs.end(),
+      {{WKind::kFp8, XKind::kBf16}, {WKind::kMxfp4, XKind::kFp8}, {WKind::kFp8, XKind::kFp8}});
+  for (const auto& [wk, xk] : pairs) {
+    for (bool bf16_out : {false, true}) {
+      SCOPED_TRACE(std::string("weights ") + Name(wk) + ", x " + Name(xk) +
+                   (bf16_out ? ", BF16 y" : ", FP32 y"));
+      Problem p = MakeProblem(rng, kCounts, kK, kN, wk, xk);
+      const std::size_t rows = p.offsets.back();
+      std::vector<float> yf(rows * kN, -7.0f);
+      std::vector<Bf16> yb(rows * kN, Bf16::FromBits(0xFFFF));
+      const GemmOutput y = bf16_out ? GemmOutput::Bf16(yb.data(), rows, kN, kN)
+                                    : GemmOutput::Fp32(yf.data(), rows, kN, kN);
+      GroupedGemmParams gp;
+      gp.bias = p.bias;
+      ThreadPoolExecutor pool(2);
+      ASSERT_TRUE(GroupedExpertGemm(p.x.op, p.offsets, p.ops, y, gp, &pool).ok());
+      for (std::size_t e = 0; e < kCounts.size(); ++e) {
+        const std::size_t r0 = p.offsets[e];
+        const std::size_t m = kCounts[e];
+        std::vector<float> rf(m * kN);
+        std::vector<Bf16> rb(m * kN);
+        GemmParams params;
+        params.bias = p.bias.data() + e * kN;
+        const GemmOutput ref = bf16_out ? GemmOutput::Bf16(rb.data(), m, kN, kN)
+                                        : GemmOutput::Fp32(rf.data(), m, kN, kN);
+        ASSERT_TRUE(Gemm(Rows(p.x, r0, m), p.ops[e], ref, params).ok());
+        const void* got = bf16_out ? static_cast<const void*>(yb.data() + r0 * kN)
+                                   : static_cast<const void*>(yf.data() + r0 * kN);
+        const void* want =
+            bf16_out ? static_cast<const void*>(rb.data()) : static_cast<const void*>(rf.data());
+        if (m == 0) continue;  // An empty expert: nothing to compare (and null data()).
+        EXPECT_EQ(std::memcmp(got, want, m * kN * (bf16_out ? 2 : 4)), 0) << "expert " << e;
       }
     }
   }

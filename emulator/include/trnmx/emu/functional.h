@@ -19,13 +19,15 @@
 // K tiles multiples of 32), C equals one trnmx::Gemm call over the whole
 // problem bit for bit; `trnmx-emu gemm --check` and the tests verify that.
 //
-// dtypes: fp32 (FP32 x FP32), bf16 (BF16 x BF16), fp8 (run as MXFP8 E4M3
-// with every scale 2^0, i.e. plain FP8 values), mxfp8 (MXFP8 E4M3), mxfp4.
+// dtypes: fp32 (FP32 x FP32), bf16 (BF16 x BF16), fp8 (plain FP8 values in
+// the machine's FP8 encoding, Fp8MatmulFormat below: on Trainium2 dense
+// Fp8E4M3Ieee operands; on Trainium3 MXFP8 E4M3 with every scale 2^0), mxfp8
+// (MXFP8 E4M3), mxfp4.
 //
 // `executor` runs the kernels' threads (executor.h): nullptr, the default,
 // runs everything on the calling thread; the bits are the same either way.
 //
-//   GemmData data = MakeGemmData(config, /*seed=*/1).value();
+//   GemmData data = MakeGemmData(machine, config, /*seed=*/1).value();
 //   SimOptions o; o.record_trace = true;
 //   SimResult sim = Simulate(lowered.program, o).value();
 //   std::vector<Bf16> c = ExecuteGemm(lowered, sim, data.a, data.b).value();
@@ -36,7 +38,9 @@
 #include <vector>
 
 #include "trnmx/emu/gemm.h"
+#include "trnmx/emu/machine.h"
 #include "trnmx/emu/simulator.h"
+#include "trnmx/formats/format_id.h"
 #include "trnmx/formats/types.h"
 #include "trnmx/gemm.h"
 #include "trnmx/mx.h"
@@ -44,17 +48,31 @@
 
 namespace trnmx::emu {
 
+// The FP8 encoding of a plain `fp8` matmul (MatmulDtype::kFp8) on `machine`.
+// NeuronCore-v2/v3 (Trn1, Trn2) compute FP8 in their own E4M3, IEEE-style,
+// saturating at 240 (Format::kFp8E4M3Ieee), which cannot be mixed with OCP
+// E4M3FN; NeuronCore-v4 (Trn3) adds OCP E4M3FN, saturating at 448, and the MX
+// matmul (trainium.md section 5, S8 S31). A description carries no FP8
+// encoding of its own, so the MX matmul marks v4: a machine with
+// macs_per_pe_cycle_mx > 0 runs fp8 as OCP E4M3 (Format::kFp8E4M3), any other
+// in the legacy encoding. trn2 -> kFp8E4M3Ieee, trn3 -> kFp8E4M3.
+Format Fp8MatmulFormat(const Machine& machine);
+
 // Random operands of a GEMM config, owning their storage: A [M x K] and
 // B [K x N] drawn from a normal distribution (std::mt19937_64 with `seed`),
-// stored as the config's dtype: FP32, BF16 (RNE of the draw) or MX (A
-// blocked along rows, B along columns, quantized with the OCP floor rule).
+// stored as the config's dtype: FP32, BF16 (RNE of the draw), MX (A blocked
+// along rows, B along columns, quantized with the OCP floor rule) or fp8 in
+// Fp8MatmulFormat(machine): dense Fp8E4M3Ieee codes (RNE of the draw,
+// saturating at 240 as the hardware does), or MXFP8 E4M3 with every scale
+// set to 2^0 (E8M0 7F) after quantizing.
 struct GemmData {
   GemmOperand a, b;
   std::vector<float> a_fp32, b_fp32;
   std::vector<Bf16> a_bf16, b_bf16;
+  std::vector<Fp8E4M3Ieee> a_fp8, b_fp8;
   MxTensor a_mx, b_mx;
 };
-StatusOr<GemmData> MakeGemmData(const GemmConfig& config, uint64_t seed);
+StatusOr<GemmData> MakeGemmData(const Machine& machine, const GemmConfig& config, uint64_t seed);
 
 // C (M x N, row-major BF16) computed by replaying `lowered` as described
 // above. `sim` must come from Simulate(lowered.program) with record_trace.
