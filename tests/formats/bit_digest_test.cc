@@ -20,7 +20,8 @@
 // The inputs are generated from fixed seeds (not TRNMX_TEST_SEED) with the
 // standard's exactly specified std::mt19937_64 and integer arithmetic; the
 // digest "inputs" lines cover them, so an input that differs between
-// machines shows as such.
+// machines shows as such. Each format's inputs have a seed of their own (its
+// enum value), so a format added to format_list.h adds lines and changes none.
 //
 // Writing the stored digests (x86-64, Release test build; all targets agree):
 //   rm -f tests/data/bit_digests.txt
@@ -187,16 +188,18 @@ std::string RoundingName(Rounding r) {
 
 // Inputs per float format and policy combination, and for the default
 // options alone.
+constexpr std::uint64_t kBulkSeed = 0xB17D'16E5'7000'0001ull;
 constexpr std::size_t kPolicyInputs = std::size_t{1} << 12;
 constexpr std::size_t kDefaultInputs = std::size_t{1} << 18;
 
 TEST_P(BitDigest, Bulk) {
   Digests got;
-  std::mt19937_64 rng(0xB17D'16E5'7000'0001ull);
+  std::mt19937_64 bits_rng(kBulkSeed);
   std::vector<std::uint32_t> random_bits(kDefaultInputs);
-  for (std::uint32_t& r : random_bits) r = static_cast<std::uint32_t>(rng() >> 32);
-  Digest inputs;
-  inputs.Values(std::span<const std::uint32_t>(random_bits));
+  for (std::uint32_t& r : random_bits) r = static_cast<std::uint32_t>(bits_rng() >> 32);
+  Digest bits_digest;
+  bits_digest.Values(std::span<const std::uint32_t>(random_bits));
+  got.emplace_back("bulk.inputs.random-bits", bits_digest.Hex());
 
   const auto encode = [&]<class Code>(std::span<const float> x, const EncodeOptions& o, Digest& d) {
     std::vector<Code> out(x.size());
@@ -218,10 +221,13 @@ TEST_P(BitDigest, Bulk) {
     using Code = decltype(code);
     using Traits = typename Code::Traits;
     const std::string name = FormatName<Code>();
+    std::mt19937_64 rng(kBulkSeed + static_cast<std::uint64_t>(kFormatOf<Code>));
     const std::vector<float> big = MakeInputs<Traits>(kDefaultInputs, rng);
     const std::vector<float> x = MakeInputs<Traits>(kPolicyInputs, rng);
+    Digest inputs;
     inputs.Values(std::span<const float>(big));
     inputs.Values(std::span<const float>(x));
+    got.emplace_back("bulk.inputs." + name, inputs.Hex());
 
     // Defaults over the large set, then its codes decoded.
     Digest enc;
@@ -264,7 +270,6 @@ TEST_P(BitDigest, Bulk) {
     }
     got.emplace_back("bulk.decode." + name, dec.Hex());
   });
-  got.emplace_back("bulk.inputs", inputs.Hex());
   CheckDigests(GetParam(), "bulk.", got);
 }
 
@@ -289,15 +294,16 @@ void DigestMxQuantize(Fp32MatrixView src, MxFormat f, const MxQuantizeOptions& o
 
 TEST_P(BitDigest, Mx) {
   Digests got;
-  std::mt19937_64 rng(0xB17D'16E5'7000'0002ull);
-  Digest inputs;
   ForEachMxFormat([&](auto tag) {
     const MxFormat f = decltype(tag)::kFormat;
     const std::string name(GetMxFormatInfo(f).name);
+    std::mt19937_64 rng(0xB17D'16E5'7000'0100ull + static_cast<std::uint64_t>(f));
     const std::vector<float> x = testing_mx::MakeInput(kMxRows * kMxCols, rng, true);
     const std::vector<float> big = testing_mx::MakeInput(kMxBigRows * kMxBigCols, rng, true);
+    Digest inputs;
     inputs.Values(std::span<const float>(x));
     inputs.Values(std::span<const float>(big));
+    got.emplace_back("mx.inputs." + name, inputs.Hex());
 
     Digest variants;
     for (MxQuantizeOptions o : testing_mx::AllOptionVariants(f)) {
@@ -330,7 +336,6 @@ TEST_P(BitDigest, Mx) {
     }
     got.emplace_back("mx." + name + ".bf16", b16.Hex());
   });
-  got.emplace_back("mx.inputs", inputs.Hex());
   CheckDigests(GetParam(), "mx.", got);
 }
 
@@ -378,6 +383,7 @@ TEST_P(BitDigest, Gemm) {
   for (float& x : bias) x = testing::RandomFloat(rng, 4);
   inputs.Values(std::span<const float>(c_init));
   inputs.Values(std::span<const float>(bias));
+  got.emplace_back("gemm.inputs.dense", inputs.Hex());
 
   const auto add = [&](const std::string& name, const GemmOperand& a, const GemmOperand& b,
                        OutputType out = OutputType::kFp32, const GemmParams& params = {},
@@ -410,12 +416,15 @@ TEST_P(BitDigest, Gemm) {
   ForEachMxFormat([&](auto tag) {
     const MxFormat f = decltype(tag)::kFormat;
     if (GetMxFormatInfo(f).block_size != kMxBlockSize) return;  // NVFP4: not a GEMM operand.
-    ma[f] = testing::FromMx(testing::RandomMx(f, BlockAxis::kRows, kM, kK, rng, 112, 136));
-    mb[f] = testing::FromMx(testing::RandomMx(f, BlockAxis::kCols, kK, kN, rng, 112, 136));
+    testing::Rng mx_rng(0xB17D'16E5'7000'0200ull + static_cast<std::uint64_t>(f));
+    ma[f] = testing::FromMx(testing::RandomMx(f, BlockAxis::kRows, kM, kK, mx_rng, 112, 136));
+    mb[f] = testing::FromMx(testing::RandomMx(f, BlockAxis::kCols, kK, kN, mx_rng, 112, 136));
+    Digest mx_inputs;
     for (const auto* t : {&ma[f], &mb[f]}) {
-      inputs.Values(std::span<const std::uint8_t>(t->mx.codes));
-      inputs.Values(std::span<const std::uint8_t>(t->mx.scales));
+      mx_inputs.Values(std::span<const std::uint8_t>(t->mx.codes));
+      mx_inputs.Values(std::span<const std::uint8_t>(t->mx.scales));
     }
+    got.emplace_back("gemm.inputs." + std::string(GetMxFormatInfo(f).name), mx_inputs.Hex());
   });
   for (const auto& [fa, a] : ma) {
     const std::string na(GetMxFormatInfo(fa).name);
@@ -434,7 +443,6 @@ TEST_P(BitDigest, Gemm) {
     d.Values(std::span<const std::uint32_t>(CanonicalNaNs(c)));
     got.emplace_back("gemm.mxfp8-e4m3xpacked-mxfp4", d.Hex());
   }
-  got.emplace_back("gemm.inputs", inputs.Hex());
   CheckDigests(GetParam(), "gemm.", got);
 }
 
