@@ -15,8 +15,13 @@
 #                                     libFuzzer on every parser of outside data (Clang,
 #                                     ASan + UBSan), seconds per harness (default 300)
 #   tools/run.sh bench [bench args]   build and run the benchmarks
+#   tools/run.sh arm [--quick]        cross-build for aarch64 (Debian's g++-aarch64-linux-gnu,
+#                                     arm64 multiarch libraries), run the unit tests under
+#                                     qemu-aarch64 with SVE at 256 and 512 bits, compare the
+#                                     bit digests with x86-64's; --quick: bit_digest_test only
 #
-# Build trees: build/demo, build/test, build/asan, build/tsan, build/fuzz, build/bench.
+# Build trees: build/demo, build/test, build/asan, build/tsan, build/fuzz, build/bench,
+# build/arm, build/arm-quick (arm64 pthreadpool unpacked in build/arm-deps).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -256,6 +261,76 @@ case "$mode" in
       log "running $b"
       "$b" "$@"
     done
+    ;;
+  arm)
+    # aarch64 cross build, tests under qemu-user (docs/testing.md, "Arm").
+    # Highway compiles NEON there (cmake/TrnmxCompilerOptions.cmake says why
+    # not SVE); the full run adds Highway's SCALAR fallback
+    # (HWY_COMPILE_ALL_ATTAINABLE), so the per-target tests run twice. Each
+    # test runs on QEMU's "max" CPU with SVE vectors of 256 and of 512 bits:
+    # a CPU with SVE, where dispatch must still pick NEON.
+    quick=0
+    if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+      log "adding the arm64 architecture to dpkg (multiarch)"
+      as_root dpkg --add-architecture arm64
+      as_root apt-get update -qq
+    fi
+    arm_packages=(g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64)
+    # The full run's suites also need MPFR (kernels_gemm_mx_test) and xsimd (inline layer).
+    [ "$quick" -eq 1 ] || arm_packages+=(libmpfr-dev:arm64 libgmp-dev:arm64 libxsimd-dev:arm64)
+    timed packages apt_need "${base_packages[@]}" "${arm_packages[@]}"
+    # Debian 12's libpthreadpool-dev is not multiarch (installing the arm64
+    # package would remove the amd64 one), so its two arm64 packages are
+    # unpacked into build/arm-deps instead; the test programs find the
+    # library there through their build-tree RPATH.
+    deps="$root/build/arm-deps"
+    if [ ! -e "$deps/usr/lib/aarch64-linux-gnu/libpthreadpool.so" ]; then
+      log "unpacking the arm64 pthreadpool packages into $deps"
+      mkdir -p "$deps/debs"
+      (cd "$deps/debs" && { apt-get download -q libpthreadpool0:arm64 libpthreadpool-dev:arm64 ||
+        { as_root apt-get update -qq && apt-get download -q libpthreadpool0:arm64 libpthreadpool-dev:arm64; }; })
+      for deb in "$deps"/debs/*.deb; do dpkg-deb -x "$deb" "$deps"; done
+    fi
+    dir=build/arm
+    flags=-DHWY_COMPILE_ALL_ATTAINABLE
+    targets=(trnmx_tests_unit)
+    if [ "$quick" -eq 1 ]; then
+      dir=build/arm-quick
+      flags=""
+      targets=(bit_digest_test)
+    fi
+    timed configure configure "$dir" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-linux-gnu.cmake" \
+      -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON \
+      -DCMAKE_CXX_FLAGS="$flags" -DTRNMX_BUILD_TOOLS=OFF -DTRNMX_BUILD_EMULATOR=OFF \
+      -DTRNMX_BUILD_EXAMPLES=OFF -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_INSTALL=OFF
+    timed build cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
+    if [ "$quick" -eq 1 ]; then
+      log "bit digests on aarch64 (qemu max, SVE 256 bits) against x86-64's"
+      QEMU_CPU=max,sve256=on timed digests ctest --test-dir "$dir" -j "$jobs" --output-on-failure \
+        -R '^BitDigest\.' "$@"
+    else
+      # Left out: configure.broken_peers (it configures the project for the
+      # build machine with this build's compiler: CMake, not bits); unless
+      # the kernel runs aarch64 programs itself (binfmt_misc, Debian's
+      # qemu-user-binfmt), the three tests that exec an aarch64 program from
+      # inside the test (a "threadsafe" death test re-executes its binary;
+      # the -fno-exceptions consumer), which qemu-user cannot; at 512 bits,
+      # the FixedMath accuracy sweeps, scalar code against long double
+      # (IEEE quad in software on aarch64, 2-3 minutes each under qemu),
+      # already run at 256.
+      exclude='^configure\.'
+      [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] ||
+        exclude+='|^NullExecutor\.RunsOnTheCallingThreadAndStartsNoThread$|^StatusOrWithoutExceptions\.'
+      failed=0
+      for vl in 256 512; do
+        [ "$vl" = 512 ] && exclude+='|^FixedMath\.[A-Za-z]*WithinBound$'
+        log "unit tests on aarch64 (qemu max, SVE $vl bits)"
+        QEMU_CPU=max,sve$vl=on timed "sve$vl" ctest --test-dir "$dir" -j "$jobs" --output-on-failure \
+          -L unit -E "$exclude" "$@" || failed=1
+      done
+      exit "$failed"
+    fi
     ;;
   *)
     sed -n '2,/^# Build trees/p' "$0" | sed 's/^# \{0,1\}//'

@@ -35,14 +35,6 @@ using testing::HwyTarget;
 class BulkPerTarget : public testing::HwyTargetTest {};
 TRNMX_INSTANTIATE_PER_HWY_TARGET(BulkPerTarget);
 
-constexpr Rounding kRoundings[] = {Rounding::kNearestEven, Rounding::kTiesAway,
-                                   Rounding::kTowardZero};
-constexpr Overflow kOverflows[] = {Overflow::kFormatDefault, Overflow::kSatFinite,
-                                   Overflow::kNonSat, Overflow::kMlDtypesSat};
-constexpr NanPolicy kNans[] = {NanPolicy::kFormatDefault, NanPolicy::kQuietPayload,
-                               NanPolicy::kCanonical, NanPolicy::kZero, NanPolicy::kMlDtypesNaN};
-constexpr Subnormals kSubnormals[] = {Subnormals::kKeep, Subnormals::kFlush};
-
 std::string Describe(const EncodeOptions& o) {
   return "rounding=" + std::to_string(static_cast<int>(o.rounding)) +
          " overflow=" + std::to_string(static_cast<int>(o.overflow)) +

@@ -13,12 +13,25 @@
 
 #include "support/random.h"
 #include "trnmx/formats/codec.h"
+#include "trnmx/formats/policy.h"
+#include "trnmx/options.h"
 
 namespace trnmx::test {
 
 // The seed of every random input of the bulk codec tests (printed;
 // TRNMX_TEST_SEED overrides it, support/random.h).
 inline std::uint64_t TestSeed() { return testing::TestSeed(0x5eed'b01cULL); }
+
+// Every value of each EncodeOptions field but Rounding::kStochastic (which
+// needs random bits) and the MXINT8 range.
+inline constexpr Rounding kRoundings[] = {Rounding::kNearestEven, Rounding::kTiesAway,
+                                          Rounding::kTowardZero};
+inline constexpr Overflow kOverflows[] = {Overflow::kFormatDefault, Overflow::kSatFinite,
+                                          Overflow::kNonSat, Overflow::kMlDtypesSat};
+inline constexpr NanPolicy kNans[] = {NanPolicy::kFormatDefault, NanPolicy::kQuietPayload,
+                                      NanPolicy::kCanonical, NanPolicy::kZero,
+                                      NanPolicy::kMlDtypesNaN};
+inline constexpr Subnormals kSubnormals[] = {Subnormals::kKeep, Subnormals::kFlush};
 
 inline constexpr std::uint32_t kSpecialBits[] = {
     0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001,

@@ -32,7 +32,9 @@
 //   bulk codes == scalar codes on all 2^32 inputs under exactly these options
 //                                   (formats_bulk_exhaustive_test, MlDtypes*).
 #include <gtest/gtest.h>
+#ifdef TRNMX_GOLDEN_DIGEST  // golden_digest_test only: built when OpenSSL is found.
 #include <openssl/evp.h>
+#endif
 
 #include <bit>
 #include <chrono>
