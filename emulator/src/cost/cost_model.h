@@ -33,6 +33,8 @@ inline int64_t CeilPs(double seconds) {
   return ps >= static_cast<double>(kMaxDurationPs) ? kMaxDurationPs : static_cast<int64_t>(ps);
 }
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 inline bool Is16Bit(ElemType t) { return t == ElemType::kBf16 || t == ElemType::kFp16; }
 inline int64_t AsInt(const Sourced& s) { return static_cast<int64_t>(s.value); }
 

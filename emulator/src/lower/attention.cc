@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/cost_model.h"
 #include "lower/try.h"
 #include "trnmx/attention.h"
 #include "trnmx/emu/cost.h"
@@ -17,12 +18,12 @@
 namespace trnmx::emu {
 namespace {
 
-constexpr int64_t kRowTile = 128;          // query rows per tile (partitions)
-constexpr int kPipe = 3;                   // TensorE stages: QK^T, P^T, PV, one step apart
-constexpr int64_t kTransposeKeys = 128;    // keys per TensorE transpose of P
+constexpr int64_t kRowTile = 128;        // query rows per tile (partitions)
+constexpr int kPipe = 3;                 // TensorE stages: QK^T, P^T, PV, one step apart
+constexpr int64_t kTransposeKeys = 128;  // keys per TensorE transpose of P
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+using internal::CeilDiv;
+using internal::RoundUp;
 
 // The allowed keys [lo, hi] of query i (trnmx/attention.h step 1); empty
 // when lo > hi.

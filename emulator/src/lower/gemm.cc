@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/cost_model.h"
 #include "lower/try.h"
 #include "trnmx/emu/cost.h"
 
@@ -16,8 +17,8 @@ namespace trnmx::emu {
 namespace {
 
 constexpr int64_t kTileRows = 128;  // stationary rows per matmul (PE columns)
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+using internal::CeilDiv;
+using internal::RoundUp;
 
 constexpr int64_t kMaxPieces = 4;  // DMA pieces per operand tile along K
 // Smallest DMA piece, in bytes per partition: 8 KiB keeps the fixed cost per

@@ -24,15 +24,8 @@ namespace trnmx::emu {
 namespace {
 
 constexpr double kActBytes = 2;  // activations, KV cache and collectives in BF16
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-std::string Gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / kGiB);
-  return buf;
-}
+using internal::CeilDiv;
 
 // What one rank holds of a layer, by the layout (serve.h "Layout").
 struct Shard {
@@ -968,10 +961,12 @@ StatusOr<MemoryFit> FitMemory(const System& sys, const Model& m, const ServeConf
       what = "weights, KV cache, activations and workspace";
     }
     return ResourceExhaustedError(
-        m.name + " does not fit on " + sys.name + ": per chip, " + what + " (" + Gib(need) +
-        ") exceed the " + Gib(f.capacity) + " of HBM by " + Gib(need - f.capacity) + " (weights " +
-        Gib(f.weights) + ", KV cache " + Gib(f.kv_cache) + ", activations " + Gib(f.activations) +
-        ", workspace " + Gib(f.workspace) + "; " + std::to_string(f.ranks_per_chip) +
+        m.name + " does not fit on " + sys.name + ": per chip, " + what + " (" +
+        internal::FormatGib(need) + ") exceed the " + internal::FormatGib(f.capacity) +
+        " of HBM by " + internal::FormatGib(need - f.capacity) + " (weights " +
+        internal::FormatGib(f.weights) + ", KV cache " + internal::FormatGib(f.kv_cache) +
+        ", activations " + internal::FormatGib(f.activations) + ", workspace " +
+        internal::FormatGib(f.workspace) + "; " + std::to_string(f.ranks_per_chip) +
         " ranks per chip; raise --tp or --pp, or lower --batch, --input or --output, or the "
         "weight format)");
   }

@@ -6,13 +6,22 @@
 #define TRNMX_EMU_MODEL_SERVE_INTERNAL_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
+#include "cost/cost_model.h"
 #include "trnmx/emu/collective.h"
 #include "trnmx/emu/cost.h"
 #include "trnmx/emu/serve.h"
 
 namespace trnmx::emu::internal {
+
+// "12.34 GiB": the byte counts of serve's and train's does-not-fit messages.
+inline std::string FormatGib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / kGiB);
+  return buf;
+}
 
 // The ops of one pass of config.batch sequences of `tokens_per_seq` new
 // tokens after `past` cached ones (serve's prefill: past 0; a decode step:

@@ -13,20 +13,13 @@
 namespace trnmx::emu {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kGradBytes = 2;        // BF16 gradients
 constexpr double kOptimizerBytes = 12;  // FP32 master weight, first and second moments
 // AdamW per parameter: read gradient (2), master, m, v (12); write master,
 // m, v (12) and the BF16 weight (2).
 constexpr double kAdamBytes = 28;
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-std::string Gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / kGiB);
-  return buf;
-}
+using internal::CeilDiv;
 
 // The serve configuration of one microbatch's forward pass.
 ServeConfig MicrobatchConfig(const TrainConfig& c) {
@@ -101,10 +94,12 @@ StatusOr<TrainMemory> FitTrainingMemory(const System& sys, const Model& m, const
     }
     return ResourceExhaustedError(
         m.name + " does not fit on " + sys.name + " for training: per chip, " + what + " (" +
-        Gib(need) + ") exceed the " + Gib(f.capacity) + " of HBM by " + Gib(need - f.capacity) +
-        " (weights " + Gib(f.weights) + ", gradients " + Gib(f.gradients) + ", optimizer " +
-        Gib(f.optimizer) + (c.zero1 ? " with ZeRO-1 over dp " + std::to_string(l.dp) : "") +
-        ", activations " + Gib(f.activations) + "; " + std::to_string(f.ranks_per_chip) +
+        internal::FormatGib(need) + ") exceed the " + internal::FormatGib(f.capacity) +
+        " of HBM by " + internal::FormatGib(need - f.capacity) + " (weights " +
+        internal::FormatGib(f.weights) + ", gradients " + internal::FormatGib(f.gradients) +
+        ", optimizer " + internal::FormatGib(f.optimizer) +
+        (c.zero1 ? " with ZeRO-1 over dp " + std::to_string(l.dp) : "") + ", activations " +
+        internal::FormatGib(f.activations) + "; " + std::to_string(f.ranks_per_chip) +
         " ranks per chip; raise --tp, --pp or --dp, or lower --batch or --seq, or raise "
         "--microbatches)");
   }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/cost_model.h"
 #include "trace/chrome_trace.h"
 
 namespace trnmx::emu {
@@ -26,7 +27,7 @@ constexpr const char* kClasses[] = {"gemm", "attention", "elementwise", "collect
 constexpr const char* kClassColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"};
 constexpr const char* kResourceColors[kResources] = {"#4e79a7", "#59a14f", "#9c755f", "#e15759",
                                                      "#b07aa1"};
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+using internal::kGiB;
 
 // Busy intervals [start, end) of one span on each resource (seconds).
 struct Busy {
