@@ -24,15 +24,14 @@ namespace {
 using internal::AttnShape;
 using internal::FixedExp;
 constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr std::size_t kBlock = 32;
 
 float NanMax(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
   return a > b ? a : b;
 }
 
-// Element (n, s, h, d) of an operand as FP32 (dense widened, MX decoded).
-float Element(const AttnOperand& x, std::size_t n, std::size_t s, std::size_t h, std::size_t d) {
+// OperandAt: element (n, s, h, d) of an operand as FP32 (dense widened, MX decoded).
+float OperandAt(const AttnOperand& x, std::size_t n, std::size_t s, std::size_t h, std::size_t d) {
   if (x.type == OperandType::kMx) return MxElement(x.mx[n * x.h + h], s, d);
   const std::size_t at = n * x.n_stride + s * x.s_stride + h * x.h_stride + d;
   if (x.type == OperandType::kFp32) return static_cast<const float*>(x.data)[at];
@@ -79,7 +78,7 @@ class RowComputer {
       r = MxDot(q.mx[qn * q.h + h], qs, k.mx[kn * k.h + g], ks);
     } else {
       for (std::size_t d = 0; d < sh_.dqk; ++d) {
-        r = std::fma(Element(q, qn, qs, h, d), Element(k, kn, ks, g, d), r);
+        r = std::fma(OperandAt(q, qn, qs, h, d), OperandAt(k, kn, ks, g, d), r);
       }
     }
     float s = r * sh_.scale;
@@ -108,18 +107,18 @@ class RowComputer {
         std::size_t vs = 0;
         sh_.KeyAt(b, j, &vn, &vs);
         for (std::size_t d = 0; d < sh_.dv; ++d) {
-          st->acc[d] = std::fma(pj, Element(v, vn, vs, g, d), st->acc[d]);
+          st->acc[d] = std::fma(pj, OperandAt(v, vn, vs, g, d), st->acc[d]);
         }
       }
       return;
     }
     const MxFormat pf =
         p_.p_type == AttnPType::kMxfp8E4M3 ? MxFormat::kMxfp8E4M3 : MxFormat::kMxfp8E5M2;
-    for (std::size_t blk = a / kBlock; blk * kBlock < e; ++blk) {
+    for (std::size_t blk = a / kMxBlockSize; blk * kMxBlockSize < e; ++blk) {
       // The block's probabilities, masked keys as 0, quantized.
-      float vals[kBlock] = {};
-      for (std::size_t t = 0; t < kBlock; ++t) {
-        const std::size_t j = blk * kBlock + t;
+      float vals[kMxBlockSize] = {};
+      for (std::size_t t = 0; t < kMxBlockSize; ++t) {
+        const std::size_t j = blk * kMxBlockSize + t;
         if (j >= a && j < e) vals[t] = p[j - a];
       }
       const MxBlockCodes pc = pf == MxFormat::kMxfp8E4M3
@@ -128,42 +127,47 @@ class RowComputer {
       const std::uint8_t p_scale = pc.scale.bits;
       if (v.type != OperandType::kMx) {
         // One MX side: P decoded to FP32, then the dense chain.
-        for (std::size_t j = std::max(a, blk * kBlock); j < std::min(e, (blk + 1) * kBlock); ++j) {
+        for (std::size_t j = std::max(a, blk * kMxBlockSize);
+             j < std::min(e, (blk + 1) * kMxBlockSize); ++j) {
           const float pj = internal::MxScaledValue(
-              (*internal::MxValues(pf))[pc.codes[j - blk * kBlock]], p_scale);
+              (*internal::MxValues(pf))[pc.codes[j - blk * kMxBlockSize]], p_scale);
           std::size_t vn = 0;
           std::size_t vs = 0;
           sh_.KeyAt(b, j, &vn, &vs);
           for (std::size_t d = 0; d < sh_.dv; ++d) {
-            st->acc[d] = std::fma(pj, Element(v, vn, vs, g, d), st->acc[d]);
+            st->acc[d] = std::fma(pj, OperandAt(v, vn, vs, g, d), st->acc[d]);
           }
         }
         continue;
       }
       // MX x MX: one-block views of P's codes and of V's column d (allowed
       // keys only; a masked key's V code is never read), summed by MxDot.
-      std::uint8_t p_codes[kBlock];
-      std::memcpy(p_codes, pc.codes.data(), kBlock);
-      const MxTensorView p_view{{pf, 1, kBlock, BlockAxis::kRows}, p_codes, kBlock, &p_scale, 1};
+      std::uint8_t p_codes[kMxBlockSize];
+      std::memcpy(p_codes, pc.codes.data(), kMxBlockSize);
+      const MxTensorView p_view{
+          {pf, 1, kMxBlockSize, BlockAxis::kRows}, p_codes, kMxBlockSize, &p_scale, 1};
       std::size_t vn = 0;
       std::size_t vs0 = 0;
-      sh_.KeyAt(b, blk * kBlock, &vn, &vs0);  // The block's keys share a page.
+      sh_.KeyAt(b, blk * kMxBlockSize, &vn, &vs0);  // The block's keys share a page.
       const MxTensorView& vv = v.mx[vn * v.h + g];
       const MxFormatInfo& info = GetMxFormatInfo(vv.shape.format);
       for (std::size_t d = 0; d < sh_.dv; ++d) {
-        std::uint8_t v_codes[kBlock] = {};
+        std::uint8_t v_codes[kMxBlockSize] = {};
         const std::uint8_t* src =
-            vv.codes + d * vv.codes_stride + (vs0 / kBlock) * info.block_bytes;
-        for (std::size_t t = 0; t < kBlock; ++t) {
-          const std::size_t j = blk * kBlock + t;
+            vv.codes + d * vv.codes_stride + (vs0 / kMxBlockSize) * info.block_bytes;
+        for (std::size_t t = 0; t < kMxBlockSize; ++t) {
+          const std::size_t j = blk * kMxBlockSize + t;
           if (j >= a && j < e) {
             SetCode(info.element_bits, v_codes, t,
                     internal::MxElementCode(vv.shape.format, src, t));
           }
         }
-        const std::uint8_t v_scale = vv.scales[d * vv.scales_stride + vs0 / kBlock];
-        const MxTensorView v_view{
-            {vv.shape.format, 1, kBlock, BlockAxis::kRows}, v_codes, kBlock, &v_scale, 1};
+        const std::uint8_t v_scale = vv.scales[d * vv.scales_stride + vs0 / kMxBlockSize];
+        const MxTensorView v_view{{vv.shape.format, 1, kMxBlockSize, BlockAxis::kRows},
+                                  v_codes,
+                                  kMxBlockSize,
+                                  &v_scale,
+                                  1};
         st->acc[d] = MxDot(p_view, 0, v_view, 0, st->acc[d]);
       }
     }

@@ -34,8 +34,6 @@
 namespace trnmx::ref {
 namespace {
 
-constexpr std::size_t kBlock = 32;
-
 // 128-bit integers (GCC/Clang extension; __extension__ keeps -Wpedantic quiet).
 __extension__ typedef __int128 Int128;
 __extension__ typedef unsigned __int128 UInt128;
@@ -78,8 +76,8 @@ Element DecodeFloatElement(std::uint32_t code) {
   }
   // E >= 1: (2^m + f) * 2^(e - bias - m) = ((2^m + f) << (e - 1)) * 2^q.
   // E == 0: f * 2^(1 - bias - m) = f * 2^q.
-  const std::int64_t v = e == 0 ? static_cast<std::int64_t>(f)
-                                : static_cast<std::int64_t>((1u << m) + f) << (e - 1);
+  const std::int64_t v =
+      e == 0 ? static_cast<std::int64_t>(f) : static_cast<std::int64_t>((1u << m) + f) << (e - 1);
   return {Kind::kFinite, negative ? -v : v};
 }
 
@@ -115,7 +113,7 @@ Element DecodeElement(MxFormat f, std::uint32_t code) {
 float RoundScaled(Int128 s, int e) {
   if (s == 0) return 0.0f;
   const bool negative = s < 0;
-    const UInt128 u = negative ? UInt128(0) - static_cast<UInt128>(s) : static_cast<UInt128>(s);
+  const UInt128 u = negative ? UInt128(0) - static_cast<UInt128>(s) : static_cast<UInt128>(s);
   const std::uint64_t hi = static_cast<std::uint64_t>(u >> 64);
   const std::uint64_t lo = static_cast<std::uint64_t>(u);
   const int length = hi != 0 ? 128 - std::countl_zero(hi) : 64 - std::countl_zero(lo);
@@ -144,8 +142,8 @@ float RoundScaled(Int128 s, int e) {
 std::uint32_t LineCode(const MxTensorView& t, std::size_t line, std::size_t index) {
   const MxFormatInfo& info = GetMxFormatInfo(t.shape.format);
   const std::uint8_t* block =
-      t.codes + line * t.codes_stride + (index / kBlock) * info.block_bytes;
-  return BlockCode(info.element_bits, block, index % kBlock);
+      t.codes + line * t.codes_stride + (index / kMxBlockSize) * info.block_bytes;
+  return BlockCode(info.element_bits, block, index % kMxBlockSize);
 }
 
 std::uint8_t LineScale(const MxTensorView& t, std::size_t line, std::size_t block) {
@@ -154,10 +152,10 @@ std::uint8_t LineScale(const MxTensorView& t, std::size_t line, std::size_t bloc
 
 }  // namespace
 
-float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b,
-            std::size_t b_line, float acc_in) {
+float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b, std::size_t b_line,
+            float acc_in) {
   const std::size_t k = a.shape.line_length();
-  const std::size_t blocks = (k + kBlock - 1) / kBlock;
+  const std::size_t blocks = (k + kMxBlockSize - 1) / kMxBlockSize;
   const int qa = FormatQuantum(a.shape.format);
   const int qb = FormatQuantum(b.shape.format);
   float acc = acc_in;
@@ -168,8 +166,8 @@ float MxDot(const MxTensorView& a, std::size_t a_line, const MxTensorView& b,
     bool nan = false;
     bool pos_inf = false;
     bool neg_inf = false;
-    const std::size_t end = (j + 1) * kBlock < k ? (j + 1) * kBlock : k;
-    for (std::size_t i = j * kBlock; i < end; ++i) {
+    const std::size_t end = (j + 1) * kMxBlockSize < k ? (j + 1) * kMxBlockSize : k;
+    for (std::size_t i = j * kMxBlockSize; i < end; ++i) {
       const Element x = DecodeElement(a.shape.format, LineCode(a, a_line, i));
       const Element w = DecodeElement(b.shape.format, LineCode(b, b_line, i));
       if (x.kind == Kind::kNan || w.kind == Kind::kNan) {
@@ -210,7 +208,7 @@ float MxElement(const MxTensorView& t, std::size_t row, std::size_t col) {
   const std::size_t line = by_rows ? row : col;
   const std::size_t index = by_rows ? col : row;
   const std::uint32_t code = LineCode(t, line, index);
-  const std::uint8_t scale = LineScale(t, line, index / kBlock);
+  const std::uint8_t scale = LineScale(t, line, index / kMxBlockSize);
   if (!IsOcpMxFormat(t.shape.format)) {
     return std::numeric_limits<float>::quiet_NaN();  // NVFP4: not a GEMM operand.
   }

@@ -12,7 +12,7 @@
 namespace trnmx::cli {
 namespace {
 
-constexpr std::uint8_t kMagic[8] = {'T', 'R', 'N', 'M', 'X', 0, 'M', 'X'};
+constexpr std::uint8_t kMxMagic[8] = {'T', 'R', 'N', 'M', 'X', 0, 'M', 'X'};
 constexpr std::size_t kNumScaleRules = std::size(kAllScaleRules);
 
 std::uint32_t Crc32(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b = {}) {
@@ -61,7 +61,7 @@ std::vector<std::uint8_t> SerializeMxContainer(const MxTensorView& view, ScaleRu
   const std::size_t line_codes = s.line_code_bytes();
   const std::size_t line_scales = s.line_scale_bytes();
   std::vector<std::uint8_t> out(kMxContainerHeaderBytes + lines * (line_codes + line_scales), 0);
-  std::memcpy(out.data(), kMagic, sizeof(kMagic));
+  std::memcpy(out.data(), kMxMagic, sizeof(kMxMagic));
   Put<std::uint16_t>(out, 8, kMxContainerVersion);
   Put<std::uint8_t>(out, 10, static_cast<std::uint8_t>(s.format));
   Put<std::uint8_t>(out, 11, static_cast<std::uint8_t>(s.axis));
@@ -74,7 +74,8 @@ std::vector<std::uint8_t> SerializeMxContainer(const MxTensorView& view, ScaleRu
   std::uint8_t* codes = out.data() + kMxContainerHeaderBytes;
   std::uint8_t* scales = codes + lines * line_codes;
   for (std::size_t i = 0; i < lines; ++i) {
-    if (line_codes != 0) std::memcpy(codes + i * line_codes, view.codes + i * view.codes_stride, line_codes);
+    if (line_codes != 0)
+      std::memcpy(codes + i * line_codes, view.codes + i * view.codes_stride, line_codes);
     if (line_scales != 0) {
       std::memcpy(scales + i * line_scales, view.scales + i * view.scales_stride, line_scales);
     }
@@ -86,7 +87,8 @@ std::vector<std::uint8_t> SerializeMxContainer(const MxTensorView& view, ScaleRu
 }
 
 StatusOr<MxContainer> ParseMxContainer(std::span<const std::uint8_t> bytes, std::string_view name) {
-  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+  if (bytes.size() < sizeof(kMxMagic) ||
+      std::memcmp(bytes.data(), kMxMagic, sizeof(kMxMagic)) != 0) {
     return Corrupt(name, "it does not start with the magic TRNMX\\0MX");
   }
   if (bytes.size() < kMxContainerHeaderBytes) {
@@ -97,12 +99,14 @@ StatusOr<MxContainer> ParseMxContainer(std::span<const std::uint8_t> bytes, std:
   }
   const auto version = Get<std::uint16_t>(bytes, 8);
   if (version != kMxContainerVersion) {
-    return Corrupt(name, "version " + std::to_string(version) + " is not supported (this trnmx reads 1)");
+    return Corrupt(name,
+                   "version " + std::to_string(version) + " is not supported (this trnmx reads 1)");
   }
   const auto format = Get<std::uint8_t>(bytes, 10);
   const auto axis = Get<std::uint8_t>(bytes, 11);
   const auto rule = Get<std::uint8_t>(bytes, 12);
-  if (format >= AllMxFormats().size()) return Corrupt(name, "unknown MX format " + std::to_string(format));
+  if (format >= AllMxFormats().size())
+    return Corrupt(name, "unknown MX format " + std::to_string(format));
   if (axis > 1) return Corrupt(name, "unknown block axis " + std::to_string(axis));
   if (rule >= kNumScaleRules) return Corrupt(name, "unknown scale rule " + std::to_string(rule));
   if (bytes[13] != 0 || bytes[14] != 0 || bytes[15] != 0 || Get<std::uint32_t>(bytes, 36) != 0) {
@@ -132,7 +136,8 @@ StatusOr<MxContainer> ParseMxContainer(std::span<const std::uint8_t> bytes, std:
   std::uint64_t want_scales = 0;
   std::uint64_t line_codes = 0;
   if (!MulFits(blocks, info.block_bytes, &line_codes) || !MulFits(lines, line_codes, &want_codes) ||
-      !MulFits(lines, blocks, &want_scales) || want_codes > bytes.size() || want_scales > bytes.size()) {
+      !MulFits(lines, blocks, &want_scales) || want_codes > bytes.size() ||
+      want_scales > bytes.size()) {
     return Corrupt(name, "shape " + std::to_string(rows) + " x " + std::to_string(cols) +
                              " needs more bytes than the file has");
   }

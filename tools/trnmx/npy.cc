@@ -11,8 +11,8 @@
 namespace trnmx::cli {
 namespace {
 
-constexpr char kMagic[] = "\x93NUMPY";
-constexpr std::size_t kMagicBytes = 6;
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr std::size_t kNpyMagicBytes = 6;
 
 Status Malformed(std::string_view name, const std::string& what) {
   return DataLossError(std::string(name) + ": not a valid .npy file: " + what);
@@ -92,9 +92,12 @@ class HeaderParser {
 
 std::string_view NpyDescr(NpyDtype dtype) {
   switch (dtype) {
-    case NpyDtype::kFloat32: return "<f4";
-    case NpyDtype::kBf16AsUint16: return "<u2";
-    case NpyDtype::kFloat16: return "<f2";
+    case NpyDtype::kFloat32:
+      return "<f4";
+    case NpyDtype::kBf16AsUint16:
+      return "<u2";
+    case NpyDtype::kFloat16:
+      return "<f2";
   }
   return "?";
 }
@@ -102,10 +105,10 @@ std::string_view NpyDescr(NpyDtype dtype) {
 std::size_t NpyElementBytes(NpyDtype dtype) { return dtype == NpyDtype::kFloat32 ? 4 : 2; }
 
 StatusOr<NpyArray> ParseNpy(std::span<const std::uint8_t> bytes, std::string_view name) {
-  if (bytes.size() < kMagicBytes || std::memcmp(bytes.data(), kMagic, kMagicBytes) != 0) {
+  if (bytes.size() < kNpyMagicBytes || std::memcmp(bytes.data(), kNpyMagic, kNpyMagicBytes) != 0) {
     return Malformed(name, "it does not start with the .npy magic \\x93NUMPY");
   }
-  if (bytes.size() < kMagicBytes + 2) return Malformed(name, "truncated in the version");
+  if (bytes.size() < kNpyMagicBytes + 2) return Malformed(name, "truncated in the version");
   const int major = bytes[6];
   std::size_t header_len = 0;
   std::size_t header_start = 0;
@@ -124,9 +127,11 @@ StatusOr<NpyArray> ParseNpy(std::span<const std::uint8_t> bytes, std::string_vie
   }
   if (bytes.size() - header_start < header_len) {
     return Malformed(name, "truncated: the header says " + std::to_string(header_len) +
-                               " bytes, the file has " + std::to_string(bytes.size() - header_start));
+                               " bytes, the file has " +
+                               std::to_string(bytes.size() - header_start));
   }
-  const std::string_view header(reinterpret_cast<const char*>(bytes.data() + header_start), header_len);
+  const std::string_view header(reinterpret_cast<const char*>(bytes.data() + header_start),
+                                header_len);
 
   HeaderParser p(header);
   std::optional<std::string> descr;
@@ -135,10 +140,12 @@ StatusOr<NpyArray> ParseNpy(std::span<const std::uint8_t> bytes, std::string_vie
   if (!p.Consume('{')) return Malformed(name, "the header is not a dictionary");
   while (!p.Consume('}')) {
     const std::optional<std::string> key = p.String();
-    if (!key || !p.Consume(':')) return Malformed(name, "unparsable header '" + std::string(header) + "'");
+    if (!key || !p.Consume(':'))
+      return Malformed(name, "unparsable header '" + std::string(header) + "'");
     if (*key == "descr") {
       descr = p.String();
-      if (!descr) return Malformed(name, "'descr' is not a string (structured dtypes are not supported)");
+      if (!descr)
+        return Malformed(name, "'descr' is not a string (structured dtypes are not supported)");
     } else if (*key == "fortran_order") {
       fortran = p.Bool();
       if (!fortran) return Malformed(name, "'fortran_order' is not True or False");
@@ -149,7 +156,8 @@ StatusOr<NpyArray> ParseNpy(std::span<const std::uint8_t> bytes, std::string_vie
       return Malformed(name, "unknown header key '" + *key + "'");
     }
     if (!p.Consume(',')) {
-      if (!p.Consume('}')) return Malformed(name, "unparsable header '" + std::string(header) + "'");
+      if (!p.Consume('}'))
+        return Malformed(name, "unparsable header '" + std::string(header) + "'");
       break;
     }
   }
@@ -171,7 +179,8 @@ StatusOr<NpyArray> ParseNpy(std::span<const std::uint8_t> bytes, std::string_vie
                                 "'<f2', or bfloat16 saved as uint16 '<u2')");
   }
   if (shape->empty() || shape->size() > 2) {
-    return InvalidArgumentError(std::string(name) + ": arrays must have 1 or 2 dimensions, this one has " +
+    return InvalidArgumentError(std::string(name) +
+                                ": arrays must have 1 or 2 dimensions, this one has " +
                                 std::to_string(shape->size()));
   }
   array.shape = *shape;
@@ -187,8 +196,9 @@ StatusOr<NpyArray> ParseNpy(std::span<const std::uint8_t> bytes, std::string_vie
   const std::size_t want = count * elem;
   const std::size_t have = bytes.size() - data_start;
   if (have != want) {
-    return Malformed(name, std::string(have < want ? "truncated" : "trailing bytes") + ": shape needs " +
-                               std::to_string(want) + " data bytes, the file has " + std::to_string(have));
+    return Malformed(name, std::string(have < want ? "truncated" : "trailing bytes") +
+                               ": shape needs " + std::to_string(want) +
+                               " data bytes, the file has " + std::to_string(have));
   }
   array.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(data_start), bytes.end());
   if (*fortran && array.shape.size() == 2) {
@@ -207,8 +217,8 @@ StatusOr<NpyArray> ParseNpy(std::span<const std::uint8_t> bytes, std::string_vie
 }
 
 std::vector<std::uint8_t> SerializeNpy(const NpyArray& array) {
-  std::string dict = "{'descr': '" + std::string(NpyDescr(array.dtype)) +
-                     "', 'fortran_order': False, 'shape': (";
+  std::string dict =
+      "{'descr': '" + std::string(NpyDescr(array.dtype)) + "', 'fortran_order': False, 'shape': (";
   for (std::size_t i = 0; i < array.shape.size(); ++i) {
     if (i > 0) dict += ' ';
     dict += std::to_string(array.shape[i]);
@@ -222,7 +232,7 @@ std::vector<std::uint8_t> SerializeNpy(const NpyArray& array) {
   const std::size_t padded = (total + 63) / 64 * 64;
   dict.append(padded - total, ' ');
   dict += '\n';
-  std::vector<std::uint8_t> out(kMagic, kMagic + kMagicBytes);
+  std::vector<std::uint8_t> out(kNpyMagic, kNpyMagic + kNpyMagicBytes);
   out.push_back(v2 ? 2 : 1);
   out.push_back(0);
   const std::size_t len = dict.size();
@@ -240,7 +250,8 @@ std::vector<std::uint8_t> SerializeNpy(const NpyArray& array) {
 StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidArgumentError("cannot open '" + path + "' for reading");
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
   if (in.bad()) return DataLossError("error reading '" + path + "'");
   return bytes;
 }
@@ -250,7 +261,8 @@ Status WriteFileAtomically(const std::string& path, std::span<const std::uint8_t
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return InvalidArgumentError("cannot open '" + tmp + "' for writing");
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     out.close();
     if (!out) {
       std::remove(tmp.c_str());

@@ -20,13 +20,11 @@ namespace trnmx {
 namespace {
 
 using moe_internal::Str;
+using moe_internal::Widen;
 
 // Rows per executor task of the gather and the combine; every row is written
 // by one task only, so the split never changes bits.
 constexpr std::size_t kRowsPerTask = 32;
-
-float Widen(float x) { return x; }
-float Widen(Bf16 x) { return std::bit_cast<float>(static_cast<std::uint32_t>(x.bits) << 16); }
 
 // Checks a dense rows x cols matrix and returns its byte range.
 template <class T>

@@ -26,13 +26,11 @@ namespace {
 
 using moe_internal::Better;
 using moe_internal::Str;
+using moe_internal::Widen;
 
 // Tokens per executor task: any split gives the same bits (each token's
 // outputs are its own); this one only bounds the per-task scratch.
 constexpr std::size_t kTokensPerTask = 64;
-
-float Widen(float x) { return x; }
-float Widen(Bf16 x) { return std::bit_cast<float>(static_cast<std::uint32_t>(x.bits) << 16); }
 
 // The validated shape of one Route call.
 struct Shape {

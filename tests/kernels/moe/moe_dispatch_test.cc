@@ -19,7 +19,7 @@ namespace {
 
 using testing::Rng;
 
-std::uint64_t Seed() { return testing::TestSeed(20261202); }
+std::uint64_t DispatchSeed() { return testing::TestSeed(20261202); }
 constexpr std::size_t kNone = DispatchPlan::kPaddingRow;
 
 DispatchPlan PlanOk(const std::vector<std::int32_t>& ids, std::size_t tokens, std::size_t slots,
@@ -80,7 +80,7 @@ TEST(MoeDispatch, PaddingToCapacity) {
 }
 
 TEST(MoeDispatch, RouterRoundTripMatchesReferenceOrder) {
-  Rng rng(Seed());
+  Rng rng(DispatchSeed());
   std::normal_distribution<float> d(0.0f, 1.0f);
   const std::size_t T = 300, E = 16, H = 24;
   std::vector<float> logits(T * E);

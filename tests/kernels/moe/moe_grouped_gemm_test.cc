@@ -28,7 +28,7 @@ namespace {
 
 using testing::Rng;
 
-std::uint64_t Seed() { return testing::TestSeed(20261212); }
+std::uint64_t GroupedGemmSeed() { return testing::TestSeed(20261212); }
 
 // kFp8: dense Fp8E4M3Ieee (Trainium2's FP8), no block scales.
 enum class WKind { kMxfp4, kMxfp8, kBf16, kFp32, kFp8 };
@@ -176,7 +176,7 @@ constexpr std::size_t kK = 64;
 constexpr std::size_t kN = 300;
 
 TEST(MoeGroupedGemm, EachExpertEqualsGemmForEveryFormat) {
-  Rng rng(Seed());
+  Rng rng(GroupedGemmSeed());
   // Every pairing of the MX, BF16 and FP32 kinds; dense FP8 (Trainium2's
   // E4M3) as weights, as activations and as both.
   std::vector<std::pair<WKind, XKind>> pairs;
@@ -222,7 +222,7 @@ TEST(MoeGroupedGemm, EachExpertEqualsGemmForEveryFormat) {
 }
 
 TEST(MoeGroupedGemm, SingleExpertIsOneGemm) {
-  Rng rng(Seed() + 1);
+  Rng rng(GroupedGemmSeed() + 1);
   Problem p = MakeProblem(rng, {77}, kK, kN, WKind::kMxfp4, XKind::kBf16);
   std::vector<float> y(77 * kN), ref(77 * kN);
   ASSERT_TRUE(
@@ -232,14 +232,14 @@ TEST(MoeGroupedGemm, SingleExpertIsOneGemm) {
 }
 
 TEST(MoeGroupedGemm, AllExpertsEmpty) {
-  Rng rng(Seed() + 2);
+  Rng rng(GroupedGemmSeed() + 2);
   Problem p = MakeProblem(rng, {0, 0, 0}, kK, kN, WKind::kMxfp4, XKind::kBf16);
   EXPECT_TRUE(
       GroupedExpertGemm(p.x.op, p.offsets, p.ops, GemmOutput::Fp32(nullptr, 0, kN, kN)).ok());
 }
 
 TEST(MoeGroupedGemm, ThreadCountsGiveIdenticalBits) {
-  Rng rng(Seed() + 3);
+  Rng rng(GroupedGemmSeed() + 3);
   for (ExpertActivation act : {ExpertActivation::kNone, ExpertActivation::kGptOssSwiGlu}) {
     Problem p = MakeProblem(rng, kCounts, kK, kN, WKind::kMxfp4, XKind::kBf16);
     const std::size_t rows = p.offsets.back();
@@ -278,7 +278,7 @@ float RefActivation(ExpertActivation act, float alpha, float limit, float g, flo
 }
 
 TEST(MoeGroupedGemm, SwiGluVariantsMatchScalarReference) {
-  Rng rng(Seed() + 4);
+  Rng rng(GroupedGemmSeed() + 4);
   const std::vector<std::size_t> counts = {5, 0, 33, 1};
   const std::size_t k = 40;
   const std::size_t n = 2 * 150;  // I = 150 output columns.
@@ -374,7 +374,7 @@ TEST(MoeGroupedGemm, GptOssSwiGluHandValues) {
 // down-projection, combine; each expert's hidden and output rows checked
 // against per-expert Gemm calls and the scalar activation.
 TEST(MoeGroupedGemm, GptOssMlpPipeline) {
-  Rng rng(Seed() + 6);
+  Rng rng(GroupedGemmSeed() + 6);
   constexpr std::size_t kT = 48, kE = 8, kTopK = 4, kH = 64, kI = 32;
   std::vector<float> logits(kT * kE);
   ASSERT_TRUE(SyntheticRouterLogits({ExpertPopularity::kZipf, 1.0, 7}, kT, kE, logits).ok());
@@ -447,7 +447,7 @@ TEST(MoeGroupedGemm, GptOssMlpPipeline) {
 
 // Every error path: the status code and message, and y untouched.
 TEST(MoeGroupedGemm, ErrorsWriteNothing) {
-  Rng rng(Seed() + 5);
+  Rng rng(GroupedGemmSeed() + 5);
   const std::vector<std::size_t> counts = {4, 0, 6};
   Problem p = MakeProblem(rng, counts, 64, 64, WKind::kMxfp4, XKind::kBf16);
   const std::size_t rows = 10;

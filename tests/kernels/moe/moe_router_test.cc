@@ -28,7 +28,7 @@ using testing::RefRoute;
 using testing::RefRouter;
 using testing::Rng;
 
-std::uint64_t Seed() { return testing::TestSeed(20261201); }
+std::uint64_t RouterSeed() { return testing::TestSeed(20261201); }
 
 struct Routed {
   RouterResult result;
@@ -141,7 +141,7 @@ std::vector<OptionCase> OptionCases() {
 }
 
 TEST(MoeRouter, EveryOptionMatchesReference) {
-  Rng rng(Seed());
+  Rng rng(RouterSeed());
   for (const OptionCase& c : OptionCases()) {
     for (std::size_t T : {0u, 1u, 7u, 200u}) {
       const std::size_t E = c.experts;
@@ -168,7 +168,7 @@ TEST(MoeRouter, EveryOptionMatchesReference) {
 }
 
 TEST(MoeRouter, Bf16LogitsEqualTheirFp32Values) {
-  Rng rng(Seed() + 1);
+  Rng rng(RouterSeed() + 1);
   const std::size_t T = 50, E = 16;
   const std::vector<float> f = RandomLogits(rng, T * E, 3.0f);
   std::vector<Bf16> b(T * E);
@@ -191,7 +191,7 @@ TEST(MoeRouter, Bf16LogitsEqualTheirFp32Values) {
 }
 
 TEST(MoeRouter, StridedLogits) {
-  Rng rng(Seed() + 2);
+  Rng rng(RouterSeed() + 2);
   const std::size_t T = 9, E = 12, ld = 20;
   const std::vector<float> wide = RandomLogits(rng, T * ld, 1.0f);
   std::vector<float> packed(T * E);
@@ -208,7 +208,7 @@ TEST(MoeRouter, StridedLogits) {
 }
 
 TEST(MoeRouter, IdenticalBitsForEveryThreadCount) {
-  Rng rng(Seed() + 3);
+  Rng rng(RouterSeed() + 3);
   const std::size_t T = 1000, E = 64;
   const std::vector<float> logits = RandomLogits(rng, T * E, 2.0f);
   const std::vector<float> bias = RandomLogits(rng, E, 0.05f);
@@ -311,7 +311,7 @@ Status HeaderExample(const float* logits, std::size_t T, std::vector<float>& bia
 }
 
 TEST(MoeRouter, HeaderExampleRuns) {
-  Rng rng(Seed() + 4);
+  Rng rng(RouterSeed() + 4);
   const std::size_t T = 40;
   const std::vector<float> logits = RandomLogits(rng, T * 256, 1.0f);
   std::vector<float> bias(256, 0.0f);
@@ -362,7 +362,7 @@ TEST(MoeRouter, TiesGoToTheLowerIndex) {
 class MoeRouterTopK : public trnmx::testing::HwyTargetTest {};
 
 TEST_P(MoeRouterTopK, WideRowsWithManyTiesMatchReference) {
-  Rng rng(Seed());
+  Rng rng(RouterSeed());
   for (std::size_t E : {64u, 100u, 128u, 257u}) {
     for (std::size_t k : {1u, 4u, 8u, 16u}) {
       for (bool coarse : {false, true}) {

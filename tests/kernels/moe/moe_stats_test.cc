@@ -15,7 +15,7 @@
 namespace trnmx {
 namespace {
 
-std::uint64_t Seed() { return testing::TestSeed(20261203); }
+std::uint64_t StatsSeed() { return testing::TestSeed(20261203); }
 
 TEST(MoeStats, HandComputedLoads) {
   // 8 experts on 4 devices (2 each): devices get 10, 10, 20, 0 of 40 tokens.
@@ -105,7 +105,7 @@ std::vector<std::uint64_t> Top1Histogram(const SyntheticRouting& cfg, std::size_
 
 TEST(MoeStats, SyntheticPopularityUniformAndZipf) {
   const std::size_t T = 40000, E = 16;
-  const std::uint64_t seed = Seed();
+  const std::uint64_t seed = StatsSeed();
   std::printf("synthetic routing seed %llu\n", static_cast<unsigned long long>(seed));
   // Each count is Binomial(T, p): within 5 standard deviations of T p.
   auto check = [&](const std::vector<std::uint64_t>& h, const std::vector<double>& p,
@@ -134,7 +134,7 @@ TEST(MoeStats, SyntheticPopularityUniformAndZipf) {
 
 TEST(MoeStats, SyntheticLogitsAreDeterministic) {
   const std::size_t T = 64, E = 8;
-  const SyntheticRouting cfg{ExpertPopularity::kZipf, 1.0, Seed()};
+  const SyntheticRouting cfg{ExpertPopularity::kZipf, 1.0, StatsSeed()};
   std::vector<float> a(T * E), b(T * E), c(T * E);
   ASSERT_TRUE(SyntheticRouterLogits(cfg, T, E, a).ok());
   ASSERT_TRUE(SyntheticRouterLogits(cfg, T, E, b).ok());
