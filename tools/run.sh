@@ -100,6 +100,15 @@ sanitizer_isa() {
   fi
 }
 
+# The builds here are unity builds (CMake's CMAKE_UNITY_BUILD): up to eight
+# sources of a target compiled as one, so the headers they share (GoogleTest,
+# nlohmann/json, the emulator's) are parsed and their inline code compiled
+# once per batch instead of once per file. Highway's per-target sources and
+# the ISA kernels stay alone (CMakeLists.txt). A developer's own build tree
+# without it compiles every source alone, which is what keeps each source's
+# includes honest.
+unity=(-DCMAKE_UNITY_BUILD=ON)
+
 configure() {  # configure DIR CMAKE_ARGS...
   local dir=$1; shift
   cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
@@ -156,7 +165,7 @@ case "$mode" in
     need_conan
     command -v conan >/dev/null || { log "conan could not be installed"; exit 1; }
     need_golden_python
-    timed configure configure build/test -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON \
+    timed configure configure build/test "${unity[@]}" -DCMAKE_BUILD_TYPE=Release -DTRNMX_WERROR=ON \
       -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_GOLDEN_PYTHON="$TRNMX_PYTHON" \
       -DCMAKE_POSITION_INDEPENDENT_CODE=ON  # PIC objects: abi.exports links them into a .so
     timed build cmake --build build/test -j "$jobs"
@@ -175,7 +184,7 @@ case "$mode" in
     # were all compiled. Elsewhere: AVX2 and EMU128. The Release test build
     # runs every target (cmake/TrnmxCompilerOptions.cmake).
     sanitizer_isa
-    timed configure configure build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    timed configure configure build/asan "${unity[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS="$isa_cxx_flags" -DTRNMX_HWY_DISABLED_TARGETS="$isa_hwy_disabled" \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DTRNMX_SANITIZE=ON -DTRNMX_WERROR=ON \
       -DTRNMX_BUILD_BENCHMARKS=OFF -DTRNMX_INSTALL=OFF
@@ -196,7 +205,7 @@ case "$mode" in
     # atomics in uninstrumented code) is described to TSan by src/executor.cc.
     apt_need "${base_packages[@]}" "${test_packages[@]}" libtsan2
     sanitizer_isa
-    timed configure configure build/tsan -DCMAKE_BUILD_TYPE=Release \
+    timed configure configure build/tsan "${unity[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_FLAGS="$isa_cxx_flags -fsanitize=thread -g1" \
       -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
       -DTRNMX_HWY_DISABLED_TARGETS="$isa_hwy_disabled" -DTRNMX_WERROR=ON \

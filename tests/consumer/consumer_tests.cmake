@@ -47,7 +47,9 @@ endif()
 # (-O0, the quickest to compile) and the Highway code for EMU128 only, the
 # portable fallback that is always built: minutes less CI (docs/testing.md),
 # and it shows the library whole on that target alone. Debug's flags are -O0
-# without -g: debug information was a third of those compiles.
+# without -g: debug information was a third of those compiles. Both are unity builds
+# (CMAKE_UNITY_BUILD), as tools/run.sh's are: that also shows the sources
+# build that way.
 set(_trnmx_consumer_hwy_disabled "HWY_SSSE3|HWY_SSE4|HWY_AVX2|HWY_AVX3|HWY_AVX3_DL")
 set(_trnmx_consumer_rebuild_config Debug)
 set(_trnmx_consumer_rebuild_debug_flags "-O0")
@@ -106,7 +108,7 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/conan/conanfile.py")
     COMMAND "${_trnmx_consumer_driver}" conan "${_trnmx_conan}"
             "${PROJECT_SOURCE_DIR}/conan" "${PROJECT_SOURCE_DIR}/conan/profiles/debian12"
             -o "trnmx/*:tools=False" -s "build_type=${_trnmx_consumer_rebuild_config}"
-            -c "tools.cmake.cmaketoolchain:extra_variables={'TRNMX_HWY_DISABLED_TARGETS': '${_trnmx_consumer_hwy_disabled}', 'CMAKE_CXX_FLAGS_DEBUG': '${_trnmx_consumer_rebuild_debug_flags}'}"
+            -c "tools.cmake.cmaketoolchain:extra_variables={'TRNMX_HWY_DISABLED_TARGETS': '${_trnmx_consumer_hwy_disabled}', 'CMAKE_CXX_FLAGS_DEBUG': '${_trnmx_consumer_rebuild_debug_flags}', 'CMAKE_UNITY_BUILD': 'ON'}"
             -c "tools.info.package_id:confs=['tools.cmake.cmaketoolchain:extra_variables']")
   set_tests_properties(consumer.conan PROPERTIES
     LABELS "consumer;package"

@@ -111,7 +111,7 @@ case "$mode" in
       -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE="$config" \
       -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$cxxflags" \
       -DCMAKE_CXX_FLAGS_DEBUG="$debug_flags" -DTRNMX_HWY_DISABLED_TARGETS="$hwy_disabled" \
-      -DTRNMX_SOURCE_DIR="$trnmx_src" -DTRNMX_CONSUMER_INLINE="$inline" \
+      -DTRNMX_SOURCE_DIR="$trnmx_src" -DTRNMX_CONSUMER_INLINE="$inline" -DCMAKE_UNITY_BUILD=ON \
       || die "configuring the consumer with add_subdirectory(trnmx) failed"
     step "build the consumer (and the embedded trnmx library)"
     run "$cmake" --build "$work" --config "$config" || die "building the consumer failed"
