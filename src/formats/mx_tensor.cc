@@ -614,7 +614,9 @@ constexpr std::array<float, 16> GgmlElementValues() {
   return k;
 }
 constexpr std::array<float, 16> kGgmlK = GgmlElementValues();
-static_assert(kGgmlK[7] == 12.0f && kGgmlK[15] == -12.0f && !std::signbit(kGgmlK[8]));
+// (bit_cast, not std::signbit: Clang does not evaluate signbit in a constant.)
+static_assert(kGgmlK[7] == 12.0f && kGgmlK[15] == -12.0f &&
+              std::bit_cast<std::uint32_t>(kGgmlK[8]) == 0u);
 
 // 2^(e - 128) as FP32 for every byte e: subnormal for e = 0 and 1, and 2^127
 // (finite) for e = FF.
