@@ -3,12 +3,21 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "trnmx/emu/functional.h"
 #include "trnmx/formats/codec.h"
 
 namespace trnmx::emu {
 namespace {
+
+// Each FP32 draw rounded to T (the format's default options).
+template <class T>
+std::vector<T> EncodeEach(const std::vector<float>& x) {
+  std::vector<T> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = Encode<T>(x[i]);
+  return out;
+}
 
 // A row-major dense sub-matrix [r0, r0 + rows) x [c0, c0 + cols) of a dense
 // operand, or the MX sub-tensor of the same lines and K range.
@@ -20,8 +29,9 @@ GemmOperand Sub(const GemmOperand& m, int64_t r0, int64_t rows, int64_t c0, int6
     const size_t elem = m.type == OperandType::kFp32   ? sizeof(float)
                         : m.type == OperandType::kBf16 ? sizeof(Bf16)
                                                        : 1;  // kFp8: one code per byte
-    s.data = static_cast<const char*>(m.data) +
-             (static_cast<size_t>(r0) * m.row_stride + static_cast<size_t>(c0) * m.col_stride) * elem;
+    s.data =
+        static_cast<const char*>(m.data) +
+        (static_cast<size_t>(r0) * m.row_stride + static_cast<size_t>(c0) * m.col_stride) * elem;
     return s;
   }
   // MX: lines are K-long (A rows with kRows, B columns with kCols); the K
@@ -32,7 +42,8 @@ GemmOperand Sub(const GemmOperand& m, int64_t r0, int64_t rows, int64_t c0, int6
   const int64_t line0 = rows_axis ? r0 : c0;
   const int64_t k0 = rows_axis ? c0 : r0;
   const int64_t block0 = k0 / static_cast<int64_t>(info.block_size);
-  v.codes += static_cast<size_t>(line0) * v.codes_stride + static_cast<size_t>(block0) * info.block_bytes;
+  v.codes +=
+      static_cast<size_t>(line0) * v.codes_stride + static_cast<size_t>(block0) * info.block_bytes;
   v.scales += static_cast<size_t>(line0) * v.scales_stride + static_cast<size_t>(block0);
   v.shape.rows = static_cast<size_t>(rows);
   v.shape.cols = static_cast<size_t>(cols);
@@ -53,11 +64,15 @@ GemmOperand Transpose(const GemmOperand& m) {
 
 bool TypeMatches(MatmulDtype dtype, const GemmOperand& x) {
   switch (dtype) {
-    case MatmulDtype::kFp32: return x.type == OperandType::kFp32;
-    case MatmulDtype::kBf16: return x.type == OperandType::kBf16;
+    case MatmulDtype::kFp32:
+      return x.type == OperandType::kFp32;
+    case MatmulDtype::kBf16:
+      return x.type == OperandType::kBf16;
     // Dense FP8 codes (Trainium2) or MXFP8 with scales 2^0 (Trainium3).
-    case MatmulDtype::kFp8: return x.type == OperandType::kFp8 || x.type == OperandType::kMx;
-    default: return x.type == OperandType::kMx;
+    case MatmulDtype::kFp8:
+      return x.type == OperandType::kFp8 || x.type == OperandType::kMx;
+    default:
+      return x.type == OperandType::kMx;
   }
 }
 
@@ -86,10 +101,8 @@ StatusOr<GemmData> MakeGemmData(const Machine& machine, const GemmConfig& config
       d.b = GemmOperand::Fp32(d.b_fp32.data(), k, n, n);
       return d;
     case MatmulDtype::kBf16:
-      d.a_bf16.resize(m * k);
-      d.b_bf16.resize(k * n);
-      for (size_t i = 0; i < m * k; ++i) d.a_bf16[i] = Encode<Bf16>(d.a_fp32[i]);
-      for (size_t i = 0; i < k * n; ++i) d.b_bf16[i] = Encode<Bf16>(d.b_fp32[i]);
+      d.a_bf16 = EncodeEach<Bf16>(d.a_fp32);
+      d.b_bf16 = EncodeEach<Bf16>(d.b_fp32);
       d.a = GemmOperand::Bf16(d.a_bf16.data(), m, k, k);
       d.b = GemmOperand::Bf16(d.b_bf16.data(), k, n, n);
       return d;
@@ -97,16 +110,16 @@ StatusOr<GemmData> MakeGemmData(const Machine& machine, const GemmConfig& config
       if (Fp8MatmulFormat(machine) != Format::kFp8E4M3Ieee) break;
       // NeuronCore-v2/v3's own E4M3 (trainium.md section 5): the draws
       // rounded to it, saturating at 240 like the engines.
-      d.a_fp8.resize(m * k);
-      d.b_fp8.resize(k * n);
-      for (size_t i = 0; i < m * k; ++i) d.a_fp8[i] = Encode<Fp8E4M3Ieee>(d.a_fp32[i]);
-      for (size_t i = 0; i < k * n; ++i) d.b_fp8[i] = Encode<Fp8E4M3Ieee>(d.b_fp32[i]);
+      d.a_fp8 = EncodeEach<Fp8E4M3Ieee>(d.a_fp32);
+      d.b_fp8 = EncodeEach<Fp8E4M3Ieee>(d.b_fp32);
       d.a = GemmOperand::Fp8(d.a_fp8.data(), m, k, k);
       d.b = GemmOperand::Fp8(d.b_fp8.data(), k, n, n);
       return d;
-    default: break;
+    default:
+      break;
   }
-  const MxFormat format = config.dtype == MatmulDtype::kMxfp4 ? MxFormat::kMxfp4 : MxFormat::kMxfp8E4M3;
+  const MxFormat format =
+      config.dtype == MatmulDtype::kMxfp4 ? MxFormat::kMxfp4 : MxFormat::kMxfp8E4M3;
   MxQuantizeOptions rows;
   rows.axis = BlockAxis::kRows;
   MxQuantizeOptions cols;
@@ -136,9 +149,9 @@ StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimRes
       b.rows != static_cast<size_t>(c.k) || b.cols != static_cast<size_t>(c.n)) {
     return InvalidArgumentError("functional GEMM: operands are " + std::to_string(a.rows) + " x " +
                                 std::to_string(a.cols) + " and " + std::to_string(b.rows) + " x " +
-                                std::to_string(b.cols) + ", the lowered GEMM is M=" +
-                                std::to_string(c.m) + " N=" + std::to_string(c.n) + " K=" +
-                                std::to_string(c.k));
+                                std::to_string(b.cols) +
+                                ", the lowered GEMM is M=" + std::to_string(c.m) +
+                                " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k));
   }
   if (!TypeMatches(c.dtype, a) || !TypeMatches(c.dtype, b)) {
     return InvalidArgumentError("functional GEMM: operand types do not match dtype " +
@@ -151,8 +164,9 @@ StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimRes
   std::vector<const TraceRecord*> order;
   order.reserve(sim.trace.size());
   for (const TraceRecord& r : sim.trace) order.push_back(&r);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const TraceRecord* x, const TraceRecord* y) { return x->end_ps < y->end_ps; });
+  std::stable_sort(order.begin(), order.end(), [](const TraceRecord* x, const TraceRecord* y) {
+    return x->end_ps < y->end_ps;
+  });
 
   // Operands in the instruction orientation: stationary [stat x K]^T is
   // A (A stationary) or B^T; moving [K x mov] is B or A^T.
@@ -173,7 +187,8 @@ StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimRes
     if (op.kind == GemmTileOp::Kind::kMatmul) {
       if (!op.accumulate) tile.assign(rows * cols, 0.0f);
       if (tile.size() != rows * cols) {
-        return InternalError("functional GEMM: PSUM tile shape changed inside an accumulation group");
+        return InternalError(
+            "functional GEMM: PSUM tile shape changed inside an accumulation group");
       }
       GemmParams params;
       params.accumulate = op.accumulate;
@@ -187,16 +202,19 @@ StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimRes
       }
       for (size_t i = 0; i < rows; ++i) {
         for (size_t j = 0; j < cols; ++j) {
-          const size_t ci = b_stat ? static_cast<size_t>(op.mov0) + j : static_cast<size_t>(op.stat0) + i;
-          const size_t cj = b_stat ? static_cast<size_t>(op.stat0) + i : static_cast<size_t>(op.mov0) + j;
+          const size_t ci =
+              b_stat ? static_cast<size_t>(op.mov0) + j : static_cast<size_t>(op.stat0) + i;
+          const size_t cj =
+              b_stat ? static_cast<size_t>(op.stat0) + i : static_cast<size_t>(op.mov0) + j;
           out[ci * static_cast<size_t>(c.n) + cj] = Encode<Bf16>(tile[i * cols + j]);
         }
       }
     }
   }
   if (seen != lowered.tile_ops.size()) {
-    return InvalidArgumentError("functional GEMM: the simulation trace holds " + std::to_string(seen) +
-                                " of the " + std::to_string(lowered.tile_ops.size()) +
+    return InvalidArgumentError("functional GEMM: the simulation trace holds " +
+                                std::to_string(seen) + " of the " +
+                                std::to_string(lowered.tile_ops.size()) +
                                 " matmuls and evacuations (run Simulate with record_trace)");
   }
   return out;
@@ -205,10 +223,11 @@ StatusOr<std::vector<Bf16>> ExecuteGemm(const LoweredGemm& lowered, const SimRes
 StatusOr<std::vector<Bf16>> ReferenceGemm(const GemmConfig& config, const GemmOperand& a,
                                           const GemmOperand& b, Executor* executor) {
   std::vector<Bf16> out(static_cast<size_t>(config.m * config.n));
-  const Status s = Gemm(a, b,
-                        GemmOutput::Bf16(out.data(), static_cast<size_t>(config.m),
-                                         static_cast<size_t>(config.n), static_cast<size_t>(config.n)),
-                        {}, executor);
+  const Status s =
+      Gemm(a, b,
+           GemmOutput::Bf16(out.data(), static_cast<size_t>(config.m),
+                            static_cast<size_t>(config.n), static_cast<size_t>(config.n)),
+           {}, executor);
   if (!s.ok()) return s;
   return out;
 }
