@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -26,7 +27,8 @@ struct Owned {
 };
 
 // Random bytes with padded strides (the container stores minimal strides).
-Owned RandomTensor(MxFormat f, std::size_t rows, std::size_t cols, BlockAxis axis, std::mt19937& rng) {
+Owned RandomTensor(MxFormat f, std::size_t rows, std::size_t cols, BlockAxis axis,
+                   std::mt19937& rng) {
   Owned t;
   t.shape = {f, rows, cols, axis};
   t.codes_stride = t.shape.line_code_bytes() + 3;
@@ -45,11 +47,13 @@ TEST(MxContainer, RoundTripsEveryFormatAndAxis) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   for (const MxFormatInfo& info : AllMxFormats()) {
     for (const BlockAxis axis : {BlockAxis::kRows, BlockAxis::kCols}) {
-      for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{0, 0}, {1, 1}, {3, 33}, {40, 7}, {2, 64}}) {
+      for (const auto& [rows, cols] :
+           {std::pair<std::size_t, std::size_t>{0, 0}, {1, 1}, {3, 33}, {40, 7}, {2, 64}}) {
         const Owned t = RandomTensor(info.format, rows, cols, axis, rng);
         const std::vector<std::uint8_t> bytes = SerializeMxContainer(t.view(), ScaleRule::kCeil);
-        ASSERT_EQ(bytes.size(), kMxContainerHeaderBytes + t.shape.num_lines() *
-                                                          (t.shape.line_code_bytes() + t.shape.line_scale_bytes()));
+        ASSERT_EQ(bytes.size(), kMxContainerHeaderBytes +
+                                    t.shape.num_lines() *
+                                        (t.shape.line_code_bytes() + t.shape.line_scale_bytes()));
         StatusOr<MxContainer> c = ParseMxContainer(bytes, "t.mx");
         ASSERT_TRUE(c.ok()) << c.status().ToString();
         EXPECT_EQ(c->shape.format, info.format);
@@ -110,6 +114,18 @@ TEST(MxContainer, EveryTruncationAndEveryBitFlipIsAnError) {
   ExpectCorrupt(header, "header checksum");
 }
 
+// Rewrites the header CRC (bytes 60..63: zlib CRC-32 of bytes 0..59, computed
+// bitwise here, independently of the writer) after a header field was changed.
+void PatchHeaderCrc(std::vector<std::uint8_t>* file) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t j = 0; j < 60; ++j) {
+    c ^= (*file)[j];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  c = ~c;
+  for (int i = 0; i < 4; ++i) (*file)[60 + i] = static_cast<std::uint8_t>(c >> (8 * i));
+}
+
 // Fields that are wrong although the header checksum was recomputed (a
 // writer bug, not bit rot) are each named.
 TEST(MxContainer, InconsistentHeadersAreNamed) {
@@ -119,18 +135,7 @@ TEST(MxContainer, InconsistentHeadersAreNamed) {
   auto with = [&](std::size_t offset, std::uint8_t value) {
     std::vector<std::uint8_t> bad = good;
     bad[offset] = value;
-    // Recompute the header CRC with the same code path: serialise a header
-    // whose CRC is patched by parsing what the writer would produce.
-    std::vector<std::uint8_t> copy(bad.begin(), bad.begin() + 60);
-    const std::uint32_t crc = [&] {
-      std::uint32_t c = 0xFFFFFFFFu;
-      for (const std::uint8_t b : copy) {
-        c ^= b;
-        for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-      }
-      return ~c;
-    }();
-    for (int i = 0; i < 4; ++i) bad[60 + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+    PatchHeaderCrc(&bad);
     return bad;
   };
   ExpectCorrupt(with(8, 2), "version 2");
@@ -138,9 +143,26 @@ TEST(MxContainer, InconsistentHeadersAreNamed) {
   ExpectCorrupt(with(11, 5), "unknown block axis 5");
   ExpectCorrupt(with(12, 200), "unknown scale rule 200");
   ExpectCorrupt(with(14, 1), "reserved");
-  ExpectCorrupt(with(16, 3), "byte counts");              // rows 2 -> 3
-  ExpectCorrupt(with(23, 0x40), "needs more bytes");      // rows ~2^62
+  ExpectCorrupt(with(16, 3), "byte counts");                  // rows 2 -> 3
+  ExpectCorrupt(with(23, 0x40), "needs more bytes");          // rows ~2^62
   ExpectCorrupt(with(35, 0x40), "tensor scale must be 1.0");  // 1.0 -> 2.0
+}
+
+// NVFP4's tensor scale must be finite and > 0, as CheckMxView requires: a
+// header of 0.0 (the fuzzer's finding, tests/fuzz/corpus/mx_container) or
+// -1.0 is refused, with the header CRC correct.
+TEST(MxContainer, Nvfp4TensorScaleMustBePositive) {
+  std::mt19937 rng(12);
+  Owned t = RandomTensor(MxFormat::kNvfp4, 2, 32, BlockAxis::kRows, rng);
+  for (const float bad_scale : {0.0f, -0.0f, -1.0f}) {
+    t.tensor_scale = 1.0f;
+    std::vector<std::uint8_t> file = SerializeMxContainer(t.view(), ScaleRule::kOcpFloor);
+    ASSERT_TRUE(ParseMxContainer(file, "good.mx").ok());
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(bad_scale);
+    for (int i = 0; i < 4; ++i) file[32 + i] = static_cast<std::uint8_t>(bits >> (8 * i));
+    PatchHeaderCrc(&file);
+    ExpectCorrupt(file, "tensor scale is not a finite value > 0");
+  }
 }
 
 }  // namespace

@@ -125,8 +125,11 @@ StatusOr<MxContainer> ParseMxContainer(std::span<const std::uint8_t> bytes, std:
   if (!info.has_tensor_scale && c.tensor_scale != 1.0f) {
     return Corrupt(name, "tensor scale must be 1.0 for " + std::string(info.name));
   }
-  if (info.has_tensor_scale && !(c.tensor_scale >= 0.0f && std::isfinite(c.tensor_scale))) {
-    return Corrupt(name, "the NVFP4 tensor scale is negative, NaN or infinite");
+  // > 0 as CheckMxView requires (the writer never stores 0: S_dec = 1 / S_enc
+  // with S_enc <= FLT_MAX); a 0 here was a parsed file whose view the
+  // library rejected (found by fuzzing).
+  if (info.has_tensor_scale && !(c.tensor_scale > 0.0f && std::isfinite(c.tensor_scale))) {
+    return Corrupt(name, "the NVFP4 tensor scale is not a finite value > 0");
   }
   // Expected sizes from the shape, with overflow checks before any use.
   const std::uint64_t line_len = axis == 0 ? cols : rows;
