@@ -443,6 +443,27 @@ TEST_P(BitDigest, Gemm) {
     d.Values(std::span<const std::uint32_t>(CanonicalNaNs(c)));
     got.emplace_back("gemm.mxfp8-e4m3xpacked-mxfp4", d.Hex());
   }
+
+  // Dense FP8 operands (no block scales) of each encoding, drawn last so that
+  // the digests above keep their inputs: FP8 x FP8 of one encoding, and each
+  // against BF16.
+  for (const Format f : {Format::kFp8E4M3, Format::kFp8E5M2, Format::kFp8E4M3Ieee}) {
+    Digest fp8_inputs;
+    const auto dense8 = [&](std::size_t rows, std::size_t cols) {
+      std::vector<float> v(rows * cols);
+      for (float& x : v) x = testing::RandomFloat(rng);
+      fp8_inputs.Values(std::span<const float>(v));
+      return testing::MakeDense(
+          Kind::kFp8, rows, cols, false, 3, 1,
+          [&](std::size_t i, std::size_t j) { return v[i * cols + j]; }, f);
+    };
+    const testing::TestOperand a8 = dense8(kM, kK);
+    const testing::TestOperand b8 = dense8(kK, kN);
+    const std::string name(GetFormatInfo(f).name);
+    got.emplace_back("gemm.inputs." + name, fp8_inputs.Hex());
+    add(name + "x" + name, a8.op, b8.op);
+    add(name + "xbf16", a8.op, b16.op);
+  }
   CheckDigests(GetParam(), "gemm.", got);
 }
 
