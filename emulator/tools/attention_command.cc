@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -204,16 +203,7 @@ int RunAttention(const AttentionArgs& args) {
   std::printf("wall              lowering %.3f s, simulation %.3f s\n",
               std::chrono::duration<double>(t1 - t0).count(),
               std::chrono::duration<double>(t2 - t1).count());
-  if (!args.trace.empty()) {
-    std::ofstream out(args.trace, std::ios::binary);
-    out << ChromeTraceJson(a->program, *result);
-    if (!out) {
-      std::cerr << "cannot write trace '" << args.trace << "'\n";
-      return 1;
-    }
-    std::printf("trace             %s (%zu events; open in chrome://tracing or ui.perfetto.dev)\n",
-                args.trace.c_str(), result->trace.size());
-  }
+  if (!args.trace.empty() && !WriteProgramTrace(args.trace, a->program, *result)) return 1;
   if (args.check) {
     if (const int rc = CheckSchedule(*a); rc != 0) return rc;
     return CheckLibrary(*a, args.seed);
@@ -260,7 +250,9 @@ void AddAttentionCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--exp", args->exp, "engine for exp: auto, scalar or vector")
       ->check(CLI::IsMember({"auto", "scalar", "vector"}))
       ->capture_default_str();
-  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
+  cmd->add_option(
+      "--trace", args->trace,
+      "write a Chrome/Perfetto trace JSON here, or an SVG timeline if FILE ends in .svg");
   cmd->add_flag("--no-throttle", args->no_throttle, "disable the TensorE dI/dt throttle");
   cmd->add_flag("--check", args->check,
                 "check the lowered tile schedule against the trnmx/attention.h contract, then "

@@ -150,15 +150,8 @@ int RunOne(const System& system, CollectiveArgs args) {
       "program           %lld instructions, %lld events; lowering %.3f s, simulation %.3f s\n",
       static_cast<long long>(rep.instructions), static_cast<long long>(rep.events), run->lower_s,
       run->sim_s);
-  if (!args.trace.empty()) {
-    std::ofstream out(args.trace, std::ios::binary);
-    out << ChromeTraceJson(run->lowered.program, run->result);
-    if (!out) {
-      std::cerr << "cannot write " << args.trace << "\n";
-      return 1;
-    }
-    std::printf("trace             %s (open in chrome://tracing or ui.perfetto.dev)\n",
-                args.trace.c_str());
+  if (!args.trace.empty() && !WriteProgramTrace(args.trace, run->lowered.program, run->result)) {
+    return 1;
   }
   return 0;
 }
@@ -257,7 +250,9 @@ void AddCollectiveCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--sizes", args->sizes,
                   "all-to-all-v: JSON file, R arrays of R byte counts (row i: what rank i sends)");
   cmd->add_flag("--sweep", args->sweep, "a table from 1 KiB to 1 GiB (x4 per row)");
-  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
+  cmd->add_option(
+      "--trace", args->trace,
+      "write a Chrome/Perfetto trace JSON here, or an SVG timeline if FILE ends in .svg");
   cmd->callback([args, &exit_code]() {
     StatusOr<System> system = LoadSystem(args->system);
     StatusOr<CollectiveOp> op = ParseCollectiveOp(args->op);

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "trnmx/emu/model.h"
+#include "trnmx/emu/program.h"
 #include "trnmx/emu/serve.h"
+#include "trnmx/emu/simulator.h"
 #include "trnmx/emu/system.h"
 #include "trnmx/status.h"
 
@@ -44,6 +46,14 @@ nlohmann::json OpCostJson(const OpCost& op);
 
 StatusOr<ModelRunInputs> LoadModelRunInputs(const std::string& system, const std::string& model,
                                             const std::string& weights);
+
+// Writes `text` to `path`; on failure prints "INVALID_ARGUMENT: OPTION PATH:
+// cannot write the file" and returns false.
+bool WriteFile(const std::string& option, const std::string& path, const std::string& text);
+
+// --trace PATH of a simulated program: an SVG timeline (TimelineSvg) when
+// PATH ends in ".svg", else Chrome trace JSON; prints a "trace" line.
+bool WriteProgramTrace(const std::string& path, const Program& program, const SimResult& result);
 
 }  // namespace trnmx::emu::cli
 

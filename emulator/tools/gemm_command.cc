@@ -1,7 +1,6 @@
 // trnmx-emu gemm: lower a GEMM, simulate it, print the report.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -156,15 +155,7 @@ int RunTensorParallel(const GemmArgs& args, GemmConfig config) {
       std::cerr << result.status().ToString() << "\n";
       return 1;
     }
-    std::ofstream out(args.trace, std::ios::binary);
-    out << ChromeTraceJson(whole->program, *result);
-    if (!out) {
-      std::cerr << "cannot write trace '" << args.trace << "'\n";
-      return 1;
-    }
-    std::printf(
-        "trace             %s (the whole program; open in chrome://tracing or ui.perfetto.dev)\n",
-        args.trace.c_str());
+    if (!WriteProgramTrace(args.trace, whole->program, *result)) return 1;
   }
   return 0;
 }
@@ -248,16 +239,7 @@ int RunGemm(const GemmArgs& args) {
                 gemm->program.instruction_count() / sim_s / 1e6);
   }
   std::printf("\n");
-  if (!args.trace.empty()) {
-    std::ofstream out(args.trace, std::ios::binary);
-    out << ChromeTraceJson(gemm->program, *result);
-    if (!out) {
-      std::cerr << "cannot write trace '" << args.trace << "'\n";
-      return 1;
-    }
-    std::printf("trace             %s (%zu events; open in chrome://tracing or ui.perfetto.dev)\n",
-                args.trace.c_str(), result->trace.size());
-  }
+  if (!args.trace.empty() && !WriteProgramTrace(args.trace, gemm->program, *result)) return 1;
   if (args.check) return CheckFunctional(*machine, *gemm, *result, args.seed);
   return 0;
 }
@@ -295,7 +277,9 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
                   "operand TensorE holds stationary: a, b, or auto (least estimated time)")
       ->check(CLI::IsMember({"auto", "a", "b"}))
       ->capture_default_str();
-  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace JSON here");
+  cmd->add_option(
+      "--trace", args->trace,
+      "write a Chrome/Perfetto trace JSON here, or an SVG timeline if FILE ends in .svg");
   cmd->add_flag("--dump-program", args->dump, "print the lowered program");
   cmd->add_flag("--no-throttle", args->no_throttle, "disable the TensorE dI/dt throttle");
   cmd->add_flag("--check", args->check,

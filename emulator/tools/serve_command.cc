@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -154,17 +153,6 @@ void PrintServeEnergy(const ServeEnergy& en) {
 }
 
 // Writes `text` to `path`; false (with a message) when it cannot.
-bool WriteFile(const std::string& option, const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    std::cerr << "INVALID_ARGUMENT: " << option << " " << path << ": cannot write the file\n";
-    return false;
-  }
-  return true;
-}
-
 int RunServe(const ServeArgs& args) {
   StatusOr<ServeMode> mode = ParseServeMode(args.mode);
   if (!mode.ok()) {

@@ -505,6 +505,15 @@ TEST(CollectiveLinks, TheReportNamesTheBusiestLink) {
   EXPECT_FALSE(rep.busiest_link.empty());
   EXPECT_FALSE(r.link_trace.empty());
   EXPECT_NE(ChromeTraceJson(l.program, r).find("links of trn2-server"), std::string::npos);
+  // The SVG timeline: 48 of the 128 collective queues, then the 16 busiest
+  // links, busiest first, with the report's busiest among them.
+  const std::string svg = TimelineSvg(l.program, r);
+  EXPECT_NE(svg.find("48 of 128 active engine/queue tracks, the 16 busiest of "),
+            std::string::npos);
+  EXPECT_NE(svg.find(">link " + rep.busiest_link.substr(0, rep.busiest_link.find('>') - 1)),
+            std::string::npos)
+      << rep.busiest_link;
+  EXPECT_NE(svg.find(">link transfer<"), std::string::npos);
 }
 
 // Hierarchical all-reduce on two servers of trn3-ultraserver-gen2, one rank

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "markup_check.h"
 #include "trnmx/emu/report.h"
 #include "trnmx/emu/simulator.h"
 
@@ -586,6 +587,43 @@ TEST(Report, TraceHasOneTrackPerEngineAndQueue) {
   EXPECT_NE(text.find("core0.dma.load_b"), std::string::npos);
   const std::string dump = g.program.Dump();
   EXPECT_NE(dump.find("MultiplyMoving mxfp8 k=512 m=128 n=512"), std::string::npos);
+}
+
+// The SVG timeline: one well-formed standalone image with a row per active
+// engine and DMA queue, a legend of the opcodes, no script or external
+// reference, the same bytes every time, and at most one box per pixel
+// column and row, so that a long program gives a small image.
+TEST(Report, TimelineSvgHasARowPerTrackAndStaysSmall) {
+  LoweredGemm g = LowerGemm(Trn("trn3"), Config(256, 1024, 1024, MatmulDtype::kMxfp8, 2)).value();
+  SimOptions o;
+  o.record_trace = true;
+  const SimResult r = Simulate(g.program, o).value();
+  const std::string svg = TimelineSvg(g.program, r);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_EQ(CheckTags(svg), "");
+  EXPECT_EQ(svg, TimelineSvg(g.program, Simulate(g.program, o).value()));
+  for (const char* banned : {"<script", "href", "<image", "url(", "@import"}) {
+    EXPECT_EQ(svg.find(banned), std::string::npos) << banned;
+  }
+  for (const char* text : {">core0.tensor<", ">core1.dma.load_b<", ">MultiplyMoving<",
+                           "12 of 12 active engine/queue tracks"}) {
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  }
+  EXPECT_EQ(svg.find(">core0.gpsimd<"), std::string::npos);  // ran nothing: no row
+
+  // 8192^3 on 8 cores runs over 20,000 instructions; the image has the
+  // background, the legend's keys and per row its track and at most one box
+  // per column of the 1,136-pixel plot.
+  LoweredGemm big =
+      LowerGemm(Trn("trn3"), Config(8192, 8192, 8192, MatmulDtype::kMxfp8, 8)).value();
+  const SimResult rb = Simulate(big.program, o).value();
+  const std::string image = TimelineSvg(big.program, rb);
+  size_t rects = 0;
+  for (size_t i = 0; (i = image.find("<rect", i)) != std::string::npos; ++i) ++rects;
+  EXPECT_GT(big.program.instruction_count(), 20000);
+  EXPECT_LE(rects, 1 + 4 + 48 * (1 + 1136))
+      << rects << " boxes for " << big.program.instruction_count() << " instructions";
+  EXPECT_EQ(CheckTags(image), "");
 }
 
 }  // namespace

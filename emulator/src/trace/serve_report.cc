@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -15,6 +14,7 @@
 
 #include "cost/cost_model.h"
 #include "trace/chrome_trace.h"
+#include "trace/markup.h"
 
 namespace trnmx::emu {
 namespace {
@@ -27,7 +27,10 @@ constexpr const char* kClasses[] = {"gemm", "attention", "elementwise", "collect
 constexpr const char* kClassColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"};
 constexpr const char* kResourceColors[kResources] = {"#4e79a7", "#59a14f", "#9c755f", "#e15759",
                                                      "#b07aa1"};
+using internal::Escape;
+using internal::Fmt;
 using internal::kGiB;
+using internal::NiceCeiling;
 
 // Busy intervals [start, end) of one span on each resource (seconds).
 struct Busy {
@@ -64,56 +67,6 @@ std::string LayerName(const Model& m, int64_t layer) {
   const int64_t w = m.window[static_cast<size_t>(layer)];
   if (w > 0) name += " (window " + std::to_string(w) + ")";
   return name;
-}
-
-std::string Fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string Fmt(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list again;
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  std::string out(static_cast<size_t>(std::max(n, 0)) + 1, '\0');
-  std::vsnprintf(out.data(), out.size(), format, again);
-  va_end(again);
-  out.pop_back();  // the terminating NUL
-  return out;
-}
-
-// Text for HTML element content and attribute values.
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// The smallest 1, 2, 2.5 or 5 x 10^n (n an integer) that is 4 grid steps
-// at or above `v`: round axis labels.
-double NiceCeiling(double v) {
-  if (v <= 0) return 1;
-  const double step = v / 4, p = std::pow(10.0, std::floor(std::log10(step)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
-    if (m * p >= step * (1 - 1e-12)) return 4 * m * p;
-  }
-  return 4 * 10 * p;
 }
 
 std::string Ms(double seconds) { return Fmt("%.3f ms", seconds * 1e3); }

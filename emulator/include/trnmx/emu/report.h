@@ -3,6 +3,7 @@
 //   Report r = MakeReport(program, result, flops, MatmulDtype::kMxfp8);
 //   std::cout << FormatReport(r);
 //   std::string json = ChromeTraceJson(program, result);  // chrome://tracing, Perfetto
+//   std::string svg = TimelineSvg(program, result);       // any browser or image viewer
 #ifndef TRNMX_EMU_REPORT_H_
 #define TRNMX_EMU_REPORT_H_
 
@@ -53,6 +54,17 @@ std::string FormatReport(const Report& report);
 // system, one more process with a track per link in use and an event per
 // transfer on it (needs SimOptions::record_trace).
 std::string ChromeTraceJson(const Program& program, const SimResult& result);
+
+// The same trace drawn as one standalone SVG image (no script, no external
+// reference; needs SimOptions::record_trace): a row per engine, DMA queue
+// and collective queue that ran something, core by core (the first 48), and
+// on a system a row for each of the 16 busiest links; every instruction is a
+// box coloured by opcode (links: one colour) on a time axis in microseconds.
+// Drawn at pixel resolution: each pixel column of a row shows the opcode
+// busy longest in it, so a row has at most 1,136 boxes, however long the
+// program.
+// The caption says how many tracks and links are shown of how many.
+std::string TimelineSvg(const Program& program, const SimResult& result);
 
 }  // namespace trnmx::emu
 
