@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "trnmx/emu/gemm.h"
+#include "trnmx/emu/simulator.h"
 #include "trnmx/moe.h"
 
 namespace trnmx::emu {
@@ -139,6 +141,37 @@ TEST(MoeSimulation, SkewSlowsTheExpertPhase) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_GT(b->phases[2].time_ps, a->phases[2].time_ps);
   EXPECT_EQ(b->routing.stats.busiest_device, 0u);
+}
+
+// The router phase is the logits GEMM followed by the top-k: longer than the
+// GEMM alone, by at least one tile's two DMA transfers (logits in, ids and
+// weights out, each above the machine's fixed DMA cost); two max8 rounds (k
+// = 12) take longer than one (k = 2), and so do more experts.
+TEST(MoeSimulation, RouterIsTheLogitsGemmThenTheTopK) {
+  const MoeConfig c = Small();  // 1000 tokens over 4 ranks: 250 per rank, 2 tiles
+  StatusOr<MoeResult> r = SimulateMoe(Gen2(), c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Machine& chip = Gen2().chip;
+  LoweredGemm g = LowerGemm(chip, {.m = 250,
+                                   .n = c.experts,
+                                   .k = c.hidden,
+                                   .dtype = MatmulDtype::kBf16,
+                                   .cores = chip.core_count()})
+                      .value();
+  const int64_t gemm_ps = Simulate(g.program).value().end_ps;
+  EXPECT_GT(r->phases[0].time_ps, gemm_ps + 2 * 1'000'000) << gemm_ps;
+  EXPECT_NE(r->phases[0].detail.find("and top-2 per rank"), std::string::npos)
+      << r->phases[0].detail;
+  MoeConfig wide = c;
+  wide.top_k = 12;
+  StatusOr<MoeResult> w = SimulateMoe(Gen2(), wide);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_GT(w->phases[0].time_ps, r->phases[0].time_ps);
+  MoeConfig more = c;
+  more.experts = 256;
+  StatusOr<MoeResult> m = SimulateMoe(Gen2(), more);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_GT(m->phases[0].time_ps, r->phases[0].time_ps);
 }
 
 TEST(MoeConfigErrors, AreNamed) {

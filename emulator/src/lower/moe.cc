@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "lower/try.h"
 #include "trnmx/emu/collective.h"
 #include "trnmx/emu/cost.h"
 #include "trnmx/emu/gemm.h"
@@ -115,12 +116,118 @@ Simulated Summarise(const Program& program, const SimResult& result) {
   return {result.end_ps, limiting};
 }
 
-StatusOr<Simulated> SimulateGemm(const Machine& chip, const GemmConfig& config) {
-  StatusOr<LoweredGemm> g = LowerGemm(chip, config);
-  if (!g.ok()) return g.status();
-  StatusOr<SimResult> r = Simulate(g->program);
+// The router of one rank in one program on `cores` cores: the logits GEMM
+// [T, H] x [H, E] (BF16, logits to HBM in BF16), then the top-k of each
+// token. Tiles of 128 tokens (one per partition) go round robin to the
+// cores; per tile, double-buffered behind semaphores:
+//   DMA       the tile's logits, 128 x E x 2 bytes, HBM -> SBUF;
+//   VectorE   per 8 of the k experts, max8 then find_index8 (NKI's
+//             nc_find_index8): two passes over the E logits, costed by the
+//             single-input rule max(64, E) as TensorReduce (trainium.md 6,
+//             S11; which instruction Neuron's router kernel uses is not
+//             published: tag I);
+//   ScalarE   exp of the k selected logits minus their max with the fused
+//             row sum (gpt-oss: softmax over the selected);
+//   VectorE   the reciprocal of the sum, then the k weights scaled by it
+//             (two small dependent instructions);
+//   DMA       the k ids and k weights, 128 x 8k bytes, SBUF -> HBM.
+StatusOr<Simulated> SimulateRouter(const Machine& chip, int cores, int64_t tokens, int64_t experts,
+                                   int64_t hidden, int64_t top_k) {
+  const GemmConfig logits{
+      .m = tokens, .n = experts, .k = hidden, .dtype = MatmulDtype::kBf16, .cores = cores};
+  StatusOr<GemmPlan> plan = PlanGemm(chip, logits);
+  if (!plan.ok()) return plan.status();
+  cores = plan->config.cores;
+  StatusOr<Program> prog = Program::Create(chip, cores);
+  if (!prog.ok()) return prog.status();
+  Program& p = *prog;
+  StatusOr<GemmOperands> alloc = AllocGemmOperands(p, logits, 0, "router.");
+  if (!alloc.ok()) return alloc.status();
+  GemmOperands& ops = *alloc;
+  std::vector<SemId> gemm_done(static_cast<std::size_t>(cores));
+  for (int c = 0; c < cores; ++c) {
+    TRY_ASSIGN(gemm_done[static_cast<std::size_t>(c)], p.AddSemaphore(c, "router.logits_done"));
+    ops.done_signals.push_back({gemm_done[static_cast<std::size_t>(c)], 1});
+  }
+  StatusOr<LoweredGemmKernel> gemm = LowerGemmInto(p, *plan, ops);
+  if (!gemm.ok()) return gemm.status();
+  const int64_t result_bytes = 8 * top_k;  // int32 id + FP32 weight per selected expert
+  BufferId out;
+  TRY_ASSIGN(out, p.AllocHbm("router.topk", tokens * result_bytes));
+  const int64_t tiles = (tokens + 127) / 128;
+  const int64_t rounds = (top_k + 7) / 8;  // max8 / find_index8 pairs
+  for (int c = 0; c < cores; ++c) {
+    StreamId load, store;
+    TRY_ASSIGN(load, p.AddDmaQueue(c, "router.load"));
+    TRY_ASSIGN(store, p.AddDmaQueue(c, "router.store"));
+    const StreamId vector = p.EngineStream(c, EngineKind::kVector);
+    const StreamId scalar = p.EngineStream(c, EngineKind::kScalar);
+    BufferId logits_sb[2], picked[2], result[2];
+    for (int s = 0; s < 2; ++s) {
+      const std::string n = std::to_string(s);
+      TRY_ASSIGN(logits_sb[s], p.AllocSbuf(c, "router.logits" + n, 2 * experts));
+      TRY_ASSIGN(picked[s], p.AllocSbuf(c, "router.picked" + n, 8 * 8 * rounds));
+      TRY_ASSIGN(result[s], p.AllocSbuf(c, "router.result" + n, result_bytes));
+    }
+    SemId loaded, selected, exped, weighted, stored;
+    TRY_ASSIGN(loaded, p.AddSemaphore(c, "router.loaded"));
+    TRY_ASSIGN(selected, p.AddSemaphore(c, "router.selected"));
+    TRY_ASSIGN(exped, p.AddSemaphore(c, "router.exped"));
+    TRY_ASSIGN(weighted, p.AddSemaphore(c, "router.weighted"));
+    TRY_ASSIGN(stored, p.AddSemaphore(c, "router.stored"));
+    int64_t i = 0;  // this core's tile count
+    for (int64_t t = c; t < tiles; t += cores, ++i) {
+      const int s = static_cast<int>(i % 2);
+      const int rows = static_cast<int>(std::min<int64_t>(128, tokens - 128 * t));
+      Instruction in = Instruction::DmaCopy(ops.c, logits_sb[s], rows * 2 * experts, rows,
+                                            ops.c_offset + 128 * t * 2 * experts, 0);
+      in.waits.push_back({gemm_done[static_cast<std::size_t>(c)], gemm->stores});
+      if (i >= 2) in.waits.push_back({selected, i - 1});  // the slot's previous tile is read
+      in.signals.push_back({loaded, 1});
+      TRY(p.Append(load, std::move(in)));
+      for (int64_t r = 0; r < rounds; ++r) {
+        for (int pass = 0; pass < 2; ++pass) {
+          in = Instruction::Elementwise(Opcode::kTensorReduce, picked[s], logits_sb[s], rows,
+                                        experts, ElemType::kBf16, ElemType::kFp32);
+          in.alu = AluOp::kMax;
+          in.dst_offset = 32 * r + 4 * pass;
+          if (r == 0 && pass == 0) {
+            in.waits.push_back({loaded, i + 1});
+            if (i >= 2) in.waits.push_back({exped, i - 1});  // picked[s] is free again
+          }
+          if (r == rounds - 1 && pass == 1) in.signals.push_back({selected, 1});
+          TRY(p.Append(vector, std::move(in)));
+        }
+      }
+      in = Instruction::Elementwise(Opcode::kActivation, result[s], picked[s], rows, top_k,
+                                    ElemType::kFp32, ElemType::kFp32, picked[s]);
+      in.act = ActFunc::kExp;
+      in.accumulate = true;  // the softmax's sum
+      in.src1_offset = 4 * top_k;
+      in.waits.push_back({selected, i + 1});
+      if (i >= 2) in.waits.push_back({stored, i - 1});  // result[s] is free again
+      in.signals.push_back({exped, 1});
+      TRY(p.Append(scalar, std::move(in)));
+      in = Instruction::Elementwise(Opcode::kReciprocal, picked[s], picked[s], rows, 1,
+                                    ElemType::kFp32, ElemType::kFp32);
+      in.waits.push_back({exped, i + 1});
+      TRY(p.Append(vector, std::move(in)));
+      in = Instruction::Elementwise(Opcode::kTensorScalar, result[s], result[s], rows, top_k,
+                                    ElemType::kFp32, ElemType::kFp32);
+      in.alu = AluOp::kMultiply;
+      in.dependent = true;
+      in.signals.push_back({weighted, 1});
+      TRY(p.Append(vector, std::move(in)));
+      in = Instruction::DmaCopy(result[s], out, rows * result_bytes, rows, 0,
+                                128 * t * result_bytes);
+      in.waits.push_back({weighted, i + 1});
+      in.signals.push_back({stored, 1});
+      TRY(p.Append(store, std::move(in)));
+    }
+  }
+  StatusOr<SimResult> r = Simulate(p);
   if (!r.ok()) return r.status();
-  return Summarise(g->program, *r);
+  return Summarise(p, *r);
 }
 
 StatusOr<Simulated> SimulateAllToAllV(const System& system, const MoeConfig& c, int ep,
@@ -291,18 +398,15 @@ StatusOr<MoeResult> SimulateMoe(const System& system, const MoeConfig& config) {
   const int ep = c.ep;
   const Machine& chip = system.chip;
 
-  // Router: the largest rank's logits GEMM.
-  const GemmConfig router{.m = static_cast<int64_t>(out.routing.tokens_per_rank[0]),
-                          .n = c.experts,
-                          .k = c.hidden,
-                          .dtype = MatmulDtype::kBf16,
-                          .cores = chip.core_count()};
-  StatusOr<Simulated> rt = SimulateGemm(chip, router);
+  // Router: the largest rank's logits GEMM and top-k.
+  const int64_t rank_tokens = static_cast<int64_t>(out.routing.tokens_per_rank[0]);
+  StatusOr<Simulated> rt =
+      SimulateRouter(chip, chip.core_count(), rank_tokens, c.experts, c.hidden, c.top_k);
   if (!rt.ok()) return rt.status();
   out.phases.push_back({"router", rt->time_ps, rt->limiting,
-                        "logits GEMM " + std::to_string(router.m) + "x" + std::to_string(router.n) +
-                            "x" + std::to_string(router.k) +
-                            " bf16 per rank (top-k not modelled)"});
+                        "logits GEMM " + std::to_string(rank_tokens) + "x" +
+                            std::to_string(c.experts) + "x" + std::to_string(c.hidden) +
+                            " bf16 and top-" + std::to_string(c.top_k) + " per rank"});
 
   // Dispatch and combine: the all-to-all-v and its transpose.
   std::vector<int64_t> back(out.routing.dispatch_bytes.size());

@@ -18,9 +18,13 @@
 //
 // Phases, simulated one after another (each starts when the previous one
 // has ended on every chip: the all-to-all-v waits for its slowest sender):
-//   router    each rank's logits GEMM [T_s, H] x [H, E] in BF16 (gemm.h);
-//             ranks are identical up to one token, so the largest is
-//             simulated once. The top-k selection on VectorE is not modelled.
+//   router    each rank's logits GEMM [T_s, H] x [H, E] in BF16 (gemm.h),
+//             logits to HBM, then the top-k of each token in tiles of 128
+//             tokens on all cores: the logits back into SBUF, VectorE's max8
+//             and find_index8 per 8 of the k experts (each costed as one
+//             pass over E, tag I), the softmax of the k on ScalarE and
+//             VectorE, the ids and weights stored. Ranks are identical up to
+//             one token, so the largest is simulated once.
 //   dispatch  all-to-all-v (collective.h, mesh, LNC lnc, one rank per chip):
 //             rank s sends rank d H x 2 bytes (BF16 activations) per
 //             assignment of one of its tokens to an expert of d (a token
