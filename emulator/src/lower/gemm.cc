@@ -846,14 +846,16 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
       // Output tiles per store: 1, and strips of 1, 2, 4 and 8 times the DMA
       // efficiency knee (4 KiB per partition, trainium.md section 7): fewer
       // per-transfer fixed costs (ibid.), more SBUF, a longer last store.
+      // A strip holds one panel's tiles of a block, so never more than the
+      // core's 128-row tiles.
       std::vector<int> store_options = {c.store_tiles};
       if (c.store_tiles == 0) {
         store_options = {1};
         const int64_t knee_tiles = CeilDiv(knee, 2 * n_tile);
+        const int64_t row_tiles = CeilDiv(max_rows, kTileRows);
         for (int64_t f : {1, 2, 4, 8}) {
-          if (knee_tiles * f > store_options.back()) {
-            store_options.push_back(static_cast<int>(knee_tiles * f));
-          }
+          const int64_t tiles = std::min(knee_tiles * f, row_tiles);
+          if (tiles > store_options.back()) store_options.push_back(static_cast<int>(tiles));
         }
       }
       std::vector<int> buffer_options = {c.moving_buffers};
@@ -909,7 +911,10 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
   plan.group_n = static_cast<int>(blk.k_blocks > 1 ? blk.group_n : 1);
   c.stationary_block = blk.block_tiles * kTileRows;
   c.moving_buffers = blk.moving_buffers;
-  c.store_tiles = blk.store_tiles;
+  // A chosen strip is at most the block's tiles (Evacuate's strips).
+  c.store_tiles = config.store_tiles > 0
+                      ? blk.store_tiles
+                      : static_cast<int>(std::min<int64_t>(blk.store_tiles, blk.block_tiles));
   c.k_block = plan.k_block_tiles * plan.k_tile;
 
   // MultiplyMoving instructions: every (128-row tile, moving panel) pair of
