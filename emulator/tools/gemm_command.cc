@@ -290,7 +290,7 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
                   "moving panel buffers (2 = double buffering; 0 = chosen)")
       ->capture_default_str();
   cmd->add_option("--store-tiles", args->config.store_tiles,
-                  "output tiles per store DMA (0 = chosen: 1 or 4 KiB per partition)")
+                  "output tiles per store DMA (0 = chosen: 1, or 4 to 32 KiB per partition)")
       ->capture_default_str();
   cmd->add_option("--stationary", args->placement,
                   "operand TensorE holds stationary: a, b, or auto (least estimated time)")
