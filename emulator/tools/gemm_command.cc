@@ -214,9 +214,10 @@ int RunGemm(const GemmArgs& args) {
       static_cast<long long>(plan.tensor_cycles_b_stationary));
   std::printf(
       "estimate          %.3f us (TensorE %.3f, DMA engines %.3f, HBM stack %.3f, first loads "
-      "%.3f us; the planner's pick among placements, grids and blockings)\n",
+      "%.3f, last store %.3f us; the planner's pick among placements, grids and blockings)\n",
       plan.estimate.total_ps * 1e-6, plan.estimate.tensor_ps * 1e-6, plan.estimate.dma_ps * 1e-6,
-      plan.estimate.hbm_ps * 1e-6, plan.estimate.prologue_ps * 1e-6);
+      plan.estimate.hbm_ps * 1e-6, plan.estimate.prologue_ps * 1e-6,
+      plan.estimate.epilogue_ps * 1e-6);
   const std::string groups =
       plan.k_blocks > 1 ? ", " + std::to_string(plan.group_n) + " panel(s) per PSUM group" : "";
   std::printf(
@@ -271,7 +272,7 @@ void AddGemmCommand(CLI::App& app, int& exit_code) {
                   "moving panel buffers (2 = double buffering; 0 = chosen)")
       ->capture_default_str();
   cmd->add_option("--store-tiles", args->config.store_tiles,
-                  "output tiles per store DMA (0 = chosen: 1 or 4 KiB per partition)")
+                  "output tiles per store DMA (0 = chosen: 1, or 4 to 32 KiB per partition)")
       ->capture_default_str();
   cmd->add_option("--stationary", args->placement,
                   "operand TensorE holds stationary: a, b, or auto (least estimated time)")

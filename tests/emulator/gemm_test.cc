@@ -95,9 +95,11 @@ TEST(Gemm, ExactTrafficAndTileCountsForOddShapes) {
   SimResult ro = Simulate(odd.program).value();
   EXPECT_EQ(ro.hbm_write_bytes, 300 * 777 * 2);
   EXPECT_EQ(ro.hbm_read_bytes, 300 * 1000 * 2 + 1000 * 777 * 2);
-  // FP8 double-row: K tiles of 256; MXFP4 on 8 cores.
-  EXPECT_EQ(
-      LowerGemm(Trn("trn2"), Config(128, 512, 1024, MatmulDtype::kFp8, 1)).value().plan.matmuls, 4);
+  // FP8 double-row: K tiles of 256 (A stationary: one tile, one panel);
+  // MXFP4 on 8 cores.
+  GemmConfig fp8 = Config(128, 512, 1024, MatmulDtype::kFp8, 1);
+  fp8.placement = OperandPlacement::kAStationary;
+  EXPECT_EQ(LowerGemm(Trn("trn2"), fp8).value().plan.matmuls, 4);
   LoweredGemm mx4 =
       LowerGemm(Trn("trn3"), Config(1000, 3000, 2016, MatmulDtype::kMxfp4, 8)).value();
   EXPECT_EQ(mx4.plan.grid_m * mx4.plan.grid_n, 8);  // the grid is chosen by the estimate
@@ -216,10 +218,14 @@ TEST(GemmKBlocking, AnyKLowersOnEveryDtypeAndCoreCount) {
     StatusOr<LoweredGemm> g = LowerGemm(Trn("trn3"), Config(t.m, t.n, t.k, t.d, t.cores));
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     EXPECT_EQ(g->plan.k_blocks > 1, t.k_blocks);
-    const int64_t stationary = g->plan.b_stationary ? t.n : t.m;
-    const int64_t moving = g->plan.b_stationary ? t.m : t.n;
-    EXPECT_EQ(g->plan.matmuls,
-              CeilTiles(stationary, 128) * CeilTiles(moving, 512) * g->plan.k_tiles);
+    // Each core runs k_tiles matmuls per (128-row tile, panel of <= 512) of its share of C.
+    int64_t matmuls = 0;
+    for (const CoreGemmTile& ct : g->plan.cores) {
+      const int64_t stationary = g->plan.b_stationary ? ct.cols : ct.rows;
+      const int64_t moving = g->plan.b_stationary ? ct.rows : ct.cols;
+      matmuls += CeilTiles(stationary, 128) * CeilTiles(moving, 512) * g->plan.k_tiles;
+    }
+    EXPECT_EQ(g->plan.matmuls, matmuls);
     StatusOr<SimResult> r = Simulate(g->program);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->hbm_write_bytes, t.m * t.n * 2);
@@ -340,27 +346,60 @@ TEST(GemmPlacement, ShortBWithinFivePercentOfBestPlacement) {
 // Large MXFP8 GEMMs on the chip stay near the modelled TensorE peak: the
 // planner's estimate counts the HBM bytes each blocking reads, and K blocks
 // keep all 8 PSUM banks' accumulation groups live (16384^3 was 69 %).
-double ChipFractionOfPeak(int64_t size) {
-  LoweredGemm g = LowerGemm(Trn("trn3"), Config(size, size, size, MatmulDtype::kMxfp8, 8)).value();
-  SimResult r = Simulate(g.program).value();
-  return MakeReport(g.program, r, g.plan.flops, MatmulDtype::kMxfp8).fraction_of_peak;
-}
-
 TEST(GemmLargeChip, Mxfp8Cubed16384ReachesNinetyPercent) {
-  EXPECT_GE(ChipFractionOfPeak(16384), 0.90);
+  const Machine trn3 = Trn("trn3");
+  LoweredGemm g = LowerGemm(trn3, Config(16384, 16384, 16384, MatmulDtype::kMxfp8, 8)).value();
+  SimResult r = Simulate(g.program).value();
+  EXPECT_GE(MakeReport(g.program, r, g.plan.flops, MatmulDtype::kMxfp8).fraction_of_peak, 0.90);
+  // The planner's estimate is within 5 % of the simulated time here (3514.3
+  // us estimated, 3600.4 us simulated), which is what lets the 32768^3 case
+  // below be judged by its plan.
+  EXPECT_NEAR(static_cast<double>(r.end_ps), static_cast<double>(g.plan.estimate.total_ps),
+              0.05 * static_cast<double>(g.plan.estimate.total_ps));
 }
 
-TEST(GemmLargeChip, Mxfp8Cubed32768ReachesNinetyPercent) {
-  EXPECT_GE(ChipFractionOfPeak(32768), 0.90);
+TEST(GemmLargeChip, Mxfp8Cubed32768PlanReachesNinetyPercent) {
+  // Simulating 32768^3 means lowering 2.2 M instructions (1.8 s of wall and
+  // 0.67 GB in Release; 27983.357 us, 99.9 % of peak, docs/emulator.md), too
+  // slow for a unit test, so the planner's choice is judged by its cost
+  // estimate (cost.h EstimateKernel), which is 9 % above the simulated time
+  // on this shape.
+  const Machine trn3 = Trn("trn3");
+  const GemmPlan p = PlanGemm(trn3, Config(32768, 32768, 32768, MatmulDtype::kMxfp8, 8)).value();
+  const double ideal_ps = p.flops / (8 * CorePeakFlops(trn3, MatmulDtype::kMxfp8)) * 1e12;
+  EXPECT_GE(ideal_ps / static_cast<double>(p.estimate.total_ps), 0.90);
+  // TensorE is the largest of the three resource times: the blocking's HBM
+  // reads (both operands stream through K blocks) stay under the matmuls.
+  EXPECT_GE(p.estimate.tensor_ps, p.estimate.dma_ps);
+  EXPECT_GE(p.estimate.tensor_ps, p.estimate.hbm_ps);
+  // All of K resident does not fit SBUF (two moving panels of 512 columns x
+  // 32768 MXFP8 K alone take 256 KiB per partition of the 240 KiB usable,
+  // trainium.md sections 1.2 and 4), so K is blocked, and the output tiles
+  // kept across K blocks fill all 8 PSUM banks (trainium.md section 4).
+  EXPECT_GT(p.k_blocks, 1);
+  EXPECT_EQ(p.config.stationary_block / 128 * p.group_n, trn3.psum.banks.value);
+  // Each forced placement's best plan is estimated no faster than the auto one.
+  for (OperandPlacement pl : {OperandPlacement::kAStationary, OperandPlacement::kBStationary}) {
+    GemmConfig c = Config(32768, 32768, 32768, MatmulDtype::kMxfp8, 8);
+    c.placement = pl;
+    EXPECT_GE(PlanGemm(trn3, c).value().estimate.total_ps, p.estimate.total_ps);
+  }
 }
 
 TEST(GemmSmallK, StoresAreCoalescedToWithinOneAndAHalfOfTheMemoryFloor) {
   // 8192 x 8192 x 128 BF16 on one core writes 128 MiB of C for 4 MiB of
   // operands. Floor: the bytes moved over the slower of the core's 16 DMA
-  // engines (16 x 38.4 GB/s) and its HBM stack (4.9 TB/s x 0.9 / 4).
+  // engines (16 x 38.4 GB/s) and its HBM stack (4.9 TB/s x 0.85 / 4):
+  // 138.4 MB / 614.4 GB/s = 225.3 us; simulated 262.3 us (1.16x).
   const Machine m = Trn("trn3");
-  LoweredGemm g = LowerGemm(m, Config(8192, 8192, 128, MatmulDtype::kBf16, 1)).value();
+  GemmConfig c = Config(8192, 8192, 128, MatmulDtype::kBf16, 1);
+  LoweredGemm g = LowerGemm(m, c).value();
   SimResult r = Simulate(g.program).value();
+  for (OperandPlacement p : {OperandPlacement::kAStationary, OperandPlacement::kBStationary}) {
+    c.placement = p;
+    EXPECT_LE(static_cast<double>(r.end_ps),
+              1.05 * static_cast<double>(Simulate(LowerGemm(m, c).value().program).value().end_ps));
+  }
   const double bytes = static_cast<double>(r.hbm_read_bytes + r.hbm_write_bytes);
   EXPECT_EQ(r.hbm_write_bytes, int64_t{8192} * 8192 * 2);
   const double dma_bw = m.dma.engines.value * m.dma.engine_bandwidth_bytes_per_s.value;
@@ -492,9 +531,13 @@ TEST(GemmCompose, TwoKernelsChainInOneProgram) {
   second.c = z;
   second.start_after = {{{y_ready[0], k1.stores}}, {{y_ready[1], k1.stores}}};
   const LoweredGemmKernel k2 = LowerGemmInto(p, plan2, second).value();
-  // C tiles of 128 x 512, both cores, stored 4 to a DMA (4 KiB per partition).
-  EXPECT_EQ(plan1.config.store_tiles, 4);
-  EXPECT_EQ(k1.stores, (512 / 128) * (1024 / 512) / 4);
+  // C tiles of 128 x 512, both cores, one to a DMA: in so small a GEMM the
+  // last store follows the last matmul, and longer strips lengthen it (cost.h
+  // EstimateKernel's epilogue; `trnmx-emu gemm --m 512 --n 1024 --k 2048
+  // --dtype bf16 --cores 2`: 19.981 us with 1 tile per store, 20.181 us
+  // with --store-tiles 2).
+  EXPECT_EQ(plan1.config.store_tiles, 1);
+  EXPECT_EQ(k1.stores, (512 / 128) * (1024 / 512));
   EXPECT_GT(p.instruction_count(), after_first);
 
   SimOptions o;

@@ -381,6 +381,13 @@ TEST(SimCost, KernelEstimateUsesTheSimulatorsRules) {
   e = EstimateKernel(m, tensor);
   EXPECT_EQ(e.prologue_ps, 1300000 + 7037667);
   EXPECT_EQ(e.total_ps, e.tensor_ps + e.prologue_ps);
+  // An epilogue (a last store after the last matmul) lengthens TensorE's
+  // chain by the same rule; the DMA engines' time does not count it twice.
+  tensor.epilogue = {{1, 4 << 20, 128, true}};
+  e = EstimateKernel(m, tensor);
+  EXPECT_EQ(e.epilogue_ps, 1300000 + 7037667);
+  EXPECT_EQ(e.dma_ps, 0);
+  EXPECT_EQ(e.total_ps, e.tensor_ps + e.prologue_ps + e.epilogue_ps);
 }
 
 TEST(SimExact, QueuesSharingEnginesInterleave) {

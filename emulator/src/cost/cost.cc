@@ -70,12 +70,20 @@ KernelEstimate EstimateKernel(const Machine& m, const KernelLoad& load) {
     if (t.hbm) hbm_bytes += static_cast<double>(t.count) * static_cast<double>(t.bytes);
   }
   e.hbm_ps = cost.HbmPs(hbm_bytes * std::max(1, load.cores_per_stack));
-  e.prologue_ps = load.prologue.empty() ? 0 : DmaWaitLatencyPs(m);
-  for (const DmaTransfers& t : load.prologue) e.prologue_ps += t.count * engine_ps(t);
+  // Transfers on the critical path before the first or after the last
+  // matmul: each list starts after a semaphore (the DMA start latency).
+  const auto serial_ps = [&](const std::vector<DmaTransfers>& ts) {
+    int64_t ps = ts.empty() ? 0 : DmaWaitLatencyPs(m);
+    for (const DmaTransfers& t : ts) ps += t.count * engine_ps(t);
+    return ps;
+  };
+  e.prologue_ps = serial_ps(load.prologue);
+  e.epilogue_ps = serial_ps(load.epilogue);
   // The 8-norm of the three resource times (relative to the largest, so it cannot overflow).
-  const double top = static_cast<double>(std::max({e.tensor_ps, e.dma_ps, e.hbm_ps, int64_t{1}}));
+  const int64_t tensor_chain = e.tensor_ps + e.epilogue_ps;
+  const double top = static_cast<double>(std::max({tensor_chain, e.dma_ps, e.hbm_ps, int64_t{1}}));
   double sum = 0;
-  for (int64_t t : {e.tensor_ps, e.dma_ps, e.hbm_ps})
+  for (int64_t t : {tensor_chain, e.dma_ps, e.hbm_ps})
     sum += std::pow(static_cast<double>(t) / top, 8);
   e.total_ps = e.prologue_ps + static_cast<int64_t>(std::llround(top * std::pow(sum, 1.0 / 8)));
   return e;

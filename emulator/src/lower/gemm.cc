@@ -705,10 +705,25 @@ KernelEstimate EstimateBlocking(const Machine& machine, const GemmConfig& c, int
         {stat_loads / block_tiles, block_tiles * kTileRows * (kc / 32), k_parts});
     load.transfers.push_back({panel_loads, n_tile * (kc / 32), k_parts});
   }
-  // Stores: strips of store_tiles output tiles of 128 x n_tile BF16.
-  const int64_t out_tiles = m_tiles * n_tiles;
-  load.transfers.push_back({CeilDiv(out_tiles, b.store_tiles),
-                            b.store_tiles * kTileRows * n_tile * 2, static_cast<int>(kTileRows)});
+  // Stores: the output tiles (128 x n_tile BF16) of each moving panel of a
+  // block, in strips of store_tiles (CoreLowering::Evacuate), so a strip
+  // holds at most a block's tiles and a block's last strip may be shorter.
+  // The last strip's store follows the last matmul: the epilogue.
+  const int64_t strip = std::min<int64_t>(b.store_tiles, block_tiles);
+  const int64_t tile_bytes = kTileRows * n_tile * 2;
+  const auto stores = [&](int64_t count, int64_t tiles) {
+    if (count > 0 && tiles > 0) {
+      load.transfers.push_back({count, tiles * tile_bytes, static_cast<int>(kTileRows)});
+    }
+  };
+  const int64_t full_blocks = m_tiles / block_tiles, tail_tiles = m_tiles % block_tiles;
+  stores(n_tiles * full_blocks * (block_tiles / strip), strip);
+  stores(n_tiles * full_blocks, block_tiles % strip);
+  stores(n_tiles * (tail_tiles / strip), strip);
+  stores(n_tiles, tail_tiles % strip);
+  const int64_t last_block = tail_tiles > 0 ? tail_tiles : block_tiles;
+  const int64_t last_strip = last_block % strip > 0 ? last_block % strip : strip;
+  load.epilogue = {{1, last_strip * tile_bytes, static_cast<int>(kTileRows)}};
   // Cores with work on the busiest HBM stack (cores 2i, 2i + 1 share stack i).
   const int per_stack =
       std::max(1, machine.core_count() / static_cast<int>(machine.hbm.stacks.value));
@@ -828,16 +843,19 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
         max_cols = std::max(max_cols, t.cols);
       }
       const int64_t n_tile = std::min(c.n_tile, max_cols);
-      // Output tiles per store: 1, and strips of 1, 2 and 4 times the DMA
-      // efficiency knee (4 KiB per partition): fewer fixed costs, more SBUF.
+      // Output tiles per store: 1, and strips of 1, 2, 4 and 8 times the DMA
+      // efficiency knee (4 KiB per partition, trainium.md section 7): fewer
+      // per-transfer fixed costs (ibid.), more SBUF, a longer last store.
+      // A strip holds one panel's tiles of a block, so never more than the
+      // core's 128-row tiles.
       std::vector<int> store_options = {c.store_tiles};
       if (c.store_tiles == 0) {
         store_options = {1};
         const int64_t knee_tiles = CeilDiv(knee, 2 * n_tile);
-        for (int64_t f : {1, 2, 4}) {
-          if (knee_tiles * f > store_options.back()) {
-            store_options.push_back(static_cast<int>(knee_tiles * f));
-          }
+        const int64_t row_tiles = CeilDiv(max_rows, kTileRows);
+        for (int64_t f : {1, 2, 4, 8}) {
+          const int64_t tiles = std::min(knee_tiles * f, row_tiles);
+          if (tiles > store_options.back()) store_options.push_back(static_cast<int>(tiles));
         }
       }
       std::vector<int> buffer_options = {c.moving_buffers};
@@ -893,7 +911,10 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
   plan.group_n = static_cast<int>(blk.k_blocks > 1 ? blk.group_n : 1);
   c.stationary_block = blk.block_tiles * kTileRows;
   c.moving_buffers = blk.moving_buffers;
-  c.store_tiles = blk.store_tiles;
+  // A chosen strip is at most the block's tiles (Evacuate's strips).
+  c.store_tiles = config.store_tiles > 0
+                      ? blk.store_tiles
+                      : static_cast<int>(std::min<int64_t>(blk.store_tiles, blk.block_tiles));
   c.k_block = plan.k_block_tiles * plan.k_tile;
 
   // MultiplyMoving instructions: every (128-row tile, moving panel) pair of

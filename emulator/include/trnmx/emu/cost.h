@@ -99,10 +99,15 @@ int HbmStackOfAddress(const Machine& m, int64_t address);
 //             stack over the stack's sustained bandwidth;
 //   prologue  what TensorE waits for before its first matmul: the DMA start
 //             latency plus the first transfers on the engines;
-//   total     prologue + (tensor^8 + dma^8 + hbm^8)^(1/8): the largest of the
-//             three, plus an allowance for the stalls of a pipeline whose
-//             resources are all nearly busy (+4 % when two of them need 90 %
-//             of the third's time, +0.3 % at 60 %).
+//   epilogue  what follows the last matmul: the DMA start latency plus the
+//             last transfers (a GEMM's last store of C), which no later
+//             work hides;
+//   total     prologue + ((tensor + epilogue)^8 + dma^8 + hbm^8)^(1/8): the
+//             largest of the three, plus an allowance for the stalls of a
+//             pipeline whose resources are all nearly busy (+4 % when two of
+//             them need 90 % of the third's time, +0.3 % at 60 %). The
+//             epilogue lengthens only TensorE's chain: the DMA engines'
+//             time already counts those transfers.
 //
 //   KernelLoad load{.tensor_cycles = 2048 * 512,
 //                   .transfers = {{.count = 64, .bytes = 1 << 20}},  // 64 MiB in 1 MiB loads
@@ -118,10 +123,11 @@ struct KernelLoad {
   int64_t tensor_cycles = 0;
   std::vector<DmaTransfers> transfers;  // every transfer of the busiest core
   std::vector<DmaTransfers> prologue;   // the first transfers its TensorE waits for
+  std::vector<DmaTransfers> epilogue;   // the transfers that wait for its last matmul
   int cores_per_stack = 1;              // cores of the kernel on its busiest HBM stack
 };
 struct KernelEstimate {
-  int64_t tensor_ps = 0, dma_ps = 0, hbm_ps = 0, prologue_ps = 0;
+  int64_t tensor_ps = 0, dma_ps = 0, hbm_ps = 0, prologue_ps = 0, epilogue_ps = 0;
   int64_t total_ps = 0;
 };
 KernelEstimate EstimateKernel(const Machine& m, const KernelLoad& load);

@@ -7,7 +7,8 @@
 // nothing but HBM. By default the placement, the grid and the blocking are
 // the ones with the least estimated time (cost.h EstimateKernel: TensorE
 // cycles, DMA engine time with fixed costs and the per-partition efficiency,
-// HBM bytes over the stack bandwidth). Per core:
+// HBM bytes over the stack bandwidth, the first loads and the last store).
+// Per core:
 //   * stationary tiles of 128 rows are kept in SBUF for a block of
 //     `stationary_block` rows; moving panels of `n_tile` columns stream
 //     through `moving_buffers` SBUF buffers (2 = double buffering); both arrive in
@@ -78,8 +79,10 @@ struct GemmConfig {
   int64_t k_block = 0;
   int64_t n_tile = 0;      // moving free size per matmul; 0 = one PSUM bank (512 FP32)
   int moving_buffers = 0;  // moving panel buffers (>= 2); 0 = chosen (2 to 4)
-  // Output tiles per store DMA (a strip of one moving panel's tiles); 0 =
-  // chosen (1, or enough for 4 KiB per partition, the DMA efficiency knee).
+  // Output tiles per store DMA (a strip of one moving panel's tiles of a
+  // block); 0 = chosen (1, or 1, 2, 4 or 8 times what makes 4 KiB per
+  // partition, the DMA efficiency knee of trainium.md section 7; at most a
+  // block's tiles).
   int store_tiles = 0;
   int out_buffers = 4;  // output staging strips of store_tiles tiles each (>= 1)
   OperandPlacement placement = OperandPlacement::kAuto;
