@@ -220,6 +220,8 @@ int RunServe(const ServeArgs& args) {
         {"batch", c.batch},
         {"input", c.input},
         {"output", c.output},
+        {"max_context", c.max_context},
+        {"prefill_tokens", PrefillTokens(c)},
         {"decode_context", e->decode_context},
         {"ttft_ms", e->ttft_s * 1e3},
         {"tpot_ms", e->tpot_s * 1e3},
@@ -270,6 +272,13 @@ int RunServe(const ServeArgs& args) {
       "context %lld)\n",
       static_cast<long long>(c.batch), static_cast<long long>(c.input),
       static_cast<long long>(c.output), static_cast<long long>(e->decode_context));
+  if (c.max_context > 0) {
+    std::printf(
+        "buckets      prompt padded to %lld tokens (context-encoding bucket of max context "
+        "%lld); KV cache for %lld tokens per sequence\n",
+        static_cast<long long>(PrefillTokens(c)), static_cast<long long>(c.max_context),
+        static_cast<long long>(c.max_context));
+  }
   std::printf(
       "HBM per chip %.2f GiB of %.2f GiB: weights %.2f, KV cache %.2f, activations %.2f, "
       "workspace %.2f GiB (%d ranks)\n",
@@ -346,6 +355,10 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", args->config.batch, "sequences per replica")->capture_default_str();
   cmd->add_option("--input", args->config.input, "prompt tokens")->capture_default_str();
   cmd->add_option("--output", args->config.output, "generated tokens")->capture_default_str();
+  cmd->add_option("--max-context", args->config.max_context,
+                  "context the runtime is compiled for (0: none); prefill pads the prompt to its "
+                  "power-of-two bucket, the KV cache holds max-context tokens")
+      ->capture_default_str();
   cmd->add_option("--mode", args->mode,
                   "analytical (per-op rooflines) or event (lowered ops simulated per layer kind)")
       ->capture_default_str();

@@ -289,6 +289,54 @@ TEST(ServeTest, MemoryFitClosedForm) {
   EXPECT_DOUBLE_EQ(f.capacity, 144.0 * 1024 * 1024 * 1024);
 }
 
+// Context-encoding buckets: with max_context set, prefill computes the
+// prompt padded to the smallest power of two >= 128 that holds it, capped
+// at max_context, so its TTFT is exactly that of an unpadded prompt of the
+// bucket's length; the KV cache holds max_context tokens; a max_context
+// below input + output is refused.
+TEST(ServeTest, PrefillPadsToTheContextEncodingBucket) {
+  ServeConfig c;
+  c.input = 10000;
+  c.output = 1500;
+  EXPECT_EQ(PrefillTokens(c), 10000);  // no max_context: no padding
+  c.max_context = 12288;
+  EXPECT_EQ(PrefillTokens(c), 12288);  // 16384 capped at max_context (A1)
+  c.max_context = 65536;
+  EXPECT_EQ(PrefillTokens(c), 16384);
+  c.input = 512;
+  c.output = 128;
+  c.max_context = 2048;
+  EXPECT_EQ(PrefillTokens(c), 512);  // E1: already a bucket
+  c.input = 1;
+  EXPECT_EQ(PrefillTokens(c), 128);  // the smallest bucket
+  c.input = 129;
+  EXPECT_EQ(PrefillTokens(c), 256);
+
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyLlama);
+  ServeConfig padded;
+  padded.layout.tp = 2;
+  padded.input = 200;
+  padded.output = 16;
+  padded.max_context = 1000;
+  ServeConfig exact = padded;
+  exact.input = 256;
+  exact.max_context = 0;
+  const ServeEstimate p = EstimateServing(trn3, m, padded).value();
+  const ServeEstimate e = EstimateServing(trn3, m, exact).value();
+  EXPECT_EQ(p.ttft_s, e.ttft_s);
+  EXPECT_EQ(p.prefill.ops.size(), e.prefill.ops.size());
+  ServeConfig full = padded;  // the same KV cache as a 1000-token context
+  full.input = 984;
+  full.max_context = 0;
+  EXPECT_DOUBLE_EQ(p.memory.kv_cache, FitMemory(trn3, m, full).value().kv_cache);
+
+  padded.max_context = 215;
+  const Status s = CheckLayout(trn3, m, padded);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "--max-context 215: 0 (none) or in [input + output = 216, 2^31]");
+}
+
 // A decode step of the tiny model on one rank (TP 1, LNC 2) of trn3: every
 // op is HBM-bound at one token, so TPOT = bytes / the rank's bandwidth.
 TEST(ServeTest, DecodeRooflineByHand) {

@@ -105,7 +105,7 @@ RankMemory MemoryOfStage(const Model& m, const ServeConfig& c, int stage) {
   const double attn = AttentionWeights(m, s);
   const double kv_elems = m.mla ? static_cast<double>(m.kv_cache_elements_per_token())
                                 : static_cast<double>(s.kv_heads * (m.qk_head_dim + m.v_head_dim));
-  const int64_t context = c.input + c.output;
+  const int64_t context = c.max_context > 0 ? c.max_context : c.input + c.output;
   for (int64_t layer = first; layer < last; ++layer) {
     r.weights += attn * WeightBytes(wf.attention) + 2 * h * kActBytes;  // + the two norms
     if (m.moe_layer[static_cast<size_t>(layer)]) {
@@ -128,7 +128,7 @@ RankMemory MemoryOfStage(const Model& m, const ServeConfig& c, int stage) {
   // Activations of the widest op of a prefill of batch x input tokens: the
   // residual stream and its normed copy, the op's input and output, and the
   // logits of the last positions (FP32).
-  const double t = static_cast<double>(c.batch * c.input);
+  const double t = static_cast<double>(c.batch * PrefillTokens(c));
   const double attn_io = static_cast<double>(s.heads * (m.qk_head_dim + 2 * m.v_head_dim)) +
                          2 * static_cast<double>(s.kv_heads) * static_cast<double>(m.qk_head_dim);
   double widest = attn_io;
@@ -923,7 +923,19 @@ Status CheckLayout(const System& sys, const Model& m, const ServeConfig& c) {
                                   " outside [1, 2^31]");
     }
   }
+  if (c.max_context != 0 && (c.max_context < c.input + c.output || c.max_context > kMaxTokens)) {
+    return InvalidArgumentError(
+        "--max-context " + std::to_string(c.max_context) +
+        ": 0 (none) or in [input + output = " + std::to_string(c.input + c.output) + ", 2^31]");
+  }
   return OkStatus();
+}
+
+int64_t PrefillTokens(const ServeConfig& c) {
+  if (c.max_context <= 0) return c.input;
+  int64_t bucket = 128;
+  while (bucket < c.input && bucket < c.max_context) bucket *= 2;
+  return std::min(bucket, c.max_context);
 }
 
 StatusOr<MemoryFit> FitMemory(const System& sys, const Model& m, const ServeConfig& c) {
@@ -980,7 +992,7 @@ StatusOr<ServeEstimate> EstimateServing(const System& sys, const Model& m, const
   e.config = c;
   e.memory = *fit;
   PhaseBuilder prefill(sys, c);
-  if (Status s = BuildPass(prefill, sys, m, c, 0, c.input); !s.ok()) return s;
+  if (Status s = BuildPass(prefill, sys, m, c, 0, PrefillTokens(c)); !s.ok()) return s;
   e.prefill = prefill.Finish();
   e.decode_context = c.input + c.output / 2;
   PhaseBuilder decode(sys, c);

@@ -27,6 +27,7 @@ struct ServeRow {
   int tp;
   bool sp;
   int64_t batch, input, output;
+  int64_t max_context;  // the runtime's compiled context: prefill pads to its bucket
   double ttft_ms, tpot_ms, tokens_per_s;
   const char* source;
 };
@@ -35,11 +36,12 @@ struct ServeRow {
 constexpr ServeRow kServeRows[] = {
     {"A1", "llama-3.1-405b",
      "llama-3.1-405b bf16, trn2-server, tp 64 lnc 2, sequence-parallel prefill, batch 1, "
-     "10000 in / 1500 out",
-     64, true, 1, 10000, 1500, 2442, 37.9, 25.46, "trainium.md 12.1, S23 (P)"},
+     "10000 in / 1500 out, max context 12288",
+     64, true, 1, 10000, 1500, 12288, 2442, 37.9, 25.46, "trainium.md 12.1, S23 (P)"},
     {"E1", "llama-3.1-8b",
-     "llama-3.1-8b bf16, trn2-server, tp 8 lnc 2, concurrency 2 as batch 2, 512 in / 128 out", 8,
-     false, 2, 512, 128, 51.07, 10.52, 184.4, "trainium.md 12.1, S27 (P, illustrative)"},
+     "llama-3.1-8b bf16, trn2-server, tp 8 lnc 2, concurrency 2 as batch 2, 512 in / 128 out, "
+     "max model len 2048",
+     8, false, 2, 512, 128, 2048, 51.07, 10.52, 184.4, "trainium.md 12.1, S27 (P, illustrative)"},
 };
 
 struct NormRow {
@@ -95,6 +97,7 @@ StatusOr<ServeEstimate> EstimateRow(const System& sys, const ServeRow& s, ServeM
   c.batch = s.batch;
   c.input = s.input;
   c.output = s.output;
+  c.max_context = s.max_context;
   return EstimateServing(sys, *m, c);
 }
 

@@ -163,7 +163,23 @@ struct ServeConfig {
   int64_t batch = 1;     // sequences per replica, prefilled together and decoded together
   int64_t input = 128;   // prompt tokens per sequence
   int64_t output = 128;  // generated tokens per sequence
+  // The context the runtime was compiled for (vLLM's max_model_len, NxD
+  // Inference's max_context_length); 0: none. When set, prefill runs each
+  // prompt padded to its context-encoding bucket (PrefillTokens) and the KV
+  // cache is allocated for max_context tokens per sequence, as the Neuron
+  // runtime's fixed-shape graphs do; at least input + output.
+  int64_t max_context = 0;
 };
+
+// Tokens per sequence that prefill computes: `input` when max_context is 0;
+// else the smallest of the buckets 128, 256, 512, ... (powers of two) and
+// max_context (the last bucket) that holds the prompt. The Neuron runtime
+// compiles one prefill graph per bucket and pads the prompt to it
+// ("num_batched_tokens_buckets: power-of-2 token counts from 128 up to the
+// maximum", vLLM Neuron's configuration guide; NxD Inference's
+// context-encoding buckets likewise end at max_context_length).
+// Example: input 10000, max_context 12288 -> 12288; input 512 -> 512.
+int64_t PrefillTokens(const ServeConfig& config);
 
 // Bytes per chip (the fullest chip: the pipeline stage with the most
 // weights, all its ranks on the chip).
