@@ -226,6 +226,7 @@ int RunServe(const ServeArgs& args) {
         {"ttft_ms", e->ttft_s * 1e3},
         {"tpot_ms", e->tpot_s * 1e3},
         {"tokens_per_s", e->tokens_per_s},
+        {"continuous", nullptr},
         {"hbm_bytes_per_chip", mem.total},
         {"memory",
          {{"weights", mem.weights},
@@ -243,6 +244,21 @@ int RunServe(const ServeArgs& args) {
     if (e->energy.reported) {
       j["joules_per_token"] = e->energy.joules_per_token;
       j["tokens_per_s_per_mw"] = e->energy.tokens_per_s_per_mw;
+    }
+    if (const auto& cb = e->continuous) {
+      j["continuous"] = {{"concurrency", cb->concurrency},
+                         {"requests", cb->requests},
+                         {"ttft_p50_ms", cb->ttft_p50_s * 1e3},
+                         {"ttft_mean_ms", cb->ttft_mean_s * 1e3},
+                         {"ttft_max_ms", cb->ttft_max_s * 1e3},
+                         {"tpot_p50_ms", cb->tpot_p50_s * 1e3},
+                         {"tpot_mean_ms", cb->tpot_mean_s * 1e3},
+                         {"tokens_per_s", cb->tokens_per_s},
+                         {"makespan_s", cb->makespan_s},
+                         {"prefill_passes", cb->prefill_passes},
+                         {"decode_steps", cb->decode_steps},
+                         {"mean_prefill_batch", cb->mean_prefill_batch},
+                         {"mean_decode_batch", cb->mean_decode_batch}};
     }
     if (other) j["compare"] = CompareJson(*analytical, *event);
     std::printf("%s\n", j.dump(2).c_str());
@@ -284,10 +300,26 @@ int RunServe(const ServeArgs& args) {
       "workspace %.2f GiB (%d ranks)\n",
       mem.total / gib, mem.capacity / gib, mem.weights / gib, mem.kv_cache / gib,
       mem.activations / gib, mem.workspace / gib, mem.ranks_per_chip);
-  std::printf("TTFT         %.3f ms\n", e->ttft_s * 1e3);
-  std::printf("TPOT         %.3f ms\n", e->tpot_s * 1e3);
-  std::printf("throughput   %.1f tok/s (%d replica(s) x batch %lld)\n", e->tokens_per_s, l.dp,
-              static_cast<long long>(c.batch));
+  if (const auto& cb = e->continuous) {
+    std::printf(
+        "continuous   %lld client(s) per replica in a closed loop, at most %lld running; %lld "
+        "requests: %lld prefill passes (mean %.2f prompts), %lld decode steps (mean batch %.2f), "
+        "%.3f s\n",
+        static_cast<long long>(cb->concurrency), static_cast<long long>(c.batch),
+        static_cast<long long>(cb->requests), static_cast<long long>(cb->prefill_passes),
+        cb->mean_prefill_batch, static_cast<long long>(cb->decode_steps), cb->mean_decode_batch,
+        cb->makespan_s);
+    std::printf("TTFT         %.3f ms (p50; mean %.3f, max %.3f)\n", e->ttft_s * 1e3,
+                cb->ttft_mean_s * 1e3, cb->ttft_max_s * 1e3);
+    std::printf("TPOT         %.3f ms (p50; mean %.3f)\n", e->tpot_s * 1e3, cb->tpot_mean_s * 1e3);
+    std::printf("throughput   %.1f tok/s (%d replica(s) x %lld client(s))\n", e->tokens_per_s, l.dp,
+                static_cast<long long>(cb->concurrency));
+  } else {
+    std::printf("TTFT         %.3f ms\n", e->ttft_s * 1e3);
+    std::printf("TPOT         %.3f ms\n", e->tpot_s * 1e3);
+    std::printf("throughput   %.1f tok/s (%d replica(s) x batch %lld)\n", e->tokens_per_s, l.dp,
+                static_cast<long long>(c.batch));
+  }
   PrintServePhase("prefill", e->prefill);
   PrintServePhase("decode", e->decode);
   const ClassCost& top = e->decode.classes.front();
@@ -355,6 +387,14 @@ void AddServeCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", args->config.batch, "sequences per replica")->capture_default_str();
   cmd->add_option("--input", args->config.input, "prompt tokens")->capture_default_str();
   cmd->add_option("--output", args->config.output, "generated tokens")->capture_default_str();
+  cmd->add_option("--concurrency", args->config.concurrency,
+                  "continuous batching: clients per replica in a closed loop (0: a static batch); "
+                  "--batch is then the most sequences running at once")
+      ->capture_default_str();
+  cmd->add_option("--requests", args->config.requests,
+                  "with --concurrency: requests to complete per replica (0: max(50, 4 x "
+                  "concurrency))")
+      ->capture_default_str();
   cmd->add_option("--max-context", args->config.max_context,
                   "context the runtime is compiled for (0: none); prefill pads the prompt to its "
                   "power-of-two bucket, the KV cache holds max-context tokens")

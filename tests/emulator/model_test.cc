@@ -337,6 +337,77 @@ TEST(ServeTest, PrefillPadsToTheContextEncodingBucket) {
   EXPECT_EQ(s.message(), "--max-context 215: 0 (none) or in [input + output = 216, 2^31]");
 }
 
+// Continuous batching, by hand. p_k: the prefill pass of k prompts, d_n: a
+// decode step of n sequences (the static estimate's passes at batch k, n).
+// Concurrency = slots = 2: both requests always run together, so every
+// figure equals the static batch-2 estimate's. Three clients and two slots,
+// output 2, three requests: prefill 2 (t = p2), one decode step (both done
+// at p2 + d2), prefill the third (TTFT p2 + d2 + p1), one decode step:
+// TTFTs {p2, p2, p2 + d2 + p1} (p50 p2), TPOTs {d2, d2, d1}.
+TEST(ServeTest, ContinuousBatchingByHand) {
+  const System trn3 = LoadSystem("trn3").value();
+  const Model m = Tiny(kTinyLlama);
+  ServeConfig c;
+  c.layout.tp = 2;
+  c.input = 40;
+  c.output = 2;
+  auto passes = [&](int64_t batch) {
+    ServeConfig s = c;
+    s.batch = batch;
+    const ServeEstimate e = EstimateServing(trn3, m, s).value();
+    EXPECT_FALSE(e.continuous.has_value());
+    return std::pair{e.prefill.seconds, e.decode.seconds};
+  };
+  const auto [p1, d1] = passes(1);
+  const auto [p2, d2] = passes(2);
+  ASSERT_GT(p2, p1);
+
+  c.batch = 2;
+  c.concurrency = 2;
+  c.requests = 6;
+  ServeEstimate e = EstimateServing(trn3, m, c).value();
+  ASSERT_TRUE(e.continuous.has_value());
+  EXPECT_EQ(e.continuous->requests, 6);
+  EXPECT_EQ(e.continuous->prefill_passes, 3);
+  EXPECT_EQ(e.continuous->decode_steps, 3);
+  EXPECT_DOUBLE_EQ(e.ttft_s, p2);
+  EXPECT_DOUBLE_EQ(e.continuous->ttft_max_s, p2);
+  EXPECT_DOUBLE_EQ(e.tpot_s, d2);
+  EXPECT_DOUBLE_EQ(e.continuous->makespan_s, 3 * (p2 + d2));
+  EXPECT_DOUBLE_EQ(e.tokens_per_s, 6 * 2 / (3 * (p2 + d2)));
+  EXPECT_DOUBLE_EQ(e.prefill.seconds, p2);  // the full-batch passes stay for the report
+
+  c.concurrency = 3;
+  c.requests = 3;
+  e = EstimateServing(trn3, m, c).value();
+  const ContinuousBatching& cb = *e.continuous;
+  EXPECT_EQ(cb.prefill_passes, 2);
+  EXPECT_EQ(cb.decode_steps, 2);
+  EXPECT_DOUBLE_EQ(cb.mean_prefill_batch, 1.5);
+  EXPECT_DOUBLE_EQ(cb.ttft_p50_s, p2);
+  EXPECT_DOUBLE_EQ(cb.ttft_max_s, p2 + d2 + p1);
+  EXPECT_DOUBLE_EQ(cb.ttft_mean_s, (p2 + p2 + (p2 + d2 + p1)) / 3);
+  EXPECT_DOUBLE_EQ(cb.tpot_p50_s, d2);  // sorted {d1, d2, d2} or {d2, d2, d1}: the middle is d2
+  EXPECT_DOUBLE_EQ(cb.makespan_s, p2 + d2 + p1 + d1);
+  EXPECT_DOUBLE_EQ(cb.tokens_per_s, 3 * 2 / (p2 + d2 + p1 + d1));
+
+  // The default request count, and the errors.
+  c.requests = 0;
+  EXPECT_EQ(EstimateServing(trn3, m, c).value().continuous->requests, 50);
+  c.concurrency = -1;
+  EXPECT_EQ(CheckLayout(trn3, m, c).message(),
+            "--concurrency -1: 0 (a static batch) or in [1, 2^20]");
+  c.concurrency = 0;
+  c.requests = 5;
+  EXPECT_EQ(CheckLayout(trn3, m, c).message(),
+            "--requests 5 needs --concurrency (continuous batching)");
+  c.concurrency = 1;
+  c.requests = 1 << 20;
+  c.output = 128;
+  EXPECT_EQ(CheckLayout(trn3, m, c).message(),
+            "--requests x --output = 134217728 tokens > 2^26 to simulate");
+}
+
 // A decode step of the tiny model on one rank (TP 1, LNC 2) of trn3: every
 // op is HBM-bound at one token, so TPOT = bytes / the rank's bandwidth.
 TEST(ServeTest, DecodeRooflineByHand) {

@@ -923,6 +923,25 @@ Status CheckLayout(const System& sys, const Model& m, const ServeConfig& c) {
                                   " outside [1, 2^31]");
     }
   }
+  constexpr int64_t kMaxRequests = int64_t{1} << 20;
+  if (c.concurrency < 0 || c.concurrency > kMaxRequests) {
+    return InvalidArgumentError("--concurrency " + std::to_string(c.concurrency) +
+                                ": 0 (a static batch) or in [1, 2^20]");
+  }
+  if (c.requests < 0 || c.requests > kMaxRequests) {
+    return InvalidArgumentError("--requests " + std::to_string(c.requests) +
+                                ": 0 (the default) or in [1, 2^20]");
+  }
+  if (c.requests > 0 && c.concurrency == 0) {
+    return InvalidArgumentError("--requests " + std::to_string(c.requests) +
+                                " needs --concurrency (continuous batching)");
+  }
+  // Bounds the simulation's work (a request's tokens are visited once each).
+  if (c.concurrency > 0 && internal::ContinuousRequests(c) * c.output > (int64_t{1} << 26)) {
+    return InvalidArgumentError(
+        "--requests x --output = " + std::to_string(internal::ContinuousRequests(c) * c.output) +
+        " tokens > 2^26 to simulate");
+  }
   if (c.max_context != 0 && (c.max_context < c.input + c.output || c.max_context > kMaxTokens)) {
     return InvalidArgumentError(
         "--max-context " + std::to_string(c.max_context) +
@@ -1002,6 +1021,14 @@ StatusOr<ServeEstimate> EstimateServing(const System& sys, const Model& m, const
   e.tpot_s = e.decode.seconds;
   e.tokens_per_s = static_cast<double>(c.layout.dp * c.batch * c.output) /
                    (e.ttft_s + static_cast<double>(c.output - 1) * e.tpot_s);
+  if (c.concurrency > 0) {
+    StatusOr<ContinuousBatching> cb = internal::SimulateContinuousBatching(sys, m, c);
+    if (!cb.ok()) return cb.status();
+    e.ttft_s = cb->ttft_p50_s;
+    e.tpot_s = cb->tpot_p50_s;
+    e.tokens_per_s = cb->tokens_per_s;
+    e.continuous = std::move(*cb);
+  }
   e.energy = EnergyOf(sys, e.memory.chips, e.tokens_per_s);
   return e;
 }

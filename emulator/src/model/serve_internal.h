@@ -42,6 +42,14 @@ StatusOr<OpCost> CostCollective(const System& sys, const ServeConfig& c, const s
                                 CollectiveOp op, double bytes, int ranks, int ranks_per_chip);
 // Weight bytes of one rank of the fullest pipeline stage, at config.weights.
 double StageWeightBytes(const Model& m, const ServeConfig& c);
+// Requests a continuous-batching run completes per replica (serve.h).
+inline int64_t ContinuousRequests(const ServeConfig& c) {
+  return c.requests > 0 ? c.requests : (c.concurrency > 12 ? 4 * c.concurrency : 50);
+}
+// The continuous-batching simulation of serve.h (config.concurrency > 0;
+// the layout already checked), over serve's passes (serve_continuous.cc).
+StatusOr<ContinuousBatching> SimulateContinuousBatching(const System& sys, const Model& m,
+                                                        const ServeConfig& c);
 // Energy of `chips` chips producing tokens_per_s tokens (serve.h "Energy").
 ServeEnergy ChipEnergy(const System& sys, int chips, double tokens_per_s);
 

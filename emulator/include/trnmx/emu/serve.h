@@ -106,6 +106,7 @@
 #define TRNMX_EMU_SERVE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -169,6 +170,14 @@ struct ServeConfig {
   // cache is allocated for max_context tokens per sequence, as the Neuron
   // runtime's fixed-shape graphs do; at least input + output.
   int64_t max_context = 0;
+  // Continuous batching (ContinuousBatching below): clients per replica in
+  // a closed loop; 0: a static batch (all `batch` sequences prefilled
+  // together, then decoded together). With it, `batch` is the most
+  // sequences a replica runs at once (vLLM's max-num-seqs).
+  int64_t concurrency = 0;
+  // Requests to complete per replica under continuous batching; 0: the
+  // larger of 50 and 4 x concurrency.
+  int64_t requests = 0;
 };
 
 // Tokens per sequence that prefill computes: `input` when max_context is 0;
@@ -263,14 +272,45 @@ struct ServeEnergy {
   double watts = 0, joules_per_token = 0, tokens_per_s_per_mw = 0;
 };
 
+// Continuous batching (ServeConfig::concurrency > 0), one replica: C =
+// concurrency clients in a closed loop, all sending their first request at
+// t = 0 and each sending its next one (input tokens in, output out) the
+// moment its last one completes, until `requests` have been sent. The
+// scheduler runs one pass at a time, as vLLM does on Neuron without chunked
+// prefill: while requests wait and fewer than `batch` sequences run, it
+// prefills min(waiting, free slots) of them together, oldest first (the
+// pass that also yields their first token); otherwise one decode step of
+// every running sequence, which ends those with `output` tokens. A prefill
+// of k prompts costs serve's prefill pass at batch k (PrefillTokens each), a
+// decode step of n sequences serve's decode pass at batch n at the mean
+// decode context; each is costed once per k or n in the estimate's mode.
+//   TTFT of a request = end of its prefill - its arrival;
+//   TPOT = (its completion - its first token) / (output - 1) (0 if output 1);
+//   tokens_per_s = dp x requests x output / the time the last one completes.
+// p50 is the lower median (the ceil(n / 2)-th smallest).
+struct ContinuousBatching {
+  int64_t concurrency = 0, requests = 0;
+  double ttft_p50_s = 0, ttft_mean_s = 0, ttft_max_s = 0;
+  double tpot_p50_s = 0, tpot_mean_s = 0;
+  double tokens_per_s = 0;  // all replicas
+  double makespan_s = 0;    // one replica, until the last completion
+  int64_t prefill_passes = 0, decode_steps = 0;
+  double mean_prefill_batch = 0, mean_decode_batch = 0;
+};
+
 struct ServeEstimate {
   ServeConfig config;  // config.mode: the fidelity it was timed at
   MemoryFit memory;
   int64_t decode_context = 0;  // tokens in context at the mean decode step: input + output / 2
+  // The passes at the full batch (prefill of `batch` prompts, a decode step
+  // of `batch` sequences): the report's charts and the static estimate.
   PhaseCost prefill, decode;
+  // Static batch: the two passes' times, and dp x batch x output / (TTFT +
+  // (output - 1) x TPOT). With concurrency: the continuous-batching p50s and
+  // its throughput.
   double ttft_s = 0, tpot_s = 0;
-  // All replicas: dp x batch x output / (TTFT + (output - 1) x TPOT).
-  double tokens_per_s = 0;
+  double tokens_per_s = 0;  // all replicas
+  std::optional<ContinuousBatching> continuous;
   ServeEnergy energy;
 };
 
