@@ -6,8 +6,11 @@
 // G query heads that share a KV head read each K and V tile once. Per KV
 // tile of the split: the tile's keys that some row may see are widened (or
 // MX-decoded) to FP32 once, K transposed ([d][key]) for QK^T across keys and
-// V as rows ([key][d]) for PV across d; then, per row, the scores of its own
-// allowed keys go through scale, soft-cap and ALiBi, the online-softmax
+// V as rows ([key][d]) for PV across d. An MXFP8 K or V on x86 goes through
+// the decoders of attention-inl.h, which transpose in registers: K 16 keys
+// at a time, scored while in L1; V 64 keys (a cache line of each V line) at
+// a time, each chunk's PV done right after. Then, per row, the scores of its
+// own allowed keys go through scale, soft-cap and ALiBi, the online-softmax
 // update, P's rounding and PV over exactly those keys (runs of rows with the
 // same key range share the PV loop). A sequence with one split finishes its
 // rows in the task; with more, each task leaves its split's state (m, l,
@@ -15,6 +18,7 @@
 // Tasks are pulled by min(threads, tasks) workers, each with its own
 // scratch; a row's bits do not depend on which worker runs it.
 #include <cstddef>
+#include <cstdint>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention/attention.cc"
@@ -35,6 +39,46 @@ float AttnScaleMax(float* s, std::size_t n, float scale) { return attn::ScaleMax
 void AttnPvRows(const float* p, std::size_t ldp, std::size_t rows, std::size_t j0, std::size_t j1,
                 const float* v, std::size_t ldv, std::size_t dv, float* acc, std::size_t lda) {
   attn::PvRows(p, ldp, rows, j0, j1, v, ldv, dv, acc, lda);
+}
+// Whether this target has the MXFP8 decoders below.
+bool AttnHasMxfp8Decode() {
+#if TRNMX_ATTN_MXFP8_DECODE
+  return true;
+#else
+  return false;
+#endif
+}
+
+// MXFP8 K scores and V rows (attention-inl.h); false where the target or
+// the format has no such decoder.
+bool AttnMxKScoreRows(MxFormat format, const float* q, std::size_t ldq, std::size_t rows,
+                      const std::uint8_t* codes, std::size_t cstride, const std::uint8_t* scales,
+                      std::size_t sstride, std::size_t dqk, std::size_t n, float* stage, float* s,
+                      std::size_t lds) {
+#if TRNMX_ATTN_MXFP8_DECODE
+  return attn::WithMxfp8(format, [&](auto e4m3) HWY_ATTR {
+    attn::MxKScoreRowsT<decltype(e4m3)::value>(format, q, ldq, rows, codes, cstride, scales,
+                                               sstride, dqk, n, stage, s, lds);
+  });
+#else
+  (void)format, (void)q, (void)ldq, (void)rows, (void)codes, (void)cstride, (void)scales;
+  (void)sstride, (void)dqk, (void)n, (void)stage, (void)s, (void)lds;
+  return false;
+#endif
+}
+bool AttnMxVRows(MxFormat format, const std::uint8_t* codes, std::size_t cstride,
+                 const std::uint8_t* scales, std::size_t sstride, std::size_t dv, std::size_t s0,
+                 std::size_t len, float* out, std::size_t ldo) {
+#if TRNMX_ATTN_MXFP8_DECODE
+  return attn::WithMxfp8(format, [&](auto e4m3) HWY_ATTR {
+    attn::MxVRowsT<decltype(e4m3)::value>(format, codes, cstride, scales, sstride, dv, s0, len, out,
+                                          ldo);
+  });
+#else
+  (void)format, (void)codes, (void)cstride, (void)scales, (void)sstride, (void)dv, (void)s0;
+  (void)len, (void)out, (void)ldo;
+  return false;
+#endif
 }
 
 }  // namespace HWY_NAMESPACE
@@ -73,6 +117,9 @@ namespace trnmx {
 HWY_EXPORT(AttnScoreRows);
 HWY_EXPORT(AttnPvRows);
 HWY_EXPORT(AttnScaleMax);
+HWY_EXPORT(AttnMxKScoreRows);
+HWY_EXPORT(AttnMxVRows);
+HWY_EXPORT(AttnHasMxfp8Decode);
 
 namespace internal {
 namespace {
@@ -83,6 +130,9 @@ constexpr std::size_t kRows = kAttnTaskRows;
 // vectors (attention-inl.h asserts that a vector holds at most 16 floats);
 // rows of d are rounded up to 16 floats for PvRows likewise.
 constexpr std::size_t kPad = 16;
+// Keys of an MXFP8 V decoded per PV step: a whole cache line of each V
+// line's codes (36 KiB of rows at Dv = 128).
+constexpr std::size_t kMxVChunk = 64;
 
 float NanMax(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
@@ -285,6 +335,39 @@ class Worker {
     }
   }
 
+  // Whether keys [a, e) of sequence b are the consecutive rows s0, s0 + 1,
+  // ... of one view (n): always unpaged, within one page when paged.
+  bool OneRun(std::size_t b, std::size_t a, std::size_t e, std::size_t* n, std::size_t* s0) const {
+    std::size_t n1 = 0;
+    std::size_t s1 = 0;
+    sh_.KeyAt(b, a, n, s0);
+    sh_.KeyAt(b, e - 1, &n1, &s1);
+    return n1 == *n && s1 - *s0 == e - 1 - a;
+  }
+
+  // The raw scores of the tile's keys [a, e) for the task's rows straight
+  // from an MXFP8 K (AttnMxKScoreRows: decoded and transposed in registers,
+  // 16 keys at a time in L1); false, nothing done, when K is not MXFP8, the
+  // keys span pages or the target has no such decoder.
+  bool MxKScores(std::size_t b, std::size_t g, std::size_t rows, std::size_t a, std::size_t e) {
+    const AttnOperand& k = *sh_.k;
+    std::size_t n = 0;
+    std::size_t s0 = 0;
+    if (k.type != OperandType::kMx || sh_.dqk == 0 || !OneRun(b, a, e, &n, &s0)) return false;
+    const MxTensorView& view = k.mx[n * k.h + g];
+    if (!HasMxfp8Decode(view.shape.format)) return false;
+    return HWY_DYNAMIC_DISPATCH(AttnMxKScoreRows)(
+        view.shape.format, q_, dims_.dqk_p, rows, view.codes + s0 * view.codes_stride,
+        view.codes_stride, view.scales + s0 * view.scales_stride, view.scales_stride, sh_.dqk,
+        e - a, stage_, sc_, dims_.tile_p);
+  }
+
+  // Whether this target decodes the MX format with AttnMxKScoreRows /
+  // AttnMxVRows.
+  bool HasMxfp8Decode(MxFormat format) const {
+    return mxfp8_decode_ && (format == MxFormat::kMxfp8E4M3 || format == MxFormat::kMxfp8E5M2);
+  }
+
   // Row of key j of K (Dqk values) as FP32.
   void KeyRow(std::size_t b, std::size_t g, std::size_t j, float* dst) const {
     const AttnOperand& k = *sh_.k;
@@ -341,6 +424,13 @@ class Worker {
       sh_.KeyAt(b, j0, &n, &s0);
       const std::size_t len = sh_.paged ? std::min(e - j0, sh_.page - s0) : e - j0;
       const MxTensorView& view = v.mx[n * v.h + g];
+      // MXFP8: decoded and transposed in registers straight into rows of vt.
+      if (HWY_DYNAMIC_DISPATCH(AttnMxVRows)(view.shape.format, view.codes, view.codes_stride,
+                                            view.scales, view.scales_stride, sh_.dv, s0, len,
+                                            vt_ + (j0 - a) * ldv, ldv)) {
+        j0 += len;
+        continue;
+      }
       const MxFormatInfo& info = GetMxFormatInfo(view.shape.format);
       // Per 32-key block: every d's line decoded into stage_ ([d][t]), then
       // the block's keys out as whole rows of vt.
@@ -395,7 +485,7 @@ class Worker {
             std::size_t e) {
     const std::size_t ld = dims_.tile_p;
     const std::size_t group = sh_.group;
-    if (!mx_qk_) {
+    if (!mx_qk_ && !MxKScores(b, g, rows, a, e)) {
       LoadK(b, g, a, e);
       HWY_DYNAMIC_DISPATCH(AttnScoreRows)(q_, dims_.dqk_p, rows, kt_, ld, sh_.dqk, e - a, sc_, ld);
     }
@@ -442,23 +532,47 @@ class Worker {
       any = true;
     }
     if (!any) return;
-    LoadV(b, g, a, e);
-    // PV over runs of consecutive rows with the same key range.
-    for (std::size_t r = 0; r < rows;) {
-      if (!active_[r]) {
-        ++r;
-        continue;
+    // An MXFP8 V whose tile is one run of a view is decoded kMxVChunk keys
+    // at a time, each chunk's PV done while its rows are in L1; else the
+    // whole tile first. Each row's FMA chain still runs over its keys in
+    // increasing order.
+    std::size_t vn = 0;
+    std::size_t vs = 0;
+    const bool chunked = sh_.v->type == OperandType::kMx && sh_.dv != 0 &&
+                         OneRun(b, a, e, &vn, &vs) &&
+                         HasMxfp8Decode(sh_.v->mx[vn * sh_.v->h + g].shape.format);
+    const std::size_t step = chunked ? kMxVChunk : e - a;
+    if (!chunked) LoadV(b, g, a, e);
+    for (std::size_t c = a; c < e; c += step) {
+      const std::size_t c1 = std::min(e, c + step);
+      if (chunked) {
+        const MxTensorView& view = sh_.v->mx[vn * sh_.v->h + g];
+        HWY_DYNAMIC_DISPATCH(AttnMxVRows)
+        (view.shape.format, view.codes, view.codes_stride, view.scales, view.scales_stride, sh_.dv,
+         vs + (c - a), c1 - c, vt_, dims_.dv_p);
       }
-      const std::size_t ra = std::max(a, lo_[r]);
-      const std::size_t re = std::min(e, hi_[r]);
-      std::size_t r1 = r + 1;
-      while (r1 < rows && active_[r1] && std::max(a, lo_[r1]) == ra && std::min(e, hi_[r1]) == re) {
-        ++r1;
+      // PV over runs of consecutive rows with the same key range.
+      for (std::size_t r = 0; r < rows;) {
+        if (!active_[r]) {
+          ++r;
+          continue;
+        }
+        const std::size_t ra = std::max(a, lo_[r]);
+        const std::size_t re = std::min(e, hi_[r]);
+        std::size_t r1 = r + 1;
+        while (r1 < rows && active_[r1] && std::max(a, lo_[r1]) == ra &&
+               std::min(e, hi_[r1]) == re) {
+          ++r1;
+        }
+        const std::size_t j0 = std::max(ra, c);
+        const std::size_t j1 = std::min(re, c1);
+        if (j0 < j1) {
+          HWY_DYNAMIC_DISPATCH(AttnPvRows)
+          (sc_ + r * ld + (c - a), ld, r1 - r, j0 - c, j1 - c, vt_, dims_.dv_p, sh_.dv,
+           acc_ + r * dims_.dv_p, dims_.dv_p);
+        }
+        r = r1;
       }
-      HWY_DYNAMIC_DISPATCH(AttnPvRows)
-      (sc_ + r * ld, ld, r1 - r, ra - a, re - a, vt_, dims_.dv_p, sh_.dv, acc_ + r * dims_.dv_p,
-       dims_.dv_p);
-      r = r1;
     }
   }
 
@@ -664,6 +778,7 @@ class Worker {
   bool mx_qk_ = false;
   bool mx_pv_ = false;
   MxFormat p_format_ = MxFormat::kMxfp8E4M3;
+  bool mxfp8_decode_ = HWY_DYNAMIC_DISPATCH(AttnHasMxfp8Decode)();
 };
 
 // Total tasks, filling the per-sequence plan.
