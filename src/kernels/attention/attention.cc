@@ -133,6 +133,21 @@ constexpr std::size_t kPad = 16;
 // Keys of an MXFP8 V decoded per PV step: a whole cache line of each V
 // line's codes (36 KiB of rows at Dv = 128).
 constexpr std::size_t kMxVChunk = 64;
+// Deferred PV (Worker::DeferredPv): the most P values a task keeps (rows x
+// keys; a decode task of 4 rows x 1024 keys takes 4096), and the V lines
+// (d) per pass.
+constexpr std::size_t kDeferFloats = 8192;
+constexpr std::size_t kDeferLines = 16;
+
+// A task whose PV product runs after all its tiles (Worker::DeferredPv).
+struct Deferred {
+  const MxTensorView* view = nullptr;  // V's view of the keys.
+  std::size_t s0 = 0;                  // Its row of key ulo.
+  std::size_t ulo = 0;                 // The task's keys [ulo, ulo + span).
+  std::size_t span = 0;
+  std::size_t t0 = 0;     // Tile of key ulo.
+  std::size_t tiles = 0;  // Tiles from t0 on.
+};
 
 float NanMax(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
@@ -146,8 +161,10 @@ float Bf16Value(const Bf16* p, std::size_t at) {
 // Scratch sizes of one worker, in floats.
 struct ScratchDims {
   std::size_t dqk_p, dv_p, tile_p;  // Padded row lengths.
-  std::size_t q, kt, vt, sc, acc, a, zero, ml, stage;
-  std::size_t Floats() const { return q + kt + vt + sc + acc + a + zero + ml + stage; }
+  std::size_t q, kt, vt, sc, acc, a, zero, ml, stage, deferred_tiles;
+  std::size_t Floats() const {
+    return q + kt + vt + sc + acc + a + zero + ml + stage + kDeferFloats + 2 * deferred_tiles;
+  }
 };
 
 ScratchDims Dims(const AttnShape& sh) {
@@ -165,7 +182,11 @@ ScratchDims Dims(const AttnShape& sh) {
   s.a = s.dv_p;
   s.zero = s.dv_p;
   s.ml = 2 * kRows;
-  s.stage = std::max(16 * s.dqk_p, kMxK * s.dv_p);  // LoadK's 16 rows, LoadMxV's [d][32].
+  // LoadK's 16 rows, LoadMxV's [d][32], DeferredPv's V rows.
+  s.stage = std::max({16 * s.dqk_p, kMxK * s.dv_p, kMxVChunk * kDeferLines});
+  // A deferred task has rows * keys <= kDeferFloats, keys spanning at most
+  // keys / 32 + 2 tiles (kv_tile >= 32), and rows <= kRows.
+  s.deferred_tiles = kDeferFloats / 32 + 2 * kRows;
   return s;
 }
 
@@ -190,7 +211,10 @@ class Worker {
     zero_ = f, f += dims_.zero;
     m_ = f, f += kRows;
     l_ = f, f += kRows;
-    stage_ = f;
+    stage_ = f, f += dims_.stage;
+    pbuf_ = f, f += kDeferFloats;
+    dalpha_ = f, f += dims_.deferred_tiles;
+    dactive_ = f;
     std::fill(zero_, zero_ + dims_.zero, 0.0f);
     mx_qk_ = sh.q->type == OperandType::kMx && sh.k->type == OperandType::kMx;
     mx_pv_ = sh.v->type == OperandType::kMx && IsMxP(p_.p_type);
@@ -228,12 +252,15 @@ class Worker {
     }
     if (!mx_qk_ && ulo < uhi) LoadQ(b, g, u0, rows);
     const std::size_t tile = p_.kv_tile;
+    Deferred defer;
+    const bool deferred = ulo < uhi && CanDefer(b, g, rows, ulo, uhi, &defer);
     for (std::size_t t = ulo / tile; ulo < uhi && t * tile < uhi; ++t) {
       const std::size_t a = std::max(t * tile, ulo);
       const std::size_t e = std::min((t + 1) * tile, uhi);
       Prefetch(b, g, e, std::min(e + tile, uhi));
-      Tile(b, g, u0, rows, a, e);
+      Tile(b, g, u0, rows, a, e, deferred ? &defer : nullptr);
     }
+    if (deferred) DeferredPv(rows, defer);
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = (u0 + r) / group;
       const std::size_t h = g * group + (u0 + r) % group;
@@ -480,9 +507,84 @@ class Worker {
     return acc;
   }
 
+  // Whether the task's PV product is deferred (DeferredPv): an MXFP8 V
+  // whose keys [ulo, uhi) are one run of a view, dense PV (not MXFP8 P x MX
+  // V), and P for all of them fits pbuf_. Fills *defer.
+  bool CanDefer(std::size_t b, std::size_t g, std::size_t rows, std::size_t ulo, std::size_t uhi,
+                Deferred* defer) const {
+    const AttnOperand& v = *sh_.v;
+    std::size_t n = 0;
+    if (v.type != OperandType::kMx || mx_pv_ || sh_.dv == 0 || rows * (uhi - ulo) > kDeferFloats ||
+        !OneRun(b, ulo, uhi, &n, &defer->s0)) {
+      return false;
+    }
+    defer->view = &v.mx[n * v.h + g];
+    defer->ulo = ulo;
+    defer->span = uhi - ulo;
+    defer->t0 = ulo / p_.kv_tile;
+    defer->tiles = (uhi - 1) / p_.kv_tile + 1 - defer->t0;
+    return HasMxfp8Decode(defer->view->shape.format);
+  }
+
+  // The PV product of a deferred task (step 4's acc updates, in the same
+  // order for every acc_d): per group of 16 d, per KV tile in order, acc_d
+  // = fl32(acc_d * alpha) for the rows the tile updated, then the FMA chain
+  // over their keys, V decoded kMxVChunk keys at a time. A group reads its
+  // 16 V lines over the task's whole key range in order (long runs of each
+  // line, which the hardware prefetchers follow), where the tile order
+  // would read 128 bytes of every line per tile.
+  void DeferredPv(std::size_t rows, const Deferred& defer) {
+    const MxTensorView& view = *defer.view;
+    const std::size_t tile = p_.kv_tile;
+    const std::size_t ulo = defer.ulo;
+    const std::size_t uhi = ulo + defer.span;
+    for (std::size_t dg = 0; dg < sh_.dv; dg += kDeferLines) {
+      const std::size_t w = std::min(kDeferLines, sh_.dv - dg);
+      for (std::size_t ti = 0; ti < defer.tiles; ++ti) {
+        const std::size_t a = std::max((defer.t0 + ti) * tile, ulo);
+        const std::size_t e = std::min((defer.t0 + ti + 1) * tile, uhi);
+        const float* alpha = dalpha_ + ti * rows;
+        const float* active = dactive_ + ti * rows;
+        for (std::size_t r = 0; r < rows; ++r) {
+          if (active[r] == 0.0f) continue;
+          float* acc = acc_ + r * dims_.dv_p + dg;
+          for (std::size_t d = 0; d < w; ++d) acc[d] = acc[d] * alpha[r];
+        }
+        for (std::size_t c = a; c < e; c += kMxVChunk) {
+          const std::size_t c1 = std::min(e, c + kMxVChunk);
+          HWY_DYNAMIC_DISPATCH(AttnMxVRows)
+          (view.shape.format, view.codes + dg * view.codes_stride, view.codes_stride,
+           view.scales + dg * view.scales_stride, view.scales_stride, w, defer.s0 + (c - ulo),
+           c1 - c, stage_, kDeferLines);
+          for (std::size_t r = 0; r < rows;) {
+            if (active[r] == 0.0f) {
+              ++r;
+              continue;
+            }
+            const std::size_t ra = std::max(a, lo_[r]);
+            const std::size_t re = std::min(e, hi_[r]);
+            std::size_t r1 = r + 1;
+            while (r1 < rows && active[r1] != 0.0f && std::max(a, lo_[r1]) == ra &&
+                   std::min(e, hi_[r1]) == re) {
+              ++r1;
+            }
+            const std::size_t j0 = std::max(ra, c);
+            const std::size_t j1 = std::min(re, c1);
+            if (j0 < j1) {
+              HWY_DYNAMIC_DISPATCH(AttnPvRows)
+              (pbuf_ + r * defer.span + (c - ulo), defer.span, r1 - r, j0 - c, j1 - c, stage_,
+               kDeferLines, w, acc_ + r * dims_.dv_p + dg, dims_.dv_p);
+            }
+            r = r1;
+          }
+        }
+      }
+    }
+  }
+
   // One KV tile [a, e) for the task's rows.
   void Tile(std::size_t b, std::size_t g, std::size_t u0, std::size_t rows, std::size_t a,
-            std::size_t e) {
+            std::size_t e, const Deferred* defer) {
     const std::size_t ld = dims_.tile_p;
     const std::size_t group = sh_.group;
     if (!mx_qk_ && !MxKScores(b, g, rows, a, e)) {
@@ -514,6 +616,9 @@ class Worker {
       updated_[r] = true;
     }
     SumRows(a, e, rows);
+    if (defer != nullptr) {
+      std::fill_n(dactive_ + (a / p_.kv_tile - defer->t0) * rows, rows, 0.0f);
+    }
     bool any = false;
     for (std::size_t r = 0; r < rows; ++r) {
       if (!updated_[r]) continue;
@@ -522,6 +627,14 @@ class Worker {
       float* s = sc_ + r * ld - a;
       float* acc = acc_ + r * dims_.dv_p;
       const float alpha = alpha_[r];
+      if (defer != nullptr) {  // Kept for DeferredPv.
+        RoundP(ra, re, s);
+        const std::size_t at = (a / p_.kv_tile - defer->t0) * rows + r;
+        dalpha_[at] = alpha;
+        dactive_[at] = 1.0f;
+        std::copy(s + ra, s + re, pbuf_ + r * defer->span + (ra - defer->ulo));
+        continue;
+      }
       for (std::size_t d = 0; d < sh_.dv; ++d) acc[d] = acc[d] * alpha;
       if (mx_pv_) {
         MxPv(b, g, ra, re, s, acc);
@@ -770,6 +883,9 @@ class Worker {
   float* m_;
   float* l_;
   float* stage_;
+  float* pbuf_;     // Deferred P, [row][key - ulo].
+  float* dalpha_;   // Deferred alpha, [tile][row].
+  float* dactive_;  // Deferred: 1 where the tile updates the row, [tile][row].
   std::size_t lo_[kRows];
   std::size_t hi_[kRows];
   bool active_[kRows];   // Takes part in this tile's dense PV product.
