@@ -252,9 +252,11 @@ TEST_P(AttentionPerTarget, Mxfp8KvOfEveryCodeAndScaleEqualsReference) {
       x = static_cast<float>(static_cast<std::int64_t>(rng() % 2001) - 1000) / 4096.0f;
     const auto ko = AttnOperand::Mx(kview, 1, kS, 1, kDqk);
     const auto vo = AttnOperand::Mx(vview, 1, kS, 1, kDv);
-    for (const std::size_t sq : {kS, std::size_t{1}}) {
+    // 72 queries: the tile-by-tile PV (144 rows x 72 keys is more P than a
+    // deferred task keeps); 40 and 1: the deferred PV.
+    for (const std::size_t sq : {kS, std::size_t{40}, std::size_t{1}}) {
       AttentionParams p;
-      p.causal = sq == kS;
+      p.causal = sq != 1;
       p.kv_tile = 64;
       const auto run = [&](bool ref, std::vector<float>* o, std::vector<float>* lse) {
         o->assign(sq * kHq * kDv, -7.0f);
@@ -280,8 +282,8 @@ TEST_P(AttentionPerTarget, Mxfp8KvOfEveryCodeAndScaleEqualsReference) {
         if (std::isnan(l1[i]) && std::isnan(l2[i])) continue;
         ASSERT_EQ(std::bit_cast<std::uint32_t>(l1[i]), std::bit_cast<std::uint32_t>(l2[i]));
       }
-      if (sq == kS) {
-        EXPECT_GT(finite, o1.size() / 2);  // Most rows see no special key.
+      if (sq != 1) {  // Many rows see no special key (with 40 queries, rows 0 .. 7 only).
+        EXPECT_GT(finite, o1.size() / (sq == kS ? 2 : 4));
       }
     }
   }
