@@ -138,6 +138,7 @@ constexpr std::size_t kMxVChunk = 64;
 // (d) per pass.
 constexpr std::size_t kDeferFloats = 8192;
 constexpr std::size_t kDeferLines = 16;
+constexpr std::size_t kDeferAhead = 256;  // V codes prefetched ahead of use.
 
 // A task whose PV product runs after all its tiles (Worker::DeferredPv).
 struct Deferred {
@@ -552,6 +553,13 @@ class Worker {
         }
         for (std::size_t c = a; c < e; c += kMxVChunk) {
           const std::size_t c1 = std::min(e, c + kMxVChunk);
+          // The group's lines kDeferAhead codes on, towards L2 (from there
+          // the lines' shared cache sets push them to L3, still closer than
+          // memory).
+          for (std::size_t d = dg; d < dg + w; ++d) {
+            __builtin_prefetch(
+                view.codes + d * view.codes_stride + defer.s0 + (c - ulo) + kDeferAhead, 0, 2);
+          }
           HWY_DYNAMIC_DISPATCH(AttnMxVRows)
           (view.shape.format, view.codes + dg * view.codes_stride, view.codes_stride,
            view.scales + dg * view.scales_stride, view.scales_stride, w, defer.s0 + (c - ulo),
