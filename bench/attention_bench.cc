@@ -6,10 +6,10 @@
 //            exact-FMA mode) at M = N = 4096, K = 128 (FLOP/s = 2 M N K).
 //   decode   Sq = 1, Skv = 32768, Hq = 32, Hkv = 8, D = 128, batch 8, an
 //            MXFP8 E4M3 KV cache (random codes and scales), default splits;
-//            bytes/s counts the KV codes and scales read; beside a plain
-//            single-thread read of a buffer of the same size (the project's
-//            own BM_ReadBandwidth in gemm_mx_bench needs AVX-512, so a
-//            portable 64-bit-add loop stands in here).
+//            bytes/s counts the KV codes and scales read; beside the
+//            project's single-thread read bandwidth (BM_ReadBandwidth,
+//            bench/read_bandwidth.h, as in gemm_mx_bench) over a buffer of
+//            the same size.
 // Report medians of --benchmark_repetitions; the machine is shared.
 #include <benchmark/benchmark.h>
 
@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "read_bandwidth.h"
 #include "trnmx/attention.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/gemm.h"
@@ -129,28 +130,15 @@ void BM_AttentionDecodeMxfp8(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionDecodeMxfp8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-__attribute__((noinline)) std::uint64_t ReadSum(const std::uint64_t* p, std::size_t words) {
-  std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  std::size_t i = 0;
-  for (; i + 4 <= words; i += 4) {
-    s0 += p[i];
-    s1 += p[i + 1];
-    s2 += p[i + 2];
-    s3 += p[i + 3];
-  }
-  for (; i < words; ++i) s0 += p[i];
-  return s0 + s1 + s2 + s3;
-}
-
-void BM_ReadBandwidthPortable(benchmark::State& state) {
+void BM_ReadBandwidth(benchmark::State& state) {
   const std::size_t bytes = Cache().bytes;
-  std::vector<std::uint64_t> buf(bytes / 8);
-  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = i * 0x9E3779B97F4A7C15ull;
-  for (auto _ : state) benchmark::DoNotOptimize(ReadSum(buf.data(), buf.size()));
-  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(buf.size() * 8),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<std::uint8_t> buf(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<std::uint8_t>(i * 131);
+  for (auto _ : state) benchmark::DoNotOptimize(bench::ReadSum(buf.data(), bytes));
+  state.counters["bytes/s"] =
+      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_ReadBandwidthPortable)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace trnmx

@@ -25,6 +25,7 @@
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
 #include "kernels/gemm/gemv_mx.h"
+#include "read_bandwidth.h"
 #include "trnmx/executor.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/gemm.h"
@@ -222,36 +223,12 @@ const MxBuffer& GemvWeights() {
   return w;
 }
 
-#if defined(__x86_64__)
-__attribute__((target("avx512f"), noinline)) std::uint64_t ReadSum(const std::uint8_t* p,
-                                                                 std::size_t bytes) {
-  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-  std::size_t i = 0;
-  for (; i + 256 <= bytes; i += 256) {
-    s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(p + i));
-    s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(p + i + 64));
-    s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(p + i + 128));
-    s3 = _mm512_add_epi64(s3, _mm512_loadu_si512(p + i + 192));
-  }
-  alignas(64) std::uint64_t lanes[8];
-  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
-  std::uint64_t r = 0;
-  for (std::uint64_t v : lanes) r += v;
-  for (; i < bytes; ++i) r += p[i];
-  return r;
-}
-#endif
-
 void BM_ReadBandwidth(benchmark::State& state) {
   const MxBuffer& w = GemvWeights();
   const std::size_t bytes = w.bytes();
   std::vector<std::uint8_t> buf(bytes);
   for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<std::uint8_t>(i * 131);
-  for (auto _ : state) {
-#if defined(__x86_64__)
-    benchmark::DoNotOptimize(ReadSum(buf.data(), bytes));
-#endif
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(bench::ReadSum(buf.data(), bytes));
   state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(bytes),
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }

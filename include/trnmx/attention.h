@@ -143,10 +143,13 @@
 // so that each K and V tile is read once; a sequence with several splits
 // leaves each split's state in the workspace and a second pass combines
 // them in the fixed order of step 5. Each row is computed by one task, so
-// every thread count gives the same bits. A call allocates one workspace of
-// AttentionWorkspaceBytes() bytes (per-thread tiles and the split partials)
-// unless the caller passes its own in params.workspace. executor == nullptr
-// runs on the calling thread.
+// every thread count gives the same bits. A task with an MXFP8 V and few
+// rows (every decode task) may run its PV product after all its tiles, per
+// group of d, with the same operations per acc_d in the same order. A call
+// allocates one workspace of AttentionWorkspaceBytes() bytes (per-thread
+// tiles, including that task's P, and the split partials) unless the caller
+// passes its own in params.workspace. executor == nullptr runs on the
+// calling thread.
 //
 // Example (prefill, BF16, GQA 32/8, causal, BSHD, 2 threads):
 //   trnmx::ThreadPoolExecutor pool(2);

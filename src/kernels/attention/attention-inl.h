@@ -15,11 +15,21 @@
 #define TRNMX_SRC_KERNELS_ATTENTION_ATTENTION_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <type_traits>
+
+#include "formats/mx_line.h"
+#include "kernels/attention/attention_args.h"
+#include "trnmx/formats/e8m0.h"
+#include "trnmx/formats/mx_format.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace trnmx {
@@ -28,6 +38,7 @@ namespace attn {
 
 namespace hn = hwy::HWY_NAMESPACE;
 static_assert(HWY_MAX_BYTES <= 64, "attention.cc pads rows for vectors of at most 16 floats");
+constexpr std::size_t kMxKeyChunk = internal::kAttnMxKeyChunk;
 
 // s[r * lds + j] = sum over d increasing of q[r * ldq + d] * kt[d * ldk + j]
 // (FMA chain from +0) for r < rows and j < n. Lanes past n (up to the next
@@ -194,6 +205,238 @@ HWY_NOINLINE void PvRows(const float* HWY_RESTRICT p, std::size_t ldp, std::size
   }
 #endif
 }
+
+#undef TRNMX_ATTN_MXFP8_DECODE  // Defined per target, below.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// MXFP8 decoders for AVX2 and AVX-512 (F16C; other targets take the
+// portable path of attention.cc). An 8 x 16 piece of codes -- 16
+// consecutive positions of one 32-element block in each of 8 lines (K: key
+// rows along d; V: d lines along keys) -- is transposed as bytes (three
+// rounds of interleaves) so that each vector holds one position of the 8
+// lines, then widened exactly: an FP8 code is an FP16 bit pattern once
+// moved into place (E5M2: the top byte; E4M3: sign to bit 15, the rest
+// shifted by 7, FP16(code) = element * 2^-8, subnormals included), F16C
+// widens it to FP32, and one multiply by the line's factor m (E5M2:
+// 2^(scale - 127), the E8M0 value; E4M3: 2^(scale - 119)) rounds element *
+// 2^(scale - 127) once: the value of the MX line decoder (mx_line-inl.h
+// DequantizeBlock), bit for bit. Blocks holding a NaN or Inf code, a NaN
+// scale or an E4M3 scale above F6 (2^(scale - 119) not an FP32) are decoded
+// by that line decoder itself.
+#define TRNMX_ATTN_MXFP8_DECODE 1
+
+constexpr std::size_t kMxLines = 8;  // Lines per piece (lanes of the FP32 vectors).
+
+// Codes of one position of 8 lines per vector: the transposed piece,
+// h[k] = positions 2k (bytes 0..7) and 2k + 1 (bytes 8..15).
+HWY_INLINE void TransposeCodes(const std::uint8_t* const* rows,
+                               hn::Vec<hn::FixedTag<std::uint8_t, 16>>* h) {
+  const hn::FixedTag<std::uint8_t, 16> d8;
+  const hn::FixedTag<std::uint16_t, 8> d16;
+  const hn::FixedTag<std::uint32_t, 4> d32;
+  using V8 = hn::Vec<decltype(d8)>;
+  using V16 = hn::Vec<decltype(d16)>;
+  V8 a[8];
+  for (std::size_t t = 0; t < 8; t += 2) {
+    const V8 r0 = hn::LoadU(d8, rows[t]);
+    const V8 r1 = hn::LoadU(d8, rows[t + 1]);
+    a[t] = hn::InterleaveLower(d8, r0, r1);      // Positions 0..7 of lines t, t + 1.
+    a[t + 1] = hn::InterleaveUpper(d8, r0, r1);  // Positions 8..15.
+  }
+  V16 f[8];
+  for (std::size_t half = 0; half < 2; ++half) {  // Positions 0..7, 8..15.
+    for (std::size_t q = 0; q < 2; ++q) {         // Lines 0..3, 4..7.
+      const V16 x = hn::BitCast(d16, a[4 * q + half]);
+      const V16 y = hn::BitCast(d16, a[4 * q + 2 + half]);
+      f[4 * half + 2 * q] = hn::InterleaveLower(d16, x, y);      // 4 positions x 4 lines.
+      f[4 * half + 2 * q + 1] = hn::InterleaveUpper(d16, x, y);  // The next 4.
+    }
+  }
+  for (std::size_t quad = 0; quad < 4; ++quad) {  // Positions 4 quad .. 4 quad + 3.
+    const std::size_t half = quad / 2;
+    const std::size_t sub = quad % 2;
+    const auto x = hn::BitCast(d32, f[4 * half + sub]);      // Lines 0..3.
+    const auto y = hn::BitCast(d32, f[4 * half + 2 + sub]);  // Lines 4..7.
+    h[2 * quad] = hn::BitCast(d8, hn::InterleaveLower(d32, x, y));
+    h[2 * quad + 1] = hn::BitCast(d8, hn::InterleaveUpper(d32, x, y));
+  }
+}
+
+// out[(p - origin) * ldo + t] for positions p in [p0, p1) (origin <= p0)
+// of the piece starting at position pbase: line t's codes at rows[t],
+// factor m[t].
+template <bool kE4M3>
+HWY_INLINE void DecodePiece(const std::uint8_t* const* rows, const float* m, std::size_t pbase,
+                            std::size_t p0, std::size_t p1, float* HWY_RESTRICT out,
+                            std::size_t origin, std::size_t ldo) {
+  const hn::FixedTag<std::uint16_t, 16> dw;
+  const hn::FixedTag<std::uint16_t, 8> dh;
+  const hn::FixedTag<hwy::float16_t, 8> df16;
+  const hn::FixedTag<float, 8> df;
+  hn::Vec<hn::FixedTag<std::uint8_t, 16>> h[8];
+  TransposeCodes(rows, h);
+  const auto mv = hn::LoadU(df, m);
+  for (std::size_t k = 0; k < 8; ++k) {
+    const std::size_t p = pbase + 2 * k;
+    if (p + 1 < p0 || p >= p1) continue;
+    const auto w = hn::PromoteTo(dw, h[k]);
+    hn::Vec<decltype(dw)> bits;
+    if constexpr (kE4M3) {
+      bits = hn::Or(hn::ShiftLeft<8>(hn::And(w, hn::Set(dw, 0x80))),
+                    hn::ShiftLeft<7>(hn::And(w, hn::Set(dw, 0x7F))));
+    } else {
+      bits = hn::ShiftLeft<8>(w);
+    }
+    const auto lo = hn::Mul(hn::PromoteTo(df, hn::BitCast(df16, hn::LowerHalf(dh, bits))), mv);
+    const auto hi = hn::Mul(hn::PromoteTo(df, hn::BitCast(df16, hn::UpperHalf(dh, bits))), mv);
+    if (p >= p0) hn::StoreU(lo, df, out + (p - origin) * ldo);
+    if (p + 1 < p1) hn::StoreU(hi, df, out + (p + 1 - origin) * ldo);
+  }
+}
+
+// The 8 x 32 block of lines rows[t] (each at its block's first code) with
+// scales sc[t] (its first position pbase): decoded and transposed into
+// out[(p - origin) * ldo + t] for p in [p0, p1) within [pbase, pbase + 32),
+// origin <= p0.
+template <bool kE4M3>
+HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows,
+                             const std::uint8_t* sc, std::size_t pbase, std::size_t p0,
+                             std::size_t p1, float* HWY_RESTRICT out, std::size_t origin,
+                             std::size_t ldo) {
+  const hn::FixedTag<std::uint8_t, 16> d8;
+  HWY_ALIGN float m[kMxLines];
+  bool special = false;
+  auto any = hn::Zero(d8);  // FF in a lane holding a special code.
+  for (std::size_t t = 0; t < kMxLines; ++t) {
+    if constexpr (kE4M3) {
+      special = special || sc[t] > 0xF6;
+      m[t] = std::bit_cast<float>(static_cast<std::uint32_t>(sc[t] + 8) << 23);
+      const auto k = hn::Set(d8, 0x7F);  // S.1111.111: NaN.
+      for (std::size_t i = 0; i < 32; i += 16) {
+        any = hn::Or(any, hn::VecFromMask(d8, hn::Eq(hn::And(hn::LoadU(d8, rows[t] + i), k), k)));
+      }
+    } else {
+      special = special || sc[t] == kE8M0Nan;
+      m[t] = DecodeE8M0(sc[t]);
+      const auto k = hn::Set(d8, 0x7C);  // Exponent all ones: Inf, NaN.
+      for (std::size_t i = 0; i < 32; i += 16) {
+        any = hn::Or(any, hn::VecFromMask(d8, hn::Eq(hn::And(hn::LoadU(d8, rows[t] + i), k), k)));
+      }
+    }
+  }
+  if (HWY_UNLIKELY(special || !hn::AllFalse(d8, hn::MaskFromVec(any)))) {
+    HWY_ALIGN float v[kMxLines][32];
+    for (std::size_t t = 0; t < kMxLines; ++t) {
+      if (!internal::DequantizeMxLineSimd(format, rows[t], sc + t, 32, 1.0f, v[t])) {
+        internal::DequantizeMxLineScalar(format, rows[t], sc + t, 32, 1.0f, v[t]);
+      }
+    }
+    for (std::size_t p = p0; p < p1; ++p) {
+      for (std::size_t t = 0; t < kMxLines; ++t) out[(p - origin) * ldo + t] = v[t][p - pbase];
+    }
+    return;
+  }
+  for (std::size_t half = 0; half < 32; half += 16) {
+    if (pbase + half + 16 <= p0 || pbase + half >= p1) continue;
+    const std::uint8_t* r[kMxLines];
+    for (std::size_t t = 0; t < kMxLines; ++t) r[t] = rows[t] + half;
+    DecodePiece<kE4M3>(r, m, pbase + half, p0, p1, out, origin, ldo);
+  }
+}
+
+// ScoreRows of `rows` rows of q against the n keys of an MXFP8 K blocked
+// along d (key t: codes at codes + t * cstride, scales at scales + t *
+// sstride): kMxKeyChunk keys at a time are decoded into stage ([d][16],
+// while in L1) and scored from there.
+template <bool kE4M3>
+HWY_INLINE void MxKScoreRowsT(MxFormat format, const float* HWY_RESTRICT q, std::size_t ldq,
+                              std::size_t rows, const std::uint8_t* codes, std::size_t cstride,
+                              const std::uint8_t* scales, std::size_t sstride, std::size_t dqk,
+                              std::size_t n, float* HWY_RESTRICT stage, float* HWY_RESTRICT s,
+                              std::size_t lds) {
+  constexpr std::size_t kC = kMxKeyChunk;
+  static_assert(kC % kMxLines == 0);
+  for (std::size_t c0 = 0; c0 < n; c0 += kC) {
+    for (std::size_t g0 = 0; g0 < kC; g0 += kMxLines) {
+      // Lines past the last key repeat it (their scores land in padding).
+      const std::uint8_t* row[kMxLines];
+      std::uint8_t sc[kMxLines];
+      std::size_t key[kMxLines];
+      for (std::size_t t = 0; t < kMxLines; ++t) key[t] = std::min(c0 + g0 + t, n - 1);
+      for (std::size_t blk = 0; blk * 32 < dqk; ++blk) {
+        for (std::size_t t = 0; t < kMxLines; ++t) {
+          row[t] = codes + key[t] * cstride + blk * 32;
+          sc[t] = scales[key[t] * sstride + blk];
+        }
+        DecodeBlock8<kE4M3>(format, row, sc, blk * 32, blk * 32, std::min(dqk, blk * 32 + 32),
+                            stage + g0, 0, kC);
+      }
+    }
+    ScoreRows(q, ldq, rows, stage, kC, dqk, kC, s + c0, lds);
+  }
+}
+
+// Rows of keys [s0, s0 + len) of an MXFP8 V blocked along s (line d: codes
+// at codes + d * cstride, scales at scales + d * sstride) into out[(s - s0)
+// * ldo + d] for d < dv rounded up to a multiple of 8 (lanes past dv repeat
+// line dv - 1). The lines lie cstride apart, often a multiple of 4 KiB:
+// they share cache sets and are more streams than the hardware prefetchers
+// follow. So the codes of up to 64 lines x 128 positions are first copied
+// into a local buffer by independent loads (the misses overlap), and the
+// decode reads the copy.
+template <bool kE4M3>
+HWY_INLINE void MxVRowsT(MxFormat format, const std::uint8_t* codes, std::size_t cstride,
+                         const std::uint8_t* scales, std::size_t sstride, std::size_t dv,
+                         std::size_t s0, std::size_t len, float* HWY_RESTRICT out,
+                         std::size_t ldo) {
+  constexpr std::size_t kSpan = 4;   // Blocks per copy.
+  constexpr std::size_t kCopy = 64;  // Lines per copy.
+  const hn::FixedTag<std::uint8_t, 16> d8;
+  const std::size_t s1 = s0 + len;
+  const std::size_t blocks = (s1 + 31) / 32;
+  const std::size_t lines = (dv + kMxLines - 1) / kMxLines * kMxLines;
+  for (std::size_t b0 = s0 / 32; b0 < blocks; b0 += kSpan) {
+    const std::size_t b1 = std::min(b0 + kSpan, blocks);
+    for (std::size_t c0 = 0; c0 < lines; c0 += kCopy) {
+      const std::size_t c1 = std::min(lines, c0 + kCopy);
+      HWY_ALIGN std::uint8_t buf[kCopy][kSpan * 32];
+      std::uint8_t sc[kSpan][kCopy];
+      for (std::size_t d = c0; d < c1; ++d) {
+        const std::size_t line = std::min(d, dv - 1);
+        const std::uint8_t* src = codes + line * cstride;
+        for (std::size_t blk = b0; blk < b1; ++blk) {
+          for (std::size_t i = 0; i < 32; i += 16) {
+            hn::Store(hn::LoadU(d8, src + blk * 32 + i), d8, &buf[d - c0][(blk - b0) * 32 + i]);
+          }
+          sc[blk - b0][d - c0] = scales[line * sstride + blk];
+        }
+      }
+      for (std::size_t d0 = c0; d0 < c1; d0 += kMxLines) {
+        for (std::size_t blk = b0; blk < b1; ++blk) {
+          const std::uint8_t* row[kMxLines];
+          for (std::size_t t = 0; t < kMxLines; ++t) row[t] = &buf[d0 - c0 + t][(blk - b0) * 32];
+          const std::size_t pb = blk * 32;
+          DecodeBlock8<kE4M3>(format, row, &sc[blk - b0][d0 - c0], pb, std::max(s0, pb),
+                              std::min(s1, pb + 32), out + d0, s0, ldo);
+        }
+      }
+    }
+  }
+}
+
+// Runs fn(std::bool_constant<E4M3>) for MXFP8 E4M3 / E5M2; false otherwise.
+template <class F>
+HWY_INLINE bool WithMxfp8(MxFormat format, F&& fn) {
+  if (format == MxFormat::kMxfp8E4M3) {
+    fn(std::true_type{});
+    return true;
+  }
+  if (format == MxFormat::kMxfp8E5M2) {
+    fn(std::false_type{});
+    return true;
+  }
+  return false;
+}
+#endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 
 // s[j] = fl32(s[j] * scale) for j < n; returns the max of the results, NaN
 // if any is NaN, -Inf for n = 0 (the max is exact, so any order gives it).

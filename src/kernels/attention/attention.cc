@@ -6,8 +6,11 @@
 // G query heads that share a KV head read each K and V tile once. Per KV
 // tile of the split: the tile's keys that some row may see are widened (or
 // MX-decoded) to FP32 once, K transposed ([d][key]) for QK^T across keys and
-// V as rows ([key][d]) for PV across d; then, per row, the scores of its own
-// allowed keys go through scale, soft-cap and ALiBi, the online-softmax
+// V as rows ([key][d]) for PV across d. An MXFP8 K or V on x86 goes through
+// the decoders of attention-inl.h, which transpose in registers: K 16 keys
+// at a time, scored while in L1; V 64 keys (a cache line of each V line) at
+// a time, each chunk's PV done right after. Then, per row, the scores of its
+// own allowed keys go through scale, soft-cap and ALiBi, the online-softmax
 // update, P's rounding and PV over exactly those keys (runs of rows with the
 // same key range share the PV loop). A sequence with one split finishes its
 // rows in the task; with more, each task leaves its split's state (m, l,
@@ -15,6 +18,7 @@
 // Tasks are pulled by min(threads, tasks) workers, each with its own
 // scratch; a row's bits do not depend on which worker runs it.
 #include <cstddef>
+#include <cstdint>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention/attention.cc"
@@ -35,6 +39,46 @@ float AttnScaleMax(float* s, std::size_t n, float scale) { return attn::ScaleMax
 void AttnPvRows(const float* p, std::size_t ldp, std::size_t rows, std::size_t j0, std::size_t j1,
                 const float* v, std::size_t ldv, std::size_t dv, float* acc, std::size_t lda) {
   attn::PvRows(p, ldp, rows, j0, j1, v, ldv, dv, acc, lda);
+}
+// Whether this target has the MXFP8 decoders below.
+bool AttnHasMxfp8Decode() {
+#if TRNMX_ATTN_MXFP8_DECODE
+  return true;
+#else
+  return false;
+#endif
+}
+
+// MXFP8 K scores and V rows (attention-inl.h); false where the target or
+// the format has no such decoder.
+bool AttnMxKScoreRows(MxFormat format, const float* q, std::size_t ldq, std::size_t rows,
+                      const std::uint8_t* codes, std::size_t cstride, const std::uint8_t* scales,
+                      std::size_t sstride, std::size_t dqk, std::size_t n, float* stage, float* s,
+                      std::size_t lds) {
+#if TRNMX_ATTN_MXFP8_DECODE
+  return attn::WithMxfp8(format, [&](auto e4m3) HWY_ATTR {
+    attn::MxKScoreRowsT<decltype(e4m3)::value>(format, q, ldq, rows, codes, cstride, scales,
+                                               sstride, dqk, n, stage, s, lds);
+  });
+#else
+  (void)format, (void)q, (void)ldq, (void)rows, (void)codes, (void)cstride, (void)scales;
+  (void)sstride, (void)dqk, (void)n, (void)stage, (void)s, (void)lds;
+  return false;
+#endif
+}
+bool AttnMxVRows(MxFormat format, const std::uint8_t* codes, std::size_t cstride,
+                 const std::uint8_t* scales, std::size_t sstride, std::size_t dv, std::size_t s0,
+                 std::size_t len, float* out, std::size_t ldo) {
+#if TRNMX_ATTN_MXFP8_DECODE
+  return attn::WithMxfp8(format, [&](auto e4m3) HWY_ATTR {
+    attn::MxVRowsT<decltype(e4m3)::value>(format, codes, cstride, scales, sstride, dv, s0, len, out,
+                                          ldo);
+  });
+#else
+  (void)format, (void)codes, (void)cstride, (void)scales, (void)sstride, (void)dv, (void)s0;
+  (void)len, (void)out, (void)ldo;
+  return false;
+#endif
 }
 
 }  // namespace HWY_NAMESPACE
@@ -73,6 +117,9 @@ namespace trnmx {
 HWY_EXPORT(AttnScoreRows);
 HWY_EXPORT(AttnPvRows);
 HWY_EXPORT(AttnScaleMax);
+HWY_EXPORT(AttnMxKScoreRows);
+HWY_EXPORT(AttnMxVRows);
+HWY_EXPORT(AttnHasMxfp8Decode);
 
 namespace internal {
 namespace {
@@ -83,6 +130,25 @@ constexpr std::size_t kRows = kAttnTaskRows;
 // vectors (attention-inl.h asserts that a vector holds at most 16 floats);
 // rows of d are rounded up to 16 floats for PvRows likewise.
 constexpr std::size_t kPad = 16;
+// Keys of an MXFP8 V decoded per PV step: a whole cache line of each V
+// line's codes (36 KiB of rows at Dv = 128).
+constexpr std::size_t kMxVChunk = 64;
+// Deferred PV (Worker::DeferredPv): the most P values a task keeps (rows x
+// keys; a decode task of 4 rows x 1024 keys takes 4096), and the V lines
+// (d) per pass.
+constexpr std::size_t kDeferFloats = 8192;
+constexpr std::size_t kDeferLines = 16;
+constexpr std::size_t kDeferAhead = 256;  // V codes prefetched ahead of use.
+
+// A task whose PV product runs after all its tiles (Worker::DeferredPv).
+struct Deferred {
+  const MxTensorView* view = nullptr;  // V's view of the keys.
+  std::size_t s0 = 0;                  // Its row of key ulo.
+  std::size_t ulo = 0;                 // The task's keys [ulo, ulo + span).
+  std::size_t span = 0;
+  std::size_t t0 = 0;     // Tile of key ulo.
+  std::size_t tiles = 0;  // Tiles from t0 on.
+};
 
 float NanMax(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
@@ -96,8 +162,10 @@ float Bf16Value(const Bf16* p, std::size_t at) {
 // Scratch sizes of one worker, in floats.
 struct ScratchDims {
   std::size_t dqk_p, dv_p, tile_p;  // Padded row lengths.
-  std::size_t q, kt, vt, sc, acc, a, zero, ml, stage;
-  std::size_t Floats() const { return q + kt + vt + sc + acc + a + zero + ml + stage; }
+  std::size_t q, kt, vt, sc, acc, a, zero, ml, stage, deferred_tiles;
+  std::size_t Floats() const {
+    return q + kt + vt + sc + acc + a + zero + ml + stage + kDeferFloats + 2 * deferred_tiles;
+  }
 };
 
 ScratchDims Dims(const AttnShape& sh) {
@@ -115,7 +183,11 @@ ScratchDims Dims(const AttnShape& sh) {
   s.a = s.dv_p;
   s.zero = s.dv_p;
   s.ml = 2 * kRows;
-  s.stage = std::max(16 * s.dqk_p, kMxK * s.dv_p);  // LoadK's 16 rows, LoadMxV's [d][32].
+  // LoadK's 16 rows, LoadMxV's [d][32], DeferredPv's V rows.
+  s.stage = std::max({16 * s.dqk_p, kMxK * s.dv_p, kMxVChunk * kDeferLines});
+  // A deferred task has rows * keys <= kDeferFloats, keys spanning at most
+  // keys / 32 + 2 tiles (kv_tile >= 32), and rows <= kRows.
+  s.deferred_tiles = kDeferFloats / 32 + 2 * kRows;
   return s;
 }
 
@@ -140,7 +212,10 @@ class Worker {
     zero_ = f, f += dims_.zero;
     m_ = f, f += kRows;
     l_ = f, f += kRows;
-    stage_ = f;
+    stage_ = f, f += dims_.stage;
+    pbuf_ = f, f += kDeferFloats;
+    dalpha_ = f, f += dims_.deferred_tiles;
+    dactive_ = f;
     std::fill(zero_, zero_ + dims_.zero, 0.0f);
     mx_qk_ = sh.q->type == OperandType::kMx && sh.k->type == OperandType::kMx;
     mx_pv_ = sh.v->type == OperandType::kMx && IsMxP(p_.p_type);
@@ -178,12 +253,15 @@ class Worker {
     }
     if (!mx_qk_ && ulo < uhi) LoadQ(b, g, u0, rows);
     const std::size_t tile = p_.kv_tile;
+    Deferred defer;
+    const bool deferred = ulo < uhi && CanDefer(b, g, rows, ulo, uhi, &defer);
     for (std::size_t t = ulo / tile; ulo < uhi && t * tile < uhi; ++t) {
       const std::size_t a = std::max(t * tile, ulo);
       const std::size_t e = std::min((t + 1) * tile, uhi);
       Prefetch(b, g, e, std::min(e + tile, uhi));
-      Tile(b, g, u0, rows, a, e);
+      Tile(b, g, u0, rows, a, e, deferred ? &defer : nullptr);
     }
+    if (deferred) DeferredPv(rows, defer);
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = (u0 + r) / group;
       const std::size_t h = g * group + (u0 + r) % group;
@@ -285,6 +363,39 @@ class Worker {
     }
   }
 
+  // Whether keys [a, e) of sequence b are the consecutive rows s0, s0 + 1,
+  // ... of one view (n): always unpaged, within one page when paged.
+  bool OneRun(std::size_t b, std::size_t a, std::size_t e, std::size_t* n, std::size_t* s0) const {
+    std::size_t n1 = 0;
+    std::size_t s1 = 0;
+    sh_.KeyAt(b, a, n, s0);
+    sh_.KeyAt(b, e - 1, &n1, &s1);
+    return n1 == *n && s1 - *s0 == e - 1 - a;
+  }
+
+  // The raw scores of the tile's keys [a, e) for the task's rows straight
+  // from an MXFP8 K (AttnMxKScoreRows: decoded and transposed in registers,
+  // 16 keys at a time in L1); false, nothing done, when K is not MXFP8, the
+  // keys span pages or the target has no such decoder.
+  bool MxKScores(std::size_t b, std::size_t g, std::size_t rows, std::size_t a, std::size_t e) {
+    const AttnOperand& k = *sh_.k;
+    std::size_t n = 0;
+    std::size_t s0 = 0;
+    if (k.type != OperandType::kMx || sh_.dqk == 0 || !OneRun(b, a, e, &n, &s0)) return false;
+    const MxTensorView& view = k.mx[n * k.h + g];
+    if (!HasMxfp8Decode(view.shape.format)) return false;
+    return HWY_DYNAMIC_DISPATCH(AttnMxKScoreRows)(
+        view.shape.format, q_, dims_.dqk_p, rows, view.codes + s0 * view.codes_stride,
+        view.codes_stride, view.scales + s0 * view.scales_stride, view.scales_stride, sh_.dqk,
+        e - a, stage_, sc_, dims_.tile_p);
+  }
+
+  // Whether this target decodes the MX format with AttnMxKScoreRows /
+  // AttnMxVRows.
+  bool HasMxfp8Decode(MxFormat format) const {
+    return mxfp8_decode_ && (format == MxFormat::kMxfp8E4M3 || format == MxFormat::kMxfp8E5M2);
+  }
+
   // Row of key j of K (Dqk values) as FP32.
   void KeyRow(std::size_t b, std::size_t g, std::size_t j, float* dst) const {
     const AttnOperand& k = *sh_.k;
@@ -341,6 +452,13 @@ class Worker {
       sh_.KeyAt(b, j0, &n, &s0);
       const std::size_t len = sh_.paged ? std::min(e - j0, sh_.page - s0) : e - j0;
       const MxTensorView& view = v.mx[n * v.h + g];
+      // MXFP8: decoded and transposed in registers straight into rows of vt.
+      if (HWY_DYNAMIC_DISPATCH(AttnMxVRows)(view.shape.format, view.codes, view.codes_stride,
+                                            view.scales, view.scales_stride, sh_.dv, s0, len,
+                                            vt_ + (j0 - a) * ldv, ldv)) {
+        j0 += len;
+        continue;
+      }
       const MxFormatInfo& info = GetMxFormatInfo(view.shape.format);
       // Per 32-key block: every d's line decoded into stage_ ([d][t]), then
       // the block's keys out as whole rows of vt.
@@ -390,12 +508,94 @@ class Worker {
     return acc;
   }
 
+  // Whether the task's PV product is deferred (DeferredPv): an MXFP8 V
+  // whose keys [ulo, uhi) are one run of a view, dense PV (not MXFP8 P x MX
+  // V), and P for all of them fits pbuf_. Fills *defer.
+  bool CanDefer(std::size_t b, std::size_t g, std::size_t rows, std::size_t ulo, std::size_t uhi,
+                Deferred* defer) const {
+    const AttnOperand& v = *sh_.v;
+    std::size_t n = 0;
+    if (v.type != OperandType::kMx || mx_pv_ || sh_.dv == 0 || rows * (uhi - ulo) > kDeferFloats ||
+        !OneRun(b, ulo, uhi, &n, &defer->s0)) {
+      return false;
+    }
+    defer->view = &v.mx[n * v.h + g];
+    defer->ulo = ulo;
+    defer->span = uhi - ulo;
+    defer->t0 = ulo / p_.kv_tile;
+    defer->tiles = (uhi - 1) / p_.kv_tile + 1 - defer->t0;
+    return HasMxfp8Decode(defer->view->shape.format);
+  }
+
+  // The PV product of a deferred task (step 4's acc updates, in the same
+  // order for every acc_d): per group of 16 d, per KV tile in order, acc_d
+  // = fl32(acc_d * alpha) for the rows the tile updated, then the FMA chain
+  // over their keys, V decoded kMxVChunk keys at a time. A group reads its
+  // 16 V lines over the task's whole key range in order (long runs of each
+  // line, which the hardware prefetchers follow), where the tile order
+  // would read 128 bytes of every line per tile.
+  void DeferredPv(std::size_t rows, const Deferred& defer) {
+    const MxTensorView& view = *defer.view;
+    const std::size_t tile = p_.kv_tile;
+    const std::size_t ulo = defer.ulo;
+    const std::size_t uhi = ulo + defer.span;
+    for (std::size_t dg = 0; dg < sh_.dv; dg += kDeferLines) {
+      const std::size_t w = std::min(kDeferLines, sh_.dv - dg);
+      for (std::size_t ti = 0; ti < defer.tiles; ++ti) {
+        const std::size_t a = std::max((defer.t0 + ti) * tile, ulo);
+        const std::size_t e = std::min((defer.t0 + ti + 1) * tile, uhi);
+        const float* alpha = dalpha_ + ti * rows;
+        const float* active = dactive_ + ti * rows;
+        for (std::size_t r = 0; r < rows; ++r) {
+          if (active[r] == 0.0f) continue;
+          float* acc = acc_ + r * dims_.dv_p + dg;
+          for (std::size_t d = 0; d < w; ++d) acc[d] = acc[d] * alpha[r];
+        }
+        for (std::size_t c = a; c < e; c += kMxVChunk) {
+          const std::size_t c1 = std::min(e, c + kMxVChunk);
+          // The group's lines kDeferAhead codes on, towards L2 (from there
+          // the lines' shared cache sets push them to L3, still closer than
+          // memory).
+          for (std::size_t d = dg; d < dg + w; ++d) {
+            __builtin_prefetch(
+                view.codes + d * view.codes_stride + defer.s0 + (c - ulo) + kDeferAhead, 0, 2);
+          }
+          HWY_DYNAMIC_DISPATCH(AttnMxVRows)
+          (view.shape.format, view.codes + dg * view.codes_stride, view.codes_stride,
+           view.scales + dg * view.scales_stride, view.scales_stride, w, defer.s0 + (c - ulo),
+           c1 - c, stage_, kDeferLines);
+          for (std::size_t r = 0; r < rows;) {
+            if (active[r] == 0.0f) {
+              ++r;
+              continue;
+            }
+            const std::size_t ra = std::max(a, lo_[r]);
+            const std::size_t re = std::min(e, hi_[r]);
+            std::size_t r1 = r + 1;
+            while (r1 < rows && active[r1] != 0.0f && std::max(a, lo_[r1]) == ra &&
+                   std::min(e, hi_[r1]) == re) {
+              ++r1;
+            }
+            const std::size_t j0 = std::max(ra, c);
+            const std::size_t j1 = std::min(re, c1);
+            if (j0 < j1) {
+              HWY_DYNAMIC_DISPATCH(AttnPvRows)
+              (pbuf_ + r * defer.span + (c - ulo), defer.span, r1 - r, j0 - c, j1 - c, stage_,
+               kDeferLines, w, acc_ + r * dims_.dv_p + dg, dims_.dv_p);
+            }
+            r = r1;
+          }
+        }
+      }
+    }
+  }
+
   // One KV tile [a, e) for the task's rows.
   void Tile(std::size_t b, std::size_t g, std::size_t u0, std::size_t rows, std::size_t a,
-            std::size_t e) {
+            std::size_t e, const Deferred* defer) {
     const std::size_t ld = dims_.tile_p;
     const std::size_t group = sh_.group;
-    if (!mx_qk_) {
+    if (!mx_qk_ && !MxKScores(b, g, rows, a, e)) {
       LoadK(b, g, a, e);
       HWY_DYNAMIC_DISPATCH(AttnScoreRows)(q_, dims_.dqk_p, rows, kt_, ld, sh_.dqk, e - a, sc_, ld);
     }
@@ -424,6 +624,9 @@ class Worker {
       updated_[r] = true;
     }
     SumRows(a, e, rows);
+    if (defer != nullptr) {
+      std::fill_n(dactive_ + (a / p_.kv_tile - defer->t0) * rows, rows, 0.0f);
+    }
     bool any = false;
     for (std::size_t r = 0; r < rows; ++r) {
       if (!updated_[r]) continue;
@@ -432,6 +635,14 @@ class Worker {
       float* s = sc_ + r * ld - a;
       float* acc = acc_ + r * dims_.dv_p;
       const float alpha = alpha_[r];
+      if (defer != nullptr) {  // Kept for DeferredPv.
+        RoundP(ra, re, s);
+        const std::size_t at = (a / p_.kv_tile - defer->t0) * rows + r;
+        dalpha_[at] = alpha;
+        dactive_[at] = 1.0f;
+        std::copy(s + ra, s + re, pbuf_ + r * defer->span + (ra - defer->ulo));
+        continue;
+      }
       for (std::size_t d = 0; d < sh_.dv; ++d) acc[d] = acc[d] * alpha;
       if (mx_pv_) {
         MxPv(b, g, ra, re, s, acc);
@@ -442,23 +653,47 @@ class Worker {
       any = true;
     }
     if (!any) return;
-    LoadV(b, g, a, e);
-    // PV over runs of consecutive rows with the same key range.
-    for (std::size_t r = 0; r < rows;) {
-      if (!active_[r]) {
-        ++r;
-        continue;
+    // An MXFP8 V whose tile is one run of a view is decoded kMxVChunk keys
+    // at a time, each chunk's PV done while its rows are in L1; else the
+    // whole tile first. Each row's FMA chain still runs over its keys in
+    // increasing order.
+    std::size_t vn = 0;
+    std::size_t vs = 0;
+    const bool chunked = sh_.v->type == OperandType::kMx && sh_.dv != 0 &&
+                         OneRun(b, a, e, &vn, &vs) &&
+                         HasMxfp8Decode(sh_.v->mx[vn * sh_.v->h + g].shape.format);
+    const std::size_t step = chunked ? kMxVChunk : e - a;
+    if (!chunked) LoadV(b, g, a, e);
+    for (std::size_t c = a; c < e; c += step) {
+      const std::size_t c1 = std::min(e, c + step);
+      if (chunked) {
+        const MxTensorView& view = sh_.v->mx[vn * sh_.v->h + g];
+        HWY_DYNAMIC_DISPATCH(AttnMxVRows)
+        (view.shape.format, view.codes, view.codes_stride, view.scales, view.scales_stride, sh_.dv,
+         vs + (c - a), c1 - c, vt_, dims_.dv_p);
       }
-      const std::size_t ra = std::max(a, lo_[r]);
-      const std::size_t re = std::min(e, hi_[r]);
-      std::size_t r1 = r + 1;
-      while (r1 < rows && active_[r1] && std::max(a, lo_[r1]) == ra && std::min(e, hi_[r1]) == re) {
-        ++r1;
+      // PV over runs of consecutive rows with the same key range.
+      for (std::size_t r = 0; r < rows;) {
+        if (!active_[r]) {
+          ++r;
+          continue;
+        }
+        const std::size_t ra = std::max(a, lo_[r]);
+        const std::size_t re = std::min(e, hi_[r]);
+        std::size_t r1 = r + 1;
+        while (r1 < rows && active_[r1] && std::max(a, lo_[r1]) == ra &&
+               std::min(e, hi_[r1]) == re) {
+          ++r1;
+        }
+        const std::size_t j0 = std::max(ra, c);
+        const std::size_t j1 = std::min(re, c1);
+        if (j0 < j1) {
+          HWY_DYNAMIC_DISPATCH(AttnPvRows)
+          (sc_ + r * ld + (c - a), ld, r1 - r, j0 - c, j1 - c, vt_, dims_.dv_p, sh_.dv,
+           acc_ + r * dims_.dv_p, dims_.dv_p);
+        }
+        r = r1;
       }
-      HWY_DYNAMIC_DISPATCH(AttnPvRows)
-      (sc_ + r * ld, ld, r1 - r, ra - a, re - a, vt_, dims_.dv_p, sh_.dv, acc_ + r * dims_.dv_p,
-       dims_.dv_p);
-      r = r1;
     }
   }
 
@@ -656,6 +891,9 @@ class Worker {
   float* m_;
   float* l_;
   float* stage_;
+  float* pbuf_;     // Deferred P, [row][key - ulo].
+  float* dalpha_;   // Deferred alpha, [tile][row].
+  float* dactive_;  // Deferred: 1 where the tile updates the row, [tile][row].
   std::size_t lo_[kRows];
   std::size_t hi_[kRows];
   bool active_[kRows];   // Takes part in this tile's dense PV product.
@@ -664,6 +902,7 @@ class Worker {
   bool mx_qk_ = false;
   bool mx_pv_ = false;
   MxFormat p_format_ = MxFormat::kMxfp8E4M3;
+  bool mxfp8_decode_ = HWY_DYNAMIC_DISPATCH(AttnHasMxfp8Decode)();
 };
 
 // Total tasks, filling the per-sequence plan.

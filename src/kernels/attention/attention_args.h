@@ -16,6 +16,9 @@ namespace trnmx::internal {
 // Rows of one task: (query position, head of the KV group) pairs, query
 // position major (attention.cc; the workspace size depends on it).
 inline constexpr std::size_t kAttnTaskRows = 256;
+// Keys an MX K decoder call (attention-inl.h MxKScoreRowsT) decodes into the
+// worker's stage at a time: [d][16] floats, in L1 for head dims up to 256.
+inline constexpr std::size_t kAttnMxKeyChunk = 16;
 
 // The validated call: shapes, resolved parameters and where each sequence's
 // queries and keys live.

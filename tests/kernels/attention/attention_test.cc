@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,88 @@ TEST_P(AttentionPerTarget, EqualsReference) {
       SCOPED_TRACE(spec.name);
       const Inputs in(spec);
       EXPECT_TRUE(SameBits(in, RunAttention(in, false, &Pool(2)), RunAttention(in, true)));
+    }
+  }
+}
+
+// An MXFP8 KV cache of every code and of scales across the E8M0 range,
+// special ones included (NaN and Inf codes, NaN scales, E4M3 scales above
+// F6), equals the reference on every target: the MXFP8 decoders of
+// attention-inl.h (x86) take the line decoder's path for blocks with such
+// codes and decode the others themselves. Causal, so that a special key
+// poisons only the rows that see it; Dv = 44 leaves lanes past Dv; 72 keys
+// leave a partial tile (of 32) and chunk.
+TEST_P(AttentionPerTarget, Mxfp8KvOfEveryCodeAndScaleEqualsReference) {
+  constexpr std::size_t kS = 72, kDqk = 80, kDv = 44, kHq = 2;
+  constexpr std::size_t kLine = 96;  // Codes of a K row or V line: 3 blocks of 32 (Dqk 80: a tail).
+  for (const MxFormat format : {MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E5M2}) {
+    SCOPED_TRACE(static_cast<int>(format));
+    std::mt19937_64 rng(11);
+    const bool e4m3 = format == MxFormat::kMxfp8E4M3;
+    const std::uint8_t special = e4m3 ? 0x7F : 0x7C;  // NaN; E5M2 +Inf.
+    const auto finite_code = [&] {
+      std::uint8_t c = static_cast<std::uint8_t>(rng());
+      return (c & special) == special ? static_cast<std::uint8_t>(c & 0xBF) : c;
+    };
+    std::vector<std::uint8_t> kc(kS * kLine), ks(kS * 3), vc(kDv * kLine), vs(kDv * 3);
+    for (std::uint8_t& c : kc) c = finite_code();
+    for (std::uint8_t& c : vc) c = finite_code();
+    for (std::uint8_t& x : ks) x = static_cast<std::uint8_t>(100 + rng() % 24);
+    for (std::uint8_t& x : vs) x = static_cast<std::uint8_t>(100 + rng() % 40);
+    for (std::size_t i = 0; i < 256; ++i) {
+      kc[(64 + i / kDqk) * kLine + i % kDqk] = static_cast<std::uint8_t>(i);   // Keys 64 .. 67.
+      vc[(20 + i / 32) * kLine + 32 + i % 32] = static_cast<std::uint8_t>(i);  // Lines 20 .. 27.
+    }
+    kc[(kS - 1) * kLine + 5] = special;  // Last key: rows that see it are NaN.
+    ks[(kS - 2) * 3 + 1] = 0xFF;         // NaN scale, key 70.
+    ks[20 * 3 + 2] = 0;                  // Smallest scale, key 20 (its tail block).
+    if (e4m3) ks[30 * 3] = 0xF7;         // Above F6: line decoder's path.
+    vc[3 * kLine + 50] = special;        // V line 3, key 50.
+    vs[9 * 3 + 1] = 0xFF;                // V line 9, keys 32 .. 63.
+    vs[5 * 3] = 0, vs[6 * 3 + 2] = 1, vs[7 * 3] = 0xFE;
+    vs[17 * 3] = 0xF6, vs[18 * 3] = 0xF7;
+    std::vector<MxTensorView> kview{
+        {{format, kS, kDqk, BlockAxis::kRows}, kc.data(), kLine, ks.data(), 3}};
+    std::vector<MxTensorView> vview{
+        {{format, kS, kDv, BlockAxis::kCols}, vc.data(), kLine, vs.data(), 3}};
+    std::vector<float> q(kS * kHq * kDqk);
+    for (float& x : q)
+      x = static_cast<float>(static_cast<std::int64_t>(rng() % 2001) - 1000) / 4096.0f;
+    const auto ko = AttnOperand::Mx(kview, 1, kS, 1, kDqk);
+    const auto vo = AttnOperand::Mx(vview, 1, kS, 1, kDv);
+    // 72 queries: the tile-by-tile PV (144 rows x 72 keys is more P than a
+    // deferred task keeps); 40 and 1: the deferred PV.
+    for (const std::size_t sq : {kS, std::size_t{40}, std::size_t{1}}) {
+      AttentionParams p;
+      p.causal = sq != 1;
+      p.kv_tile = 32;  // Three tiles: the running max moves (alpha != 1).
+      const auto run = [&](bool ref, std::vector<float>* o, std::vector<float>* lse) {
+        o->assign(sq * kHq * kDv, -7.0f);
+        lse->assign(kHq * sq, -7.0f);
+        const auto qs = AttnOperand::Bshd(OperandType::kFp32, q.data(), 1, sq, kHq, kDqk);
+        const auto oo = AttnOutput::Bshd(OutputType::kFp32, o->data(), 1, sq, kHq, kDv);
+        const AttnLse lo{lse->data(), kHq * sq, sq, 1};
+        const Status st = ref ? ref::Attention(qs, ko, vo, oo, p, lo)
+                              : Attention(qs, ko, vo, oo, p, &Pool(2), lo);
+        ASSERT_TRUE(st.ok()) << st.message();
+      };
+      std::vector<float> o1, l1, o2, l2;
+      run(false, &o1, &l1);
+      run(true, &o2, &l2);
+      std::size_t finite = 0;
+      for (std::size_t i = 0; i < o1.size(); ++i) {
+        finite += std::isfinite(o2[i]) ? 1 : 0;
+        if (std::isnan(o1[i]) && std::isnan(o2[i])) continue;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(o1[i]), std::bit_cast<std::uint32_t>(o2[i]))
+            << "sq " << sq << " O[" << i << "]";
+      }
+      for (std::size_t i = 0; i < l1.size(); ++i) {
+        if (std::isnan(l1[i]) && std::isnan(l2[i])) continue;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(l1[i]), std::bit_cast<std::uint32_t>(l2[i]));
+      }
+      if (sq != 1) {  // Rows that see no special key compare finite values.
+        EXPECT_GT(finite, o1.size() / 8);
+      }
     }
   }
 }

@@ -1,0 +1,56 @@
+// bench/read_bandwidth.h: ReadSum per Highway target.
+#include "read_bandwidth.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "read_bandwidth.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace trnmx::bench {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+std::uint64_t ReadSumImpl(const std::uint8_t* p, std::size_t bytes) {
+  const hn::ScalableTag<std::uint64_t> d;
+  const std::size_t step = hn::Lanes(d) * 8;                      // Bytes per vector.
+  const auto* words = reinterpret_cast<const std::uint64_t*>(p);  // 8-byte aligned.
+  const std::size_t lanes = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+  std::size_t i = 0;
+  for (; i + 4 * step <= bytes; i += 4 * step) {
+    const std::uint64_t* q = words + i / 8;
+    s0 = hn::Add(s0, hn::LoadU(d, q));
+    s1 = hn::Add(s1, hn::LoadU(d, q + lanes));
+    s2 = hn::Add(s2, hn::LoadU(d, q + 2 * lanes));
+    s3 = hn::Add(s3, hn::LoadU(d, q + 3 * lanes));
+  }
+  std::uint64_t r = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  for (; i + 8 <= bytes; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    r += w;
+  }
+  for (; i < bytes; ++i) r += p[i];
+  return r;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace trnmx::bench
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace trnmx::bench {
+
+HWY_EXPORT(ReadSumImpl);
+
+std::uint64_t ReadSum(const std::uint8_t* p, std::size_t bytes) {
+  return HWY_DYNAMIC_DISPATCH(ReadSumImpl)(p, bytes);
+}
+
+}  // namespace trnmx::bench
+#endif  // HWY_ONCE

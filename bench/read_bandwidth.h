@@ -1,0 +1,26 @@
+// The benchmarks' single-thread read-bandwidth yardstick (issue 11's speed
+// targets count bytes read against it): ReadSum streams a buffer once with
+// the widest vector loads the machine has (Highway dynamic dispatch, so the
+// same code runs on AVX-512, AVX2, SSE and NEON machines), adding it up as
+// 64-bit lanes in four independent accumulators so that only the loads
+// bound it. Used by gemm_mx_bench and attention_bench (BM_ReadBandwidth).
+//
+// Example:
+//   std::vector<std::uint8_t> buf(bytes);
+//   for (auto _ : state) benchmark::DoNotOptimize(trnmx::bench::ReadSum(buf.data(), bytes));
+#ifndef TRNMX_BENCH_READ_BANDWIDTH_H_
+#define TRNMX_BENCH_READ_BANDWIDTH_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trnmx::bench {
+
+// The sum of p[0 .. bytes) read as 64-bit words (wrapping; a tail of fewer
+// than 8 bytes added byte by byte): a value the compiler must compute. p is
+// 8-byte aligned (as operator new and std::vector give).
+std::uint64_t ReadSum(const std::uint8_t* p, std::size_t bytes);
+
+}  // namespace trnmx::bench
+
+#endif  // TRNMX_BENCH_READ_BANDWIDTH_H_
