@@ -257,23 +257,30 @@ const MxBuffer& GemvWeights() {
   return w;
 }
 
-// Sums the buffer as 64-bit words in eight independent chains (64 bytes a
-// step): plain C++ that the compiler vectorises, cloned per x86 ISA and
-// picked at load time, so the reference runs on every CPU (it needed
-// AVX-512 before) and reads with the widest loads the CPU has.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+// Sums the buffer as 64-bit words, 64 bytes a step into four 16-byte vector
+// accumulators (GCC vector extensions: SSE2 or NEON registers, so plain
+// portable code, where it needed AVX-512 before). A DRAM-resident buffer
+// is bound by the misses in flight, not by the load width: two 16-byte
+// loads a cycle are several times any single core's memory bandwidth.
+// (Arrays of uint64_t, or 32/64-byte vectors without a matching -m flag,
+// compiled to stack round trips that stalled store forwarding: 4 GB/s.)
+using ReadVec = std::uint64_t __attribute__((vector_size(16)));
 __attribute__((noinline)) std::uint64_t ReadSum(const std::uint8_t* p, std::size_t bytes) {
-  std::uint64_t s[8] = {};
+  ReadVec s0 = {}, s1 = {}, s2 = {}, s3 = {};
   std::size_t i = 0;
   for (; i + 64 <= bytes; i += 64) {
-    std::uint64_t w[8];
-    std::memcpy(w, p + i, 64);  // an unaligned 64-byte load (no call at -O2)
-    for (int j = 0; j < 8; ++j) s[j] += w[j];
+    ReadVec w0, w1, w2, w3;
+    std::memcpy(&w0, p + i, 16);  // unaligned vector loads, no call
+    std::memcpy(&w1, p + i + 16, 16);
+    std::memcpy(&w2, p + i + 32, 16);
+    std::memcpy(&w3, p + i + 48, 16);
+    s0 += w0;
+    s1 += w1;
+    s2 += w2;
+    s3 += w3;
   }
-  std::uint64_t r = 0;
-  for (std::uint64_t v : s) r += v;
+  const ReadVec s = (s0 + s1) + (s2 + s3);
+  std::uint64_t r = s[0] + s[1];
   for (; i < bytes; ++i) r += p[i];
   return r;
 }
