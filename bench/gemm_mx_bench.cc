@@ -313,6 +313,7 @@ void BM_GemvMxfp4(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemvK * kGemvN,
                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(internal::GemmMxMxPathName(MxFormat::kMxfp4, MxFormat::kMxfp4));
 }
 // Cache-resident weights (K 8192, N 512: 2.1 MB): the kernel's compute rate.
 void BM_GemvMxfp4Cached(benchmark::State& state) {

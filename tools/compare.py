@@ -151,13 +151,18 @@ def mx_rows(gemm_mx, clock):
                               clock)
     rows.append(make_row("MXFP8 x MXFP8 512x4096x4096", "GFLOP/s", mx8 and mx8 / 1e9,
                          "trnmx exact BF16, same shape", bf16 and bf16 / 1e9, 0.45,
-                         f"kernel {label}" if mx8 else label))
+                         (f"kernel {label}" if mx8 else label) if bf16 else bf16_note))
     read, read_note = gb_rate(gemm_mx, "BM_ReadBandwidth/", "bytes/s", clock)
-    for case, prefix in (("MXFP4 GEMV M=1 K=8192 N=57344", "BM_GemvMxfp4/threads:1/"),
-                         ("FP32 x MXFP4 GEMV, same shape", "BM_GemvDenseFp32xMxfp4/threads:1/")):
+    for case, prefix, what in (("MXFP4 GEMV M=1 K=8192 N=57344", "BM_GemvMxfp4/threads:1/", "kernel "),
+                               ("FP32 x MXFP4 GEMV, same shape", "BM_GemvDenseFp32xMxfp4/threads:1/",
+                                "")):
         v, note = gb_rate(gemm_mx, prefix, "bytes/s", clock)
+        if v is not None and note:
+            note = what + note
+        elif read is None:
+            note = read_note
         rows.append(make_row(case, "GB/s", v and v / 1e9, "read bandwidth", read and read / 1e9, 0.8,
-                             note if note else ""))
+                             note))
     return rows
 
 

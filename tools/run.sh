@@ -335,7 +335,11 @@ case "$mode" in
       bulk_filter='^BM_(Copy_Stream|Copy_Memcpy|Dram_[A-Za-z0-9_]*)/'
       np_args=(--repeats 11)
     fi
-    unblas=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+    # TRNMX_OPENBLAS_CORETYPE: a core for OpenBLAS where it does not
+    # recognise the CPU (Cooperlake on the Sapphire Rapids-class VMs, where
+    # 0.3.21 falls back to Prescott; docs/gemm.md).
+    unblas=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+            ${TRNMX_OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$TRNMX_OPENBLAS_CORETYPE})
     log "GEMM: trnmx, OpenBLAS, oneDNN, 1 thread ($gemm_1t)"
     timed gemm_1t "${unblas[@]}" build/bench/bench/gemm_compare "${gemm_args[@]}" --filter="$gemm_1t" \
       --threads=1 --json="$out/gemm_1t.json" > "$out/gemm_1t.txt"
