@@ -239,9 +239,11 @@ def fmt(v):
     return format(v, ".0f" if abs(v) >= 100 else ".1f" if abs(v) >= 10 else ".2f")
 
 
-def table(info, rows, gemm_meta):
+def table(info, rows, gemm_meta, clock):
     out = [f"CPU {info['cpu']}, {info['cores']} cores, {' '.join(info['isa']) or 'no AVX2'}; "
-           f"{info['date']}; commit {info['commit']}; load {info['loadavg']}"]
+           f"{info['date']}; commit {info['commit']}; load {info['loadavg']}",
+           f"medians of the repetitions; one-thread rows on the {clock} clock (gemm_compare: "
+           f"{(gemm_meta or {}).get('clock', '-')}), the 2-thread row on the wall clock"]
     if gemm_meta:
         out.append(f"OpenBLAS core {gemm_meta.get('openblas_core')} (OPENBLAS_CORETYPE "
                    f"{gemm_meta.get('openblas_coretype') or 'unset'}), oneDNN {gemm_meta.get('onednn')}")
@@ -283,7 +285,7 @@ def main(argv=None):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     info = machine(root)
     rows, gemm_meta = build(args.dir, args.clock)
-    print(table(info, rows, gemm_meta))
+    print(table(info, rows, gemm_meta, args.clock))
     if args.json:
         meta = {k: v for k, v in (gemm_meta or {}).items() if k != "rows"}
         with open(args.json, "w") as f:
