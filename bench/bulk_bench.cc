@@ -7,6 +7,8 @@
 //                     with a SerialExecutor) and FP32 -> MXFP8 E4M3 / MXFP4
 //                     through QuantizeMxLineSimd over the whole buffer as one
 //                     line. Outputs >= 8 MiB use non-temporal stores.
+//                     Dram/Bf16In_*: 64 MiB of BF16 in, through the public
+//                     QuantizeMxInto on the calling thread.
 //   (c) InCache/*     256 KiB of FP32 in (64 Ki elements), one thread.
 //   Dram/InCache E4M3, Fp4Packed: element casts without MX scaling
 //                     (BulkEncode), the casts numpy_ml_dtypes_bench.py times.
@@ -33,6 +35,8 @@
 #include "formats/stream_copy.h"
 #include "trnmx/executor.h"
 #include "trnmx/formats/bulk.h"
+#include "trnmx/formats/codec.h"
+#include "trnmx/mx.h"
 
 namespace trnmx {
 namespace {
@@ -158,7 +162,34 @@ void MxLine(benchmark::State& state, MxFormat format, std::size_t n) {
   SetCounters(state, n, n * sizeof(float), blocks * (info.block_bytes + 1));
 }
 
+// BF16 input through the public QuantizeMxInto on the calling thread: 64 MiB
+// of BF16 (twice the elements of the FP32 rows) quantized as one line.
+void MxBf16In(benchmark::State& state, MxFormat format) {
+  constexpr std::size_t n = kDramElems * 2;
+  auto x = Alloc<Bf16>(n);
+  {
+    auto f = Inputs(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = Fp32ToBf16Rne(f[i]);
+  }
+  StatusOr<MxTensor> t = MxTensor::Create({format, 1, n, BlockAxis::kRows});
+  if (!t.ok()) {
+    state.SkipWithError(t.status().message().c_str());
+    return;
+  }
+  MxTensor& tensor = *t;
+  MxTensorSpan dst = tensor.span();
+  const Bf16MatrixView src{x.get(), 1, n, n};
+  for (auto _ : state) {
+    const Status s = QuantizeMxInto(src, dst);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, n, n * sizeof(Bf16), tensor.codes().size() + tensor.scales().size());
+}
+
 void BM_Dram_Bf16(benchmark::State& state) { EncodeBf16(state, kDramElems); }
+void BM_Dram_Bf16In_Mxfp8E4M3(benchmark::State& state) { MxBf16In(state, MxFormat::kMxfp8E4M3); }
+void BM_Dram_Bf16In_Mxfp4(benchmark::State& state) { MxBf16In(state, MxFormat::kMxfp4); }
 void BM_Dram_Mxfp8E4M3(benchmark::State& state) { MxLine(state, MxFormat::kMxfp8E4M3, kDramElems); }
 void BM_Dram_Mxfp4(benchmark::State& state) { MxLine(state, MxFormat::kMxfp4, kDramElems); }
 void BM_InCache_Bf16(benchmark::State& state) { EncodeBf16(state, kCacheElems); }
@@ -202,6 +233,8 @@ BENCHMARK(BM_Copy_Memcpy)->UseRealTime();
 BENCHMARK(BM_Dram_Bf16)->UseRealTime();
 BENCHMARK(BM_Dram_Mxfp8E4M3)->UseRealTime();
 BENCHMARK(BM_Dram_Mxfp4)->UseRealTime();
+BENCHMARK(BM_Dram_Bf16In_Mxfp8E4M3)->UseRealTime();
+BENCHMARK(BM_Dram_Bf16In_Mxfp4)->UseRealTime();
 BENCHMARK(BM_InCache_Bf16)->UseRealTime();
 BENCHMARK(BM_InCache_Mxfp8E4M3)->UseRealTime();
 BENCHMARK(BM_InCache_Mxfp4)->UseRealTime();

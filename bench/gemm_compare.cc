@@ -4,7 +4,15 @@
 //
 //   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench/gemm_compare
 //       [--shapes=square,llm] [--filter=1024] [--threads=1,2] [--dtypes=fp32,bf16]
-//       [--min_time=1.0] [--min_reps=3] [--clock=wall|cpu]
+//       [--min_time=1.0] [--min_reps=3] [--clock=wall|cpu] [--json=FILE]
+//
+// --json=FILE also writes every row as JSON (tools/compare.py reads it):
+// {"openblas_core", "openblas_coretype", "openblas_l2_size", "onednn",
+// "clock", "loadavg_start", "loadavg_end", "rows": [{"shape", "m", "n", "k",
+// "threads", "dtype", "trnmx", "trnmx_packed", "openblas", "onednn"}]} in
+// GFLOP/s; for bf16 rows "trnmx" is the exact mode and "trnmx_packed" the
+// native mode (0 where the CPU lacks it), and "openblas" is null; "onednn"
+// is null where oneDNN has no implementation for the CPU.
 //
 // --clock=cpu times the 1-thread rows with the calling thread's CPU time
 // (CLOCK_THREAD_CPUTIME_ID; every library runs a 1-thread call on the
@@ -105,6 +113,42 @@ double Measure(const Shape& s, double min_time, int min_reps, const std::functio
 // the next one is timed.
 void Settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
 
+// One printed row, kept for --json.
+struct Row {
+  const Shape* shape;
+  int threads;
+  const char* dtype;
+  double trnmx, trnmx_packed, openblas, onednn;  // < 0: not measured
+};
+
+// Strings written into the JSON here are library names and numbers (no
+// quotes or backslashes), so they are written as they are.
+bool WriteJson(const std::string& path, const std::string& header, const std::vector<Row>& rows) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "{%s,\n \"rows\": [", header.c_str());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(f,
+                 "%s\n  {\"shape\": \"%s\", \"m\": %zu, \"n\": %zu, \"k\": %zu, \"threads\": %d, "
+                 "\"dtype\": \"%s\", \"trnmx\": %.3f, \"trnmx_packed\": %.3f, ",
+                 i == 0 ? "" : ",", r.shape->name.c_str(), r.shape->m, r.shape->n, r.shape->k,
+                 r.threads, r.dtype, r.trnmx, r.trnmx_packed);
+    if (r.openblas < 0) {
+      std::fprintf(f, "\"openblas\": null, ");
+    } else {
+      std::fprintf(f, "\"openblas\": %.3f, ", r.openblas);
+    }
+    if (r.onednn < 0) {
+      std::fprintf(f, "\"onednn\": null}");
+    } else {
+      std::fprintf(f, "\"onednn\": %.3f}", r.onednn);
+    }
+  }
+  std::fprintf(f, "\n]}\n");
+  return std::fclose(f) == 0;
+}
+
 void Check(const trnmx::Status& s) {
   if (!s.ok()) {
     std::fprintf(stderr, "trnmx error: %s\n", s.ToString().c_str());
@@ -112,8 +156,11 @@ void Check(const trnmx::Status& s) {
   }
 }
 
+// GFLOP/s of oneDNN's matmul, or -1 when oneDNN has no implementation for
+// this CPU (oneDNN 2.6 has no BF16 matmul without AVX-512: it throws
+// "could not create a primitive descriptor iterator").
 double OneDnn(const Shape& s, bool bf16, const void* a, const void* b, float* c, int threads,
-              double min_time, int min_reps) {
+              double min_time, int min_reps) try {
   using namespace dnnl;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -140,6 +187,17 @@ double OneDnn(const Shape& s, bool bf16, const void* a, const void* b, float* c,
     prim.execute(str, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_packed}, {DNNL_ARG_DST, c_mem}});
     str.wait();
   });
+} catch (const dnnl::error& e) {
+  std::fprintf(stderr, "# oneDNN %s %s: %s\n", bf16 ? "bf16" : "fp32", s.name.c_str(), e.what());
+  return -1.0;
+}
+
+// A table cell: the figure, or "-" where it was not measured (< 0).
+std::string Cell(double v, const char* format) {
+  if (v < 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
 }
 
 }  // namespace
@@ -152,6 +210,7 @@ int main(int argc, char** argv) {
   double min_time = 1.0;
   int min_reps = 3;
   bool cpu_clock = false;
+  std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const char* key) -> const char* {
@@ -165,6 +224,7 @@ int main(int argc, char** argv) {
     else if (const char* v5 = value("--min_time=")) min_time = std::atof(v5);
     else if (const char* v6 = value("--min_reps=")) min_reps = std::atoi(v6);
     else if (const char* v7 = value("--clock=")) cpu_clock = std::string(v7) == "cpu";
+    else if (const char* v8 = value("--json=")) json_path = v8;
     else {
       std::fprintf(stderr, "unknown argument %s (see the comment at the top of gemm_compare.cc)\n",
                    arg.c_str());
@@ -206,8 +266,10 @@ int main(int argc, char** argv) {
               openblas_get_corename(), coretype ? coretype : "(unset)", l2 ? l2 : "(unset)",
               dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
               "GFLOP/s, medians; x_* = best trnmx / peer");
-  std::printf("# load at start: %s; clock: %s\n", LoadAvg().c_str(),
+  const std::string load_start = LoadAvg();
+  std::printf("# load at start: %s; clock: %s\n", load_start.c_str(),
               cpu_clock ? "thread CPU time for 1-thread rows, wall otherwise" : "wall");
+  std::vector<Row> rows;
   std::printf("%-18s %3s %5s %10s %10s %10s %10s %8s %8s\n", "shape", "thr", "dtype", "trnmx",
               "trnmx_pk", "openblas", "onednn", "x_oblas", "x_onednn");
 
@@ -248,8 +310,10 @@ int main(int argc, char** argv) {
         Settle();
         const double od = OneDnn(s, false, a.data(), b.data(), c.data(), threads, min_time, min_reps);
         const double best = std::max(tr, trp);
-        std::printf("%-18s %3d %5s %10.1f %10.1f %10.1f %10.1f %8.2f %8.2f\n", s.name.c_str(),
-                    threads, "fp32", tr, trp, ob, od, best / ob, best / od);
+        std::printf("%-18s %3d %5s %10.1f %10.1f %10.1f %10s %8.2f %8s\n", s.name.c_str(), threads,
+                    "fp32", tr, trp, ob, Cell(od, "%.1f").c_str(), best / ob,
+                    Cell(od < 0 ? -1.0 : best / od, "%.2f").c_str());
+        rows.push_back({&s, threads, "fp32", tr, trp, ob, od});
         std::fflush(stdout);
       }
       if (has("bf16")) {
@@ -268,12 +332,29 @@ int main(int argc, char** argv) {
         Settle();
         const double od = OneDnn(s, true, a16.data(), b16.data(), c.data(), threads, min_time, min_reps);
         // Columns: trnmx = exact mode, trnmx_pk = native mode (prepacked).
-        std::printf("%-18s %3d %5s %10.1f %10.1f %10s %10.1f %8s %8.2f\n", s.name.c_str(), threads,
-                    "bf16", exact, nat, "-", od, "-", nat / od);
+        std::printf("%-18s %3d %5s %10.1f %10.1f %10s %10s %8s %8s\n", s.name.c_str(), threads,
+                    "bf16", exact, nat, "-", Cell(od, "%.1f").c_str(), "-",
+                    Cell(od < 0 ? -1.0 : nat / od, "%.2f").c_str());
+        rows.push_back({&s, threads, "bf16", exact, nat, -1.0, od});
         std::fflush(stdout);
       }
     }
   }
-  std::printf("# load at end: %s\n", LoadAvg().c_str());
+  const std::string load_end = LoadAvg();
+  std::printf("# load at end: %s\n", load_end.c_str());
+  if (!json_path.empty()) {
+    char header[512];
+    std::snprintf(header, sizeof(header),
+                  "\"openblas_core\": \"%s\", \"openblas_coretype\": \"%s\", "
+                  "\"openblas_l2_size\": \"%s\", \"onednn\": \"%d.%d.%d\", \"clock\": \"%s\", "
+                  "\"loadavg_start\": \"%s\", \"loadavg_end\": \"%s\"",
+                  openblas_get_corename(), coretype ? coretype : "", l2 ? l2 : "",
+                  dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
+                  cpu_clock ? "cpu" : "wall", load_start.c_str(), load_end.c_str());
+    if (!WriteJson(json_path, header, rows)) {
+      std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+  }
   return 0;
 }

@@ -15,7 +15,11 @@ one code per byte; only the speed is compared.
 
 Run with the pip interpreter (first python3 on PATH), which has numpy and
 ml_dtypes:
-    python3 bench/numpy_ml_dtypes_bench.py [--repeats 11] [--json out.json]
+    python3 bench/numpy_ml_dtypes_bench.py [--repeats 11] [--json out.json] [--clock cpu]
+
+--clock cpu times each call on the thread's CPU clock (time.thread_time;
+the casts run on the calling thread), as tools/run.sh compare does for
+every one-thread row; the default is wall time (time.perf_counter).
 """
 import argparse
 import json
@@ -39,13 +43,13 @@ def load_average():
         return f.read().strip()
 
 
-def median_seconds(fn, repeats):
+def median_seconds(fn, repeats, clock=time.perf_counter):
     fn()  # warm-up: page faults, caches
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
@@ -53,6 +57,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = parser.parse_args()
 
     print(f"numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}, "
@@ -69,7 +74,8 @@ def main():
             out_bytes = n * out.itemsize
             for form, fn in (("astype", lambda: x.astype(dtype)),
                              ("copyto", lambda: np.copyto(out, x, casting="unsafe"))):
-                s = median_seconds(fn, repeats)
+                s = median_seconds(fn, repeats,
+                                   time.thread_time if args.clock == "cpu" else time.perf_counter)
                 row = {
                     "size": size_name,
                     "dtype": dtype_name,
@@ -86,7 +92,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__,
-                       "results": results}, f, indent=1)
+                       "clock": args.clock, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

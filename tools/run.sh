@@ -15,13 +15,19 @@
 #                                     libFuzzer on every parser of outside data (Clang,
 #                                     ASan + UBSan), seconds per harness (default 300)
 #   tools/run.sh bench [bench args]   build and run the benchmarks
+#   tools/run.sh compare [--quick] [--json FILE]
+#                                     trnmx side by side with its peers (GEMM vs OpenBLAS and
+#                                     oneDNN, MX quantize vs copy and numpy/ml_dtypes, MX GEMV
+#                                     vs read bandwidth): one table of ratios with the CPU
+#                                     (docs/performance.md); --quick: a few rows, for a smoke check
 #   tools/run.sh arm [--quick]        cross-build for aarch64 (Debian's g++-aarch64-linux-gnu,
 #                                     arm64 multiarch libraries), run the unit tests under
 #                                     qemu-aarch64 with SVE at 256 and 512 bits, compare the
 #                                     bit digests with x86-64's; --quick: bit_digest_test only
 #
 # Build trees: build/demo, build/test, build/asan, build/tsan, build/fuzz, build/bench,
-# build/arm, build/arm-quick (arm64 pthreadpool unpacked in build/arm-deps).
+# build/arm, build/arm-quick (arm64 pthreadpool unpacked in build/arm-deps);
+# compare writes its benchmark outputs into build/bench/compare.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -130,6 +136,29 @@ print_step_times() {
   for t in "${step_times[@]}"; do log "  $t"; done
 }
 trap print_step_times EXIT
+
+# configure_bench: the benchmark build (build/bench) with its peers.
+# Debian 12's dnnl-config.cmake needs OpenCL (find_package(OpenCL REQUIRED)),
+# which libdnnl-dev only recommends. Without it the configure still works
+# and only gemm_compare is skipped (cmake/TrnmxPeers.cmake).
+configure_bench() {
+  apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev libopenblas-dev libdnnl-dev \
+    ocl-icd-opencl-dev
+  configure build/bench -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF -DTRNMX_BUILD_BENCHMARKS=ON \
+    -DTRNMX_INSTALL=OFF
+}
+
+# compare_python: an interpreter with numpy and ml_dtypes for the numpy peer
+# (TRNMX_PYTHON if set, python3, the golden tests' build/venv-golden), or
+# nothing: the comparison then says "peer not installed" instead of
+# installing packages.
+compare_python() {
+  local p
+  for p in "${TRNMX_PYTHON:-}" python3 "$root/build/venv-golden/bin/python"; do
+    [ -n "$p" ] && "$p" -c 'import numpy, ml_dtypes' >/dev/null 2>&1 && { echo "$p"; return 0; }
+  done
+  return 0
+}
 
 mode=${1:-}
 [ $# -gt 0 ] && shift
@@ -258,18 +287,82 @@ case "$mode" in
     log "no findings"
     ;;
   bench)
-    # Debian 12's dnnl-config.cmake needs OpenCL (find_package(OpenCL REQUIRED)),
-    # which libdnnl-dev only recommends. Without it the configure still works
-    # and only gemm_compare is skipped (cmake/TrnmxPeers.cmake).
-    apt_need "${base_packages[@]}" libbenchmark-dev nlohmann-json3-dev libopenblas-dev libdnnl-dev \
-      ocl-icd-opencl-dev
-    configure build/bench -DCMAKE_BUILD_TYPE=Release -DTRNMX_BUILD_TESTS=OFF -DTRNMX_BUILD_BENCHMARKS=ON \
-      -DTRNMX_INSTALL=OFF
+    configure_bench
     cmake --build build/bench -j "$jobs"
     for b in build/bench/bench/*_bench; do
       log "running $b"
       "$b" "$@"
     done
+    ;;
+  compare)
+    # Each binary runs once with exactly the rows of issue 14's table
+    # (docs/performance.md), medians of >= 5 repetitions of repeated calls on
+    # the same data (warm caches where the data fits, streamed where it does
+    # not); one-thread rows are timed on the thread's CPU clock, which a
+    # shared machine disturbs much less than wall time. OpenBLAS's variables
+    # are unset for these commands only (their best kernels, as for every
+    # peer; shared/reference/machine.md). gemm_compare runs twice: its
+    # thread counts apply to every shape, and only 2048^3 has a 2-thread row.
+    quick=0 json=""
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --quick) quick=1 ;;
+        --json) json=${2:?--json needs a file}; shift ;;
+        --json=*) json=${1#--json=} ;;
+        *) log "unknown argument $1 (usage: tools/run.sh compare [--quick] [--json FILE])"; exit 2 ;;
+      esac
+      shift
+    done
+    configure_bench
+    timed build nice -n 10 cmake --build build/bench -j "$jobs" --target gemm_compare gemm_mx_bench bulk_bench
+    [ -x build/bench/bench/gemm_compare ] ||
+      { log "gemm_compare was not built (OpenBLAS or oneDNN missing: see the configure output)"; exit 1; }
+    out=build/bench/compare
+    rm -rf "$out" && mkdir -p "$out"
+    reps=(--benchmark_repetitions=5 --benchmark_out_format=json)
+    gemm_args=(--shapes=square,llm --clock=cpu --min_reps=5)
+    if [ "$quick" -eq 1 ]; then
+      gemm_1t=sq1024,m1_k4096_n4096
+      mx_filter='^BM_(ReadBandwidth|GemvDenseFp32xMxfp4/threads:1)/'
+      bulk_filter='^BM_(Copy_Stream|Copy_Memcpy|Dram_Mxfp8E4M3|Dram_Mxfp4|Dram_Bf16)/'
+      # A smoke check: 3 repetitions, short minimum times.
+      reps=(--benchmark_repetitions=3 --benchmark_min_time=0.1 --benchmark_out_format=json)
+      gemm_args+=(--min_time=0)
+      np_args=(--repeats 5)
+    else
+      gemm_1t=sq1024,sq2048,sq4096,m1_k4096_n4096,m8_k4096_n4096,m128_k4096_n4096
+      mx_filter='^BM_(GemmMxfp8/M:512/N:4096/K:4096/threads:1|GemmBf16Exact/M:512/N:4096/K:4096/threads:1|ReadBandwidth|GemvMxfp4/threads:1|GemvDenseFp32xMxfp4/threads:1)/'
+      bulk_filter='^BM_(Copy_Stream|Copy_Memcpy|Dram_[A-Za-z0-9_]*)/'
+      np_args=(--repeats 11)
+    fi
+    # TRNMX_OPENBLAS_CORETYPE: a core for OpenBLAS where it does not
+    # recognise the CPU (Cooperlake on the Sapphire Rapids-class VMs, where
+    # 0.3.21 falls back to Prescott; docs/gemm.md).
+    unblas=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+            ${TRNMX_OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$TRNMX_OPENBLAS_CORETYPE})
+    log "GEMM: trnmx, OpenBLAS, oneDNN, 1 thread ($gemm_1t)"
+    timed gemm_1t "${unblas[@]}" build/bench/bench/gemm_compare "${gemm_args[@]}" --filter="$gemm_1t" \
+      --threads=1 --json="$out/gemm_1t.json" > "$out/gemm_1t.txt"
+    if [ "$quick" -eq 0 ]; then
+      log "GEMM: 2048^3 FP32, 2 threads"
+      timed gemm_2t "${unblas[@]}" build/bench/bench/gemm_compare "${gemm_args[@]}" --filter=sq2048 \
+        --threads=2 --dtypes=fp32 --json="$out/gemm_2t.json" > "$out/gemm_2t.txt"
+    fi
+    log "MX GEMM and GEMV, read bandwidth (gemm_mx_bench)"
+    timed gemm_mx build/bench/bench/gemm_mx_bench --benchmark_filter="$mx_filter" "${reps[@]}" \
+      --benchmark_out="$out/gemm_mx.json" > "$out/gemm_mx.txt"
+    log "MX quantize and casts, copies (bulk_bench)"
+    timed bulk build/bench/bench/bulk_bench --benchmark_filter="$bulk_filter" "${reps[@]}" \
+      --benchmark_out="$out/bulk.json" > "$out/bulk.txt" 2>&1
+    py=$(compare_python)
+    if [ -n "$py" ]; then
+      log "numpy + ml_dtypes casts ($py)"
+      timed numpy "${unblas[@]}" "$py" bench/numpy_ml_dtypes_bench.py "${np_args[@]}" --clock cpu \
+        --json "$out/numpy.json" > "$out/numpy.txt"
+    else
+      log "numpy + ml_dtypes not found (python3, build/venv-golden): that peer is left out"
+    fi
+    python3 tools/compare.py --dir "$out" ${json:+--json "$json"}
     ;;
   arm)
     # aarch64 cross build, tests under qemu-user (docs/testing.md, "Arm").
