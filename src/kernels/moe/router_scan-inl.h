@@ -11,55 +11,81 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "kernels/moe/moe_internal.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace trnmx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-bool AnyNonFiniteImpl(const float* x, std::size_t n) {
-  const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du;
-  const std::size_t lanes = hn::Lanes(df);
-  const auto exponent = hn::Set(du, 0x7F800000u);
-  auto acc = hn::Zero(du);  // lanes become all-ones where an exponent is all ones
+// Lane counts up to which the vector top-k runs (rotation tables on the
+// stack, a vector's mask bits in two bytes); wider vectors (SVE or RVV
+// beyond 512 bits) take the slice bound and the scalar walk.
+constexpr std::size_t kMaxRankLanes = 16;
+
+// Whether x[0..n) are all finite: v - v is +0 for a finite v and NaN for NaN
+// or +-Inf, so the OR of those bits is 0 iff every value is finite (two
+// independent operations per vector, no long dependency chain).
+template <class D>
+HWY_INLINE bool RowFinite(D d, const float* x, std::size_t n) {
+  const hn::RebindToUnsigned<D> du;
+  const std::size_t lanes = hn::Lanes(d);
+  auto acc = hn::Zero(d);
   std::size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const auto e = hn::And(hn::BitCast(du, hn::LoadU(df, x + i)), exponent);
-    acc = hn::Or(acc, hn::VecFromMask(du, hn::Eq(e, exponent)));
+    const auto v = hn::LoadU(d, x + i);
+    acc = hn::Or(acc, hn::Sub(v, v));
   }
-  bool bad = !hn::AllTrue(du, hn::Eq(acc, hn::Zero(du)));
-  for (; i < n; ++i) bad |= (std::bit_cast<std::uint32_t>(x[i]) & 0x7F800000u) == 0x7F800000u;
-  return bad;
+  bool finite = hn::AllTrue(du, hn::Eq(hn::BitCast(du, acc), hn::Zero(du)));
+  for (; i < n; ++i) finite &= (std::bit_cast<std::uint32_t>(x[i]) & 0x7F800000u) != 0x7F800000u;
+  return finite;
 }
 
-// A value <= the k-th largest of v[0..n): the k-th largest of the maxima
-// of disjoint subsets of v (any k of them are k distinct elements). With
-// k <= lanes the subsets are the residue classes of the index mod lanes
-// (one vector of running maxima); else k contiguous slices.
-float TopKLowerBoundImpl(const float* v, std::size_t n, std::size_t k) {
+std::size_t FirstNonFiniteRowImpl(const float* x, std::size_t stride, std::size_t rows,
+                                  std::size_t n) {
   const hn::ScalableTag<float> d;
-  const std::size_t lanes = hn::Lanes(d);
-  if (k >= 1 && k <= lanes && n >= lanes && lanes <= 64) {
-    auto acc = hn::LoadU(d, v);
-    std::size_t i = lanes;
-    for (; i + lanes <= n; i += lanes) acc = hn::Max(acc, hn::LoadU(d, v + i));
-    float m[64];
-    hn::StoreU(acc, d, m);
-    for (; i < n; ++i) m[i % lanes] = std::max(m[i % lanes], v[i]);
-    // The k-th largest of the lane maxima: keep the k largest, descending.
-    float top[64];
-    std::size_t have = 0;
-    for (std::size_t j = 0; j < lanes; ++j) {
-      if (have == k && !(m[j] > top[k - 1])) continue;
-      std::size_t pos = have < k ? have++ : k - 1;
-      for (; pos > 0 && top[pos - 1] < m[j]; --pos) top[pos] = top[pos - 1];
-      top[pos] = m[j];
-    }
-    return top[k - 1];
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (!RowFinite(d, x + r * stride, n)) return r;
   }
+  return rows;
+}
+
+// The ranks of x's lanes in the router's order: lane i gets the number of
+// lanes j with x_j > x_i, or x_j == x_i and j < i (a permutation of 0 ..
+// lanes - 1). Lane i meets lane (i + r) mod lanes in rotation r, which is
+// the lower lane exactly when i >= lanes - r. lanes <= kMaxRankLanes.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LaneRanks(D d, hn::Vec<D> x,
+                                                    const std::int32_t* rotations) {
+  const hn::RebindToSigned<D> di;
+  const std::size_t lanes = hn::Lanes(d);
+  auto count = hn::Zero(di);
+  for (std::size_t r = 1; r < lanes; ++r) {
+    const auto rotated = hn::TableLookupLanes(x, hn::SetTableIndices(d, rotations + r * lanes));
+    const auto lower = hn::Not(hn::FirstN(d, lanes - r));
+    const auto better = hn::Or(hn::Gt(rotated, x), hn::And(hn::Eq(rotated, x), lower));
+    count = hn::Sub(count, hn::BitCast(di, hn::VecFromMask(d, better)));
+  }
+  return count;
+}
+
+// The lane of rank `rank` (LaneRanks).
+template <class D>
+HWY_INLINE std::size_t LaneOfRank(D d, hn::Vec<hn::RebindToSigned<D>> ranks, std::size_t rank) {
+  const hn::RebindToSigned<D> di;
+  const auto at = hn::Eq(ranks, hn::Set(di, static_cast<std::int32_t>(rank)));
+  return static_cast<std::size_t>(hn::FindFirstTrue(d, hn::RebindMask(d, at)));
+}
+
+// k contiguous slices' maxima: their least is a value <= the k-th best of
+// v[0..n) (they are k distinct elements); n >= k >= 1.
+inline float SliceLowerBound(const float* v, std::size_t n, std::size_t k) {
   float t = v[0];
   for (std::size_t b = 0; b < k; ++b) {
     const std::size_t lo = n * b / k, hi = n * (b + 1) / k;
@@ -70,29 +96,143 @@ float TopKLowerBoundImpl(const float* v, std::size_t n, std::size_t k) {
   return t;
 }
 
-std::size_t IndicesAtLeastImpl(const float* v, std::size_t n, float t, std::uint32_t* out) {
-  const hn::ScalableTag<float> d;
+// Writes the indices i (increasing) with v[i] >= t to index (room for
+// count + lanes) and returns their count; the indices are complete when the
+// count is at most `lanes` (else the caller walks the row itself). The
+// comparisons of up to 64 values form one mask word, and `lanes` set bits
+// of each word are taken branch-free (as many as one vector holds), so
+// neither a vector nor a candidate costs a branch. lanes <= kMaxRankLanes.
+template <class D>
+HWY_INLINE std::size_t CandidatesAtLeast(D d, const float* v, std::size_t n, float t,
+                                         std::uint32_t* index) {
   const std::size_t lanes = hn::Lanes(d);
   const auto threshold = hn::Set(d, t);
+  const std::size_t per_word = 64 / lanes;
   std::size_t count = 0, i = 0;
-  // The candidates are few (a handful per row): their mask bits are walked
-  // one by one, which beats CompressStore's table copy on AVX2.
-  std::uint8_t bits[HWY_MAX_BYTES / sizeof(float) / 8 + 8] = {};
-  for (; i + lanes <= n; i += lanes) {
-    const auto keep = hn::Ge(hn::LoadU(d, v + i), threshold);
-    if (hn::AllFalse(d, keep)) continue;
-    const std::size_t bytes = hn::StoreMaskBits(d, keep, bits);
-    for (std::size_t b = 0; b < bytes; ++b) {
-      for (unsigned m = bits[b]; m != 0; m &= m - 1) {
-        out[count++] = static_cast<std::uint32_t>(i + 8 * b + std::countr_zero(m));
-      }
+  while (i + lanes <= n) {
+    const std::size_t base = i;
+    std::uint64_t word = 0;
+    for (std::size_t j = 0; j < per_word && i + lanes <= n; ++j, i += lanes) {
+      std::uint8_t bits[2] = {0, 0};  // StoreMaskBits writes ceil(lanes / 8) bytes
+      hn::StoreMaskBits(d, hn::Ge(hn::LoadU(d, v + i), threshold), bits);
+      word |= (std::uint64_t{bits[0]} | std::uint64_t{bits[1]} << 8) << (j * lanes);
     }
+    const std::size_t set = static_cast<std::size_t>(std::popcount(word));
+    for (std::size_t j = 0; j < lanes; ++j) {
+      // Past the set bits: index 0, a valid one that FirstN masks off.
+      index[count + j] = word != 0 ? static_cast<std::uint32_t>(base + std::countr_zero(word)) : 0;
+      word &= word - 1;
+    }
+    count += set;
   }
   for (; i < n; ++i) {
-    out[count] = static_cast<std::uint32_t>(i);
+    index[count] = static_cast<std::uint32_t>(i);
     count += v[i] >= t ? 1 : 0;
   }
   return count;
+}
+
+// The scan runs in three passes over the rows (thresholds, candidates,
+// selection), so that each pass's chain of dependent steps (loads, ranks,
+// stores then loads of the candidates, a gather) overlaps with the next
+// row's instead of stalling one row at a time.
+std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, std::size_t n,
+                         std::size_t k, std::uint32_t* best, bool check_finite) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto zero = hn::Zero(d);
+  // The vector method: k <= lanes <= n. Else k slices and a scalar walk.
+  if (!(k <= lanes && lanes <= n && lanes <= kMaxRankLanes)) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = v + r * stride;
+      if (check_finite && !RowFinite(d, row, n)) return r;
+      const float t = SliceLowerBound(row, n, k);
+      std::size_t have = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (row[i] >= t) moe_internal::TopKInsert(row, i, k, best + r * k, &have);
+      }
+    }
+    return rows;
+  }
+  // rotations[r * lanes + i] = (i + r) mod lanes: LaneRanks' tables.
+  std::int32_t rotations[kMaxRankLanes * kMaxRankLanes];
+  for (std::size_t r = 0; r < lanes; ++r) {
+    for (std::size_t i = 0; i < lanes; ++i) {
+      rotations[r * lanes + i] = static_cast<std::int32_t>((i + r) % lanes);
+    }
+  }
+  // Per row: its threshold, then its candidates (n at most, written a
+  // vector at a time; every entry that pass 3 reads is written) and their
+  // count.
+  const std::size_t room = n + lanes;
+  const auto threshold = std::make_unique_for_overwrite<float[]>(rows);
+  const auto index = std::make_unique_for_overwrite<std::uint32_t[]>(rows * room);
+  const auto count = std::make_unique_for_overwrite<std::size_t[]>(rows);
+  // 1. Thresholds: the maxima of the residue classes of the index mod lanes
+  // (disjoint subsets, so the k-th largest of them is a lower bound of the
+  // k-th best), and the finiteness (v * 0 + f stays 0 iff every v is
+  // finite: Inf * 0 and NaN give NaN); two chains of each.
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = v + r * stride;
+    auto m0 = hn::LoadU(d, row);
+    auto m1 = m0;
+    auto f0 = hn::MulAdd(m0, zero, zero);
+    auto f1 = zero;
+    std::size_t i = lanes;
+    for (; i + 2 * lanes <= n; i += 2 * lanes) {
+      const auto a = hn::LoadU(d, row + i);
+      const auto b = hn::LoadU(d, row + i + lanes);
+      m0 = hn::Max(m0, a);
+      m1 = hn::Max(m1, b);
+      f0 = hn::MulAdd(a, zero, f0);
+      f1 = hn::MulAdd(b, zero, f1);
+    }
+    if (i + lanes <= n) {
+      const auto a = hn::LoadU(d, row + i);
+      m0 = hn::Max(m0, a);
+      f0 = hn::MulAdd(a, zero, f0);
+      i += lanes;
+    }
+    if (check_finite) {
+      bool finite = hn::AllTrue(d, hn::Eq(hn::Add(f0, f1), zero));
+      for (std::size_t j = i; j < n; ++j) finite &= std::isfinite(row[j]);
+      if (!finite) return r;
+    }
+    HWY_ALIGN float m[kMaxRankLanes];
+    hn::Store(hn::Max(m0, m1), d, m);
+    for (; i < n; ++i) m[i % lanes] = std::max(m[i % lanes], row[i]);  // the tail
+    threshold[r] = m[LaneOfRank(d, LaneRanks(d, hn::Load(d, m), rotations), k - 1)];
+  }
+  // 2. Candidates.
+  for (std::size_t r = 0; r < rows; ++r) {
+    count[r] = CandidatesAtLeast(d, v + r * stride, n, threshold[r], index.get() + r * room);
+  }
+  // 3. Selection.
+  const auto low = hn::Set(d, -std::numeric_limits<float>::infinity());
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = v + r * stride;
+    const std::uint32_t* at = index.get() + r * room;
+    std::uint32_t* top = best + r * k;
+    if (count[r] <= lanes) {
+      // One vector of candidates in increasing index order (so the lower
+      // lane is the lower index), the rest -Inf: they rank after every
+      // candidate, -Inf ones included (equal values, higher lanes).
+      const auto gathered =
+          hn::GatherIndex(d, row, hn::LoadU(di, reinterpret_cast<const std::int32_t*>(at)));
+      const auto ranks =
+          LaneRanks(d, hn::IfThenElse(hn::FirstN(d, count[r]), gathered, low), rotations);
+      for (std::size_t j = 0; j < k; ++j) top[j] = at[LaneOfRank(d, ranks, j)];
+    } else {
+      // Many candidates: each v[i] >= t, in increasing order, to an
+      // insertion list.
+      std::size_t have = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (row[i] >= threshold[r]) moe_internal::TopKInsert(row, i, k, top, &have);
+      }
+    }
+  }
+  return rows;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -12,22 +12,18 @@
 
 namespace trnmx {
 
-HWY_EXPORT(AnyNonFiniteImpl);
-HWY_EXPORT(TopKLowerBoundImpl);
-HWY_EXPORT(IndicesAtLeastImpl);
+HWY_EXPORT(FirstNonFiniteRowImpl);
+HWY_EXPORT(TopKRowsImpl);
 
 namespace internal {
 
-bool AnyNonFinite(const float* x, std::size_t n) {
-  return HWY_DYNAMIC_DISPATCH(AnyNonFiniteImpl)(x, n);
+std::size_t FirstNonFiniteRow(const float* x, std::size_t stride, std::size_t rows, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(FirstNonFiniteRowImpl)(x, stride, rows, n);
 }
 
-float TopKLowerBound(const float* v, std::size_t n, std::size_t k) {
-  return HWY_DYNAMIC_DISPATCH(TopKLowerBoundImpl)(v, n, k);
-}
-
-std::size_t IndicesAtLeast(const float* v, std::size_t n, float t, std::uint32_t* out) {
-  return HWY_DYNAMIC_DISPATCH(IndicesAtLeastImpl)(v, n, t, out);
+std::size_t TopKRows(const float* v, std::size_t stride, std::size_t rows, std::size_t n,
+                     std::size_t k, std::uint32_t* best, bool check_finite) {
+  return HWY_DYNAMIC_DISPATCH(TopKRowsImpl)(v, stride, rows, n, k, best, check_finite);
 }
 
 }  // namespace internal
