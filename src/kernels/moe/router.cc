@@ -1,6 +1,8 @@
 // The MoE router (moe.h): validation, the per-token routing (scores, bias,
 // groups, top-k, weights), then the capacity drops, counts and losses in the
 // fixed orders of the header.
+#include <hwy/cache_control.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -246,6 +248,7 @@ void TopKEligible(const float* values, std::size_t n, const std::uint8_t* eligib
 // Tokens per block: a block's scores and weights are computed together (one
 // FixedExpArray call, side-by-side sums) and its scratch stays in L1/L2.
 constexpr std::size_t kBlockTokens = 16;
+constexpr std::size_t kCacheLine = 64;  // Bytes (x86, Arm): the prefetch step.
 
 // Per-task scratch, sized for one block of tokens; the arrays a rule does
 // not use stay empty.
@@ -499,6 +502,11 @@ StatusOr<RouterResult> RouteImpl(const StridedMatrix<const Elem>& logits, const 
     const std::size_t end = std::min(T, (task + 1) * kTokensPerTask);
     for (std::size_t t = task * kTokensPerTask; t < end; t += kBlockTokens) {
       const std::size_t rows = std::min(kBlockTokens, end - t);
+      // The next block's logits on their way while this one is routed.
+      for (std::size_t r = t + rows; r < std::min(end, t + rows + kBlockTokens); ++r) {
+        const Elem* row = logits.data + r * logits.row_stride;
+        for (std::size_t e = 0; e < E; e += kCacheLine / sizeof(Elem)) hwy::Prefetch(row + e);
+      }
       const float* x = nullptr;
       std::size_t stride = E;
       if constexpr (std::is_same_v<Elem, float>) {
@@ -532,14 +540,22 @@ StatusOr<RouterResult> RouteImpl(const StridedMatrix<const Elem>& logits, const 
   const std::span<float> rweights(out_weights.get(), entries);
   RouterResult r;
   r.slots = s.slots;
-  r.selected_per_expert.assign(E, 0);
+  // n_e in kHistograms histograms by token (popular experts recur in
+  // consecutive tokens: one histogram would chain their increments).
+  constexpr std::size_t kHistograms = 4;
+  std::vector<std::uint64_t> counts(kHistograms * E, 0);
   std::vector<std::int32_t> selected(p.compute_losses ? T * s.k : 0);
   for (std::size_t t = 0; t < T; ++t) {
+    std::uint64_t* h = counts.data() + (t % kHistograms) * E;
     for (std::size_t j = 0; j < s.k; ++j) {
       const std::int32_t id = rids[t * s.slots + j];
-      ++r.selected_per_expert[static_cast<std::size_t>(id)];
+      ++h[static_cast<std::size_t>(id)];
       if (p.compute_losses) selected[t * s.k + j] = id;
     }
+  }
+  r.selected_per_expert.assign(E, 0);
+  for (std::size_t e = 0; e < E; ++e) {
+    for (std::size_t q = 0; q < kHistograms; ++q) r.selected_per_expert[e] += counts[q * E + e];
   }
   if (p.capacity_factor > 0.0f) {
     const double c = std::ceil(static_cast<double>(p.capacity_factor) *
@@ -548,9 +564,14 @@ StatusOr<RouterResult> RouteImpl(const StridedMatrix<const Elem>& logits, const 
         std::max(p.min_capacity, c >= static_cast<double>(T) ? T : static_cast<std::size_t>(c));
     r.dropped = ApplyCapacity(s, p.drop_policy, r.capacity, rids, rweights);
   }
-  r.tokens_per_expert.assign(E + s.shared, 0);
-  for (std::size_t i = 0; i < entries; ++i) {
-    if (rids[i] != kDroppedExpert) ++r.tokens_per_expert[static_cast<std::size_t>(rids[i])];
+  if (p.capacity_factor > 0.0f) {
+    r.tokens_per_expert.assign(E + s.shared, 0);
+    for (std::size_t i = 0; i < entries; ++i) {
+      if (rids[i] != kDroppedExpert) ++r.tokens_per_expert[static_cast<std::size_t>(rids[i])];
+    }
+  } else {  // Dropless: the selections, and every token on each shared expert.
+    r.tokens_per_expert = r.selected_per_expert;
+    r.tokens_per_expert.resize(E + s.shared, T);
   }
   std::copy(rids.begin(), rids.end(), ids.begin());
   std::copy(rweights.begin(), rweights.end(), weights.begin());

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <memory>
+#include <vector>
 
 #include "kernels/moe/moe_internal.h"
 
@@ -142,6 +142,7 @@ std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, s
   const hn::RebindToSigned<decltype(d)> di;
   const std::size_t lanes = hn::Lanes(d);
   const auto zero = hn::Zero(d);
+  const auto low = hn::Set(d, -std::numeric_limits<float>::infinity());
   // The vector method: k <= lanes <= n. Else k slices and a scalar walk.
   if (!(k <= lanes && lanes <= n && lanes <= kMaxRankLanes)) {
     for (std::size_t r = 0; r < rows; ++r) {
@@ -162,73 +163,81 @@ std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, s
       rotations[r * lanes + i] = static_cast<std::int32_t>((i + r) % lanes);
     }
   }
-  // Per row: its threshold, then its candidates (n at most, written a
-  // vector at a time; every entry that pass 3 reads is written) and their
-  // count.
+  // Per row of a chunk: its threshold, then its candidates (n at most,
+  // written a vector at a time; every entry that pass 3 reads is written)
+  // and their count; on the stack for rows of up to 240 values.
+  constexpr std::size_t kChunk = 8;
+  constexpr std::size_t kStackRoom = 256;
   const std::size_t room = n + lanes;
-  const auto threshold = std::make_unique_for_overwrite<float[]>(rows);
-  const auto index = std::make_unique_for_overwrite<std::uint32_t[]>(rows * room);
-  const auto count = std::make_unique_for_overwrite<std::size_t[]>(rows);
-  // 1. Thresholds: the maxima of the residue classes of the index mod lanes
-  // (disjoint subsets, so the k-th largest of them is a lower bound of the
-  // k-th best), and the finiteness (v * 0 + f stays 0 iff every v is
-  // finite: Inf * 0 and NaN give NaN); two chains of each.
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = v + r * stride;
-    auto m0 = hn::LoadU(d, row);
-    auto m1 = m0;
-    auto f0 = hn::MulAdd(m0, zero, zero);
-    auto f1 = zero;
-    std::size_t i = lanes;
-    for (; i + 2 * lanes <= n; i += 2 * lanes) {
-      const auto a = hn::LoadU(d, row + i);
-      const auto b = hn::LoadU(d, row + i + lanes);
-      m0 = hn::Max(m0, a);
-      m1 = hn::Max(m1, b);
-      f0 = hn::MulAdd(a, zero, f0);
-      f1 = hn::MulAdd(b, zero, f1);
+  float threshold[kChunk];
+  std::size_t count[kChunk];
+  std::uint32_t stack_index[kChunk * kStackRoom];
+  std::vector<std::uint32_t> heap_index(room > kStackRoom ? kChunk * room : 0);
+  std::uint32_t* const index = room > kStackRoom ? heap_index.data() : stack_index;
+  for (std::size_t r0 = 0; r0 < rows; r0 += kChunk) {
+    const std::size_t chunk = std::min(kChunk, rows - r0);
+    const float* const vc = v + r0 * stride;
+    std::uint32_t* const bc = best + r0 * k;
+    // 1. Thresholds: the maxima of the residue classes of the index mod lanes
+    // (disjoint subsets, so the k-th largest of them is a lower bound of the
+    // k-th best), and the finiteness (v * 0 + f stays 0 iff every v is
+    // finite: Inf * 0 and NaN give NaN); two chains of each.
+    for (std::size_t r = 0; r < chunk; ++r) {
+      const float* row = vc + r * stride;
+      auto m0 = hn::LoadU(d, row);
+      auto m1 = m0;
+      auto f0 = hn::MulAdd(m0, zero, zero);
+      auto f1 = zero;
+      std::size_t i = lanes;
+      for (; i + 2 * lanes <= n; i += 2 * lanes) {
+        const auto a = hn::LoadU(d, row + i);
+        const auto b = hn::LoadU(d, row + i + lanes);
+        m0 = hn::Max(m0, a);
+        m1 = hn::Max(m1, b);
+        f0 = hn::MulAdd(a, zero, f0);
+        f1 = hn::MulAdd(b, zero, f1);
+      }
+      if (i + lanes <= n) {
+        const auto a = hn::LoadU(d, row + i);
+        m0 = hn::Max(m0, a);
+        f0 = hn::MulAdd(a, zero, f0);
+        i += lanes;
+      }
+      if (check_finite) {
+        bool finite = hn::AllTrue(d, hn::Eq(hn::Add(f0, f1), zero));
+        for (std::size_t j = i; j < n; ++j) finite &= std::isfinite(row[j]);
+        if (!finite) return r0 + r;
+      }
+      HWY_ALIGN float m[kMaxRankLanes];
+      hn::Store(hn::Max(m0, m1), d, m);
+      for (; i < n; ++i) m[i % lanes] = std::max(m[i % lanes], row[i]);  // the tail
+      threshold[r] = m[LaneOfRank(d, LaneRanks(d, hn::Load(d, m), rotations), k - 1)];
     }
-    if (i + lanes <= n) {
-      const auto a = hn::LoadU(d, row + i);
-      m0 = hn::Max(m0, a);
-      f0 = hn::MulAdd(a, zero, f0);
-      i += lanes;
+    // 2. Candidates.
+    for (std::size_t r = 0; r < chunk; ++r) {
+      count[r] = CandidatesAtLeast(d, vc + r * stride, n, threshold[r], index + r * room);
     }
-    if (check_finite) {
-      bool finite = hn::AllTrue(d, hn::Eq(hn::Add(f0, f1), zero));
-      for (std::size_t j = i; j < n; ++j) finite &= std::isfinite(row[j]);
-      if (!finite) return r;
-    }
-    HWY_ALIGN float m[kMaxRankLanes];
-    hn::Store(hn::Max(m0, m1), d, m);
-    for (; i < n; ++i) m[i % lanes] = std::max(m[i % lanes], row[i]);  // the tail
-    threshold[r] = m[LaneOfRank(d, LaneRanks(d, hn::Load(d, m), rotations), k - 1)];
-  }
-  // 2. Candidates.
-  for (std::size_t r = 0; r < rows; ++r) {
-    count[r] = CandidatesAtLeast(d, v + r * stride, n, threshold[r], index.get() + r * room);
-  }
-  // 3. Selection.
-  const auto low = hn::Set(d, -std::numeric_limits<float>::infinity());
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = v + r * stride;
-    const std::uint32_t* at = index.get() + r * room;
-    std::uint32_t* top = best + r * k;
-    if (count[r] <= lanes) {
-      // One vector of candidates in increasing index order (so the lower
-      // lane is the lower index), the rest -Inf: they rank after every
-      // candidate, -Inf ones included (equal values, higher lanes).
-      const auto gathered =
-          hn::GatherIndex(d, row, hn::LoadU(di, reinterpret_cast<const std::int32_t*>(at)));
-      const auto ranks =
-          LaneRanks(d, hn::IfThenElse(hn::FirstN(d, count[r]), gathered, low), rotations);
-      for (std::size_t j = 0; j < k; ++j) top[j] = at[LaneOfRank(d, ranks, j)];
-    } else {
-      // Many candidates: each v[i] >= t, in increasing order, to an
-      // insertion list.
-      std::size_t have = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (row[i] >= threshold[r]) moe_internal::TopKInsert(row, i, k, top, &have);
+    // 3. Selection.
+    for (std::size_t r = 0; r < chunk; ++r) {
+      const float* row = vc + r * stride;
+      const std::uint32_t* at = index + r * room;
+      std::uint32_t* top = bc + r * k;
+      if (count[r] <= lanes) {
+        // One vector of candidates in increasing index order (so the lower
+        // lane is the lower index), the rest -Inf: they rank after every
+        // candidate, -Inf ones included (equal values, higher lanes).
+        const auto gathered =
+            hn::GatherIndex(d, row, hn::LoadU(di, reinterpret_cast<const std::int32_t*>(at)));
+        const auto ranks =
+            LaneRanks(d, hn::IfThenElse(hn::FirstN(d, count[r]), gathered, low), rotations);
+        for (std::size_t j = 0; j < k; ++j) top[j] = at[LaneOfRank(d, ranks, j)];
+      } else {
+        // Many candidates: each v[i] >= t, in increasing order, to an
+        // insertion list.
+        std::size_t have = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (row[i] >= threshold[r]) moe_internal::TopKInsert(row, i, k, top, &have);
+        }
       }
     }
   }
