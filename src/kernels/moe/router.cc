@@ -216,35 +216,6 @@ void SoftmaxRows(const float* x, std::size_t stride, std::size_t rows, std::size
   }
 }
 
-// The k best of values[i] for i in [0, n) with eligible[i], best first
-// (moe_internal::Better: higher value, then lower index). Indices are
-// visited in increasing order; once k are held, blocks of kScanBlock
-// candidates are first tested with a branch-free scan (it vectorises) and
-// skipped when none enters: the same result as offering them one by one.
-void TopKEligible(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
-                  std::uint32_t* best) {
-  constexpr std::size_t kScanBlock = 16;
-  std::size_t have = 0;
-  std::size_t i = 0;
-  for (; i < n && have < k; ++i) {
-    if (eligible[i] != 0) moe_internal::TopKInsert(values, i, k, best, &have);
-  }
-  for (; i + kScanBlock <= n; i += kScanBlock) {
-    const float kth = values[best[k - 1]];
-    bool any = false;
-    for (std::size_t j = 0; j < kScanBlock; ++j) {
-      any |= (values[i + j] > kth) & (eligible[i + j] != 0);
-    }
-    if (!any) continue;
-    for (std::size_t j = 0; j < kScanBlock; ++j) {
-      if (eligible[i + j] != 0) moe_internal::TopKInsert(values, i + j, k, best, &have);
-    }
-  }
-  for (; i < n; ++i) {
-    if (eligible[i] != 0) moe_internal::TopKInsert(values, i, k, best, &have);
-  }
-}
-
 // Tokens per block: a block's scores and weights are computed together (one
 // FixedExpArray call, side-by-side sums) and its scratch stays in L1/L2.
 constexpr std::size_t kBlockTokens = 16;
@@ -259,9 +230,10 @@ struct Scratch {
     if (p.score != RouterScore::kSoftmaxOverTopK) score.resize(block);
     if (s.has_bias) choice.resize(block);
     if (s.groups > 1) {
-      eligible.resize(s.experts);
+      kept.resize(kBlockTokens * s.top_groups * s.group_size);
       group_score.resize(s.groups);
-      top_groups.resize(s.top_groups);
+      group_second.resize(s.groups);
+      top_groups.resize(kBlockTokens * s.top_groups);
     }
     if (p.compute_losses && p.score == RouterScore::kSigmoid) softmax.resize(s.experts);
     top.resize(kBlockTokens * s.k);
@@ -271,8 +243,8 @@ struct Scratch {
   std::vector<float> x;       // BF16 logits widened.
   std::vector<float> score;   // Step 1 (not kSoftmaxOverTopK).
   std::vector<float> choice;  // Step 2 with a bias.
-  std::vector<std::uint8_t> eligible;
-  std::vector<float> group_score;
+  std::vector<float> kept;    // Step 3: the kept groups' selection scores.
+  std::vector<float> group_score, group_second;
   std::vector<std::uint32_t> top_groups;
   std::vector<float> softmax;  // The full softmax of a sigmoid router's logits (z-loss).
   std::vector<std::uint32_t> top;
@@ -281,33 +253,27 @@ struct Scratch {
   SoftmaxSums topk_sums[kBlockTokens];
 };
 
-// Steps 3 and 4 for one token with groups: writes its k experts to top.
-// A group's score needs only its largest one or two values (with their
-// multiplicity: two equal maxima are the top 2), found in one branch-free
-// pass; the groups (a handful) and the experts of the kept groups are
-// ranked by insertion.
-void GroupLimitedTopK(const Shape& s, Scratch& w, const float* choice, std::uint32_t* top) {
-  for (std::size_t g = 0; g < s.groups; ++g) {
-    const float* c = choice + g * s.group_size;
-    float first = c[0];
-    float second = -std::numeric_limits<float>::infinity();
-    for (std::size_t i = 1; i < s.group_size; ++i) {
-      second = std::max(second, std::min(first, c[i]));
-      first = std::max(first, c[i]);
-    }
-    w.group_score[g] = s.sum_top2 ? first + second : first;
+// Step 3 for one token: the kept groups' selection scores, in increasing
+// group order, to kept (top_groups x group_size), and those groups to
+// groups. A group's score needs only its largest one or two values (with
+// their multiplicity: two equal maxima are the top 2); the groups (a
+// handful) are ranked by insertion. Step 4 then runs over the kept values
+// (TopKRows), whose order is that of the expert ids.
+void KeepTopGroups(const Shape& s, Scratch& w, const float* choice, float* kept,
+                   std::uint32_t* groups) {
+  internal::GroupTopTwo(choice, s.groups, s.group_size, w.group_score.data(),
+                        w.group_second.data());
+  if (s.sum_top2) {
+    for (std::size_t g = 0; g < s.groups; ++g) w.group_score[g] += w.group_second[g];
   }
   std::size_t have = 0;
   for (std::size_t g = 0; g < s.groups; ++g) {
-    moe_internal::TopKInsert(w.group_score.data(), g, s.top_groups, w.top_groups.data(), &have);
+    moe_internal::TopKInsert(w.group_score.data(), g, s.top_groups, groups, &have);
   }
-  std::fill(w.eligible.begin(), w.eligible.end(), std::uint8_t{0});
+  std::sort(groups, groups + s.top_groups);
   for (std::size_t i = 0; i < s.top_groups; ++i) {
-    const std::size_t g = w.top_groups[i];
-    std::fill_n(w.eligible.begin() + static_cast<std::ptrdiff_t>(g * s.group_size), s.group_size,
-                std::uint8_t{1});
+    std::copy_n(choice + groups[i] * s.group_size, s.group_size, kept + i * s.group_size);
   }
-  TopKEligible(choice, s.experts, w.eligible.data(), s.k, top);
 }
 
 // Routes the `rows` tokens of x (E logits each, row stride `stride`): writes
@@ -332,8 +298,12 @@ std::size_t RouteBlock(const Shape& s, const RouterParams& p, Scratch& w, const 
   if (p.score == RouterScore::kSoftmax) {
     SoftmaxRows(x, stride, rows, E, w.score.data(), w.sums);
   } else if (p.score == RouterScore::kSigmoid) {
-    for (std::size_t r = 0; r < rows; ++r) {
-      internal::FixedSigmoidArray(x + r * stride, w.score.data() + r * E, E);
+    if (stride == E) {
+      internal::FixedSigmoidArray(x, w.score.data(), rows * E);
+    } else {
+      for (std::size_t r = 0; r < rows; ++r) {
+        internal::FixedSigmoidArray(x + r * stride, w.score.data() + r * E, E);
+      }
     }
   }
   if (p.score != RouterScore::kSoftmaxOverTopK) {
@@ -354,8 +324,19 @@ std::size_t RouteBlock(const Shape& s, const RouterParams& p, Scratch& w, const 
   }
   // 3, 4. Groups and top-k.
   if (s.groups > 1) {
+    const std::size_t n = s.top_groups * s.group_size;
     for (std::size_t r = 0; r < rows; ++r) {
-      GroupLimitedTopK(s, w, choice + r * choice_stride, w.top.data() + r * k);
+      KeepTopGroups(s, w, choice + r * choice_stride, w.kept.data() + r * n,
+                    w.top_groups.data() + r * s.top_groups);
+    }
+    internal::TopKRows(w.kept.data(), n, rows, n, k, w.top.data(), false);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < k; ++j) {
+        std::uint32_t& e = w.top[r * k + j];
+        e = w.top_groups[r * s.top_groups + e / s.group_size] *
+                static_cast<std::uint32_t>(s.group_size) +
+            e % s.group_size;
+      }
     }
   } else {
     const std::size_t bad =

@@ -132,6 +132,59 @@ HWY_INLINE std::size_t CandidatesAtLeast(D d, const float* v, std::size_t n, flo
   return count;
 }
 
+void GroupTopTwoImpl(const float* c, std::size_t groups, std::size_t size, float* first,
+                     float* second) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto low = hn::Set(d, -std::numeric_limits<float>::infinity());
+  // Butterfly tables: rotations by lanes / 2, lanes / 4, ..., 1.
+  std::int32_t rotations[kMaxRankLanes * 4];
+  std::size_t steps = 0;
+  const bool vector = size % lanes == 0 && lanes <= kMaxRankLanes && lanes > 1;
+  if (vector) {
+    for (std::size_t half = lanes / 2; half >= 1; half /= 2, ++steps) {
+      for (std::size_t i = 0; i < lanes; ++i) {
+        rotations[steps * lanes + i] = static_cast<std::int32_t>((i + half) % lanes);
+      }
+    }
+  }
+  for (std::size_t g = 0; g < groups; ++g) {
+    const float* x = c + g * size;
+    if (vector) {
+      // Per lane the two largest of its values, then the butterfly: after
+      // the step with rotation h, lane i holds the top two of a set of
+      // lanes disjoint from lane i + h's, so their combination (the larger
+      // first; second = the larger of the smaller first and both seconds)
+      // never counts a value twice.
+      auto f = hn::LoadU(d, x);
+      auto sec = low;
+      for (std::size_t i = lanes; i < size; i += lanes) {
+        const auto v = hn::LoadU(d, x + i);
+        sec = hn::Max(sec, hn::Min(f, v));
+        f = hn::Max(f, v);
+      }
+      for (std::size_t step = 0; step < steps; ++step) {
+        const auto idx = hn::SetTableIndices(d, rotations + step * lanes);
+        const auto f2 = hn::TableLookupLanes(f, idx);
+        const auto s2 = hn::TableLookupLanes(sec, idx);
+        sec = hn::Max(hn::Min(f, f2), hn::Max(sec, s2));
+        f = hn::Max(f, f2);
+      }
+      first[g] = hn::GetLane(f);
+      second[g] = hn::GetLane(sec);
+    } else {
+      float f = x[0];
+      float sec = -std::numeric_limits<float>::infinity();
+      for (std::size_t i = 1; i < size; ++i) {
+        sec = std::max(sec, std::min(f, x[i]));
+        f = std::max(f, x[i]);
+      }
+      first[g] = f;
+      second[g] = sec;
+    }
+  }
+}
+
 // The scan runs in three passes over the rows (thresholds, candidates,
 // selection), so that each pass's chain of dependent steps (loads, ranks,
 // stores then loads of the candidates, a gather) overlaps with the next

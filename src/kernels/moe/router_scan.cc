@@ -14,6 +14,7 @@ namespace trnmx {
 
 HWY_EXPORT(FirstNonFiniteRowImpl);
 HWY_EXPORT(TopKRowsImpl);
+HWY_EXPORT(GroupTopTwoImpl);
 
 namespace internal {
 
@@ -24,6 +25,11 @@ std::size_t FirstNonFiniteRow(const float* x, std::size_t stride, std::size_t ro
 std::size_t TopKRows(const float* v, std::size_t stride, std::size_t rows, std::size_t n,
                      std::size_t k, std::uint32_t* best, bool check_finite) {
   return HWY_DYNAMIC_DISPATCH(TopKRowsImpl)(v, stride, rows, n, k, best, check_finite);
+}
+
+void GroupTopTwo(const float* c, std::size_t groups, std::size_t size, float* first,
+                 float* second) {
+  HWY_DYNAMIC_DISPATCH(GroupTopTwoImpl)(c, groups, size, first, second);
 }
 
 }  // namespace internal

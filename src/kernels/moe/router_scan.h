@@ -29,6 +29,11 @@ std::size_t FirstNonFiniteRow(const float* x, std::size_t stride, std::size_t ro
 std::size_t TopKRows(const float* v, std::size_t stride, std::size_t rows, std::size_t n,
                      std::size_t k, std::uint32_t* best, bool check_finite);
 
+// For each group g of c (groups x size, packed; size >= 1, no NaN): its
+// largest value first[g] and its second largest second[g] (with
+// multiplicity: two equal maxima give first = second; -Inf when size = 1).
+void GroupTopTwo(const float* c, std::size_t groups, std::size_t size, float* first, float* second);
+
 }  // namespace trnmx::internal
 
 #endif  // TRNMX_SRC_KERNELS_MOE_ROUTER_SCAN_H_
