@@ -381,6 +381,33 @@ TEST_P(MoeRouterTopK, WideRowsWithManyTiesMatchReference) {
   }
 }
 
+// Group-limited routing on every target: the group top-2 butterfly
+// (router_scan-inl.h GroupTopTwo: groups of whole vectors, and of other
+// sizes) and the top-k over the kept groups' compacted scores, with coarse
+// logits so that group scores and experts tie and the lower index must win.
+TEST_P(MoeRouterTopK, GroupsWithManyTiesMatchReference) {
+  Rng rng(RouterSeed() + 10);
+  for (std::size_t E : {64u, 128u, 96u}) {
+    for (bool bias : {false, true}) {
+      for (bool coarse : {false, true}) {
+        const std::size_t T = 24;
+        std::vector<float> logits = RandomLogits(rng, T * E, 3.0f);
+        if (coarse) {
+          for (float& x : logits) x = std::round(std::clamp(x, -1.0f, 1.0f));
+        }
+        const std::vector<float> b = RandomLogits(rng, E, coarse ? 0.0f : 0.1f);
+        RouterParams p =
+            DeepSeekV3RouterParams(bias ? std::span<const float>(b) : std::span<const float>());
+        p.group_score = bias ? GroupScore::kSumTop2 : GroupScore::kMax;
+        p.score = coarse ? RouterScore::kSoftmaxOverTopK : RouterScore::kSigmoid;
+        ExpectSameAsReference(RouteOk(logits, T, E, p), RefRouter(logits, T, E, p),
+                              GetParam().name + " E=" + std::to_string(E) + (bias ? " bias" : "") +
+                                  (coarse ? " coarse" : ""));
+      }
+    }
+  }
+}
+
 // The vector scan for non-finite logits finds one in a row's tail (past
 // the last whole vector) and in its body, on every target.
 TEST_P(MoeRouterTopK, NonFiniteLogitAnywhereInAWideRowIsNamed) {
