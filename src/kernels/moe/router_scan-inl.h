@@ -99,22 +99,33 @@ inline float SliceLowerBound(const float* v, std::size_t n, std::size_t k) {
 // Writes the indices i (increasing) with v[i] >= t to index (room for
 // count + lanes) and returns their count; the indices are complete when the
 // count is at most `lanes` (else the caller walks the row itself). The
-// comparisons of up to 64 values form one mask word, and `lanes` set bits
-// of each word are taken branch-free (as many as one vector holds), so
-// neither a vector nor a candidate costs a branch. lanes <= kMaxRankLanes.
+// comparisons of a word's 64 values form one mask word, and `lanes` set
+// bits of each word are taken branch-free (as many as one vector holds), so
+// neither a vector nor a candidate costs a branch. A word whose lane maxima
+// (word_max, the first `words` words) are all below t is skipped: it holds
+// no candidate (logits of popular experts often leave whole words behind).
+// lanes <= kMaxRankLanes.
 template <class D>
 HWY_INLINE std::size_t CandidatesAtLeast(D d, const float* v, std::size_t n, float t,
+                                         const float* word_max, std::size_t words,
                                          std::uint32_t* index) {
   const std::size_t lanes = hn::Lanes(d);
   const auto threshold = hn::Set(d, t);
-  const std::size_t per_word = 64 / lanes;
+  const std::size_t whole = n / lanes * lanes;  // values in whole vectors
+  const hn::RebindToUnsigned<D> du;
+  hn::StoreU(hn::Zero(du), du, index);  // read by the caller even if every word is skipped
   std::size_t count = 0, i = 0;
-  while (i + lanes <= n) {
+  for (std::size_t w = 0; i < whole; ++w) {
     const std::size_t base = i;
+    const std::size_t end = std::min(whole, base + 64);
+    i = end;
+    if (w < words && hn::AllFalse(d, hn::Ge(hn::Load(d, word_max + w * lanes), threshold))) {
+      continue;
+    }
     std::uint64_t word = 0;
-    for (std::size_t j = 0; j < per_word && i + lanes <= n; ++j, i += lanes) {
+    for (std::size_t j = 0, at = base; at < end; ++j, at += lanes) {
       std::uint8_t bits[2] = {0, 0};  // StoreMaskBits writes ceil(lanes / 8) bytes
-      hn::StoreMaskBits(d, hn::Ge(hn::LoadU(d, v + i), threshold), bits);
+      hn::StoreMaskBits(d, hn::Ge(hn::LoadU(d, v + at), threshold), bits);
       word |= (std::uint64_t{bits[0]} | std::uint64_t{bits[1]} << 8) << (j * lanes);
     }
     const std::size_t set = static_cast<std::size_t>(std::popcount(word));
@@ -225,6 +236,10 @@ std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, s
   float threshold[kChunk];
   std::size_t count[kChunk];
   std::uint32_t stack_index[kChunk * kStackRoom];
+  // Per row of a chunk: the lane maxima of its first kMaxWords words.
+  constexpr std::size_t kMaxWords = 16;
+  HWY_ALIGN float word_max[kChunk * kMaxWords * kMaxRankLanes];
+  const std::size_t whole = n / lanes * lanes;  // values in whole vectors
   std::vector<std::uint32_t> heap_index(room > kStackRoom ? kChunk * room : 0);
   std::uint32_t* const index = room > kStackRoom ? heap_index.data() : stack_index;
   for (std::size_t r0 = 0; r0 < rows; r0 += kChunk) {
@@ -233,42 +248,50 @@ std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, s
     std::uint32_t* const bc = best + r0 * k;
     // 1. Thresholds: the maxima of the residue classes of the index mod lanes
     // (disjoint subsets, so the k-th largest of them is a lower bound of the
-    // k-th best), and the finiteness (v * 0 + f stays 0 iff every v is
-    // finite: Inf * 0 and NaN give NaN); two chains of each.
+    // k-th best), kept per word of 64 values for pass 2, and the finiteness
+    // (v * 0 + f stays 0 iff every v is finite: Inf * 0 and NaN give NaN;
+    // two chains).
     for (std::size_t r = 0; r < chunk; ++r) {
       const float* row = vc + r * stride;
-      auto m0 = hn::LoadU(d, row);
-      auto m1 = m0;
-      auto f0 = hn::MulAdd(m0, zero, zero);
+      float* wm = word_max + r * kMaxWords * lanes;
+      auto m = hn::LoadU(d, row);
+      auto f0 = zero;
       auto f1 = zero;
-      std::size_t i = lanes;
-      for (; i + 2 * lanes <= n; i += 2 * lanes) {
-        const auto a = hn::LoadU(d, row + i);
-        const auto b = hn::LoadU(d, row + i + lanes);
-        m0 = hn::Max(m0, a);
-        m1 = hn::Max(m1, b);
-        f0 = hn::MulAdd(a, zero, f0);
-        f1 = hn::MulAdd(b, zero, f1);
-      }
-      if (i + lanes <= n) {
-        const auto a = hn::LoadU(d, row + i);
-        m0 = hn::Max(m0, a);
-        f0 = hn::MulAdd(a, zero, f0);
-        i += lanes;
+      std::size_t i = 0;
+      for (std::size_t w = 0; i < whole; ++w) {
+        const std::size_t end = std::min(whole, i + 64);
+        auto mw = hn::LoadU(d, row + i);
+        f0 = hn::MulAdd(mw, zero, f0);
+        for (i += lanes; i + lanes < end; i += 2 * lanes) {
+          const auto a = hn::LoadU(d, row + i);
+          const auto b = hn::LoadU(d, row + i + lanes);
+          mw = hn::Max(mw, hn::Max(a, b));
+          f1 = hn::MulAdd(a, zero, f1);
+          f0 = hn::MulAdd(b, zero, f0);
+        }
+        if (i < end) {
+          const auto a = hn::LoadU(d, row + i);
+          mw = hn::Max(mw, a);
+          f1 = hn::MulAdd(a, zero, f1);
+          i += lanes;
+        }
+        if (w < kMaxWords) hn::Store(mw, d, wm + w * lanes);
+        m = hn::Max(m, mw);
       }
       if (check_finite) {
         bool finite = hn::AllTrue(d, hn::Eq(hn::Add(f0, f1), zero));
         for (std::size_t j = i; j < n; ++j) finite &= std::isfinite(row[j]);
         if (!finite) return r0 + r;
       }
-      HWY_ALIGN float m[kMaxRankLanes];
-      hn::Store(hn::Max(m0, m1), d, m);
-      for (; i < n; ++i) m[i % lanes] = std::max(m[i % lanes], row[i]);  // the tail
-      threshold[r] = m[LaneOfRank(d, LaneRanks(d, hn::Load(d, m), rotations), k - 1)];
+      HWY_ALIGN float mt[kMaxRankLanes];
+      hn::Store(m, d, mt);
+      for (; i < n; ++i) mt[i % lanes] = std::max(mt[i % lanes], row[i]);  // the tail
+      threshold[r] = mt[LaneOfRank(d, LaneRanks(d, hn::Load(d, mt), rotations), k - 1)];
     }
     // 2. Candidates.
     for (std::size_t r = 0; r < chunk; ++r) {
-      count[r] = CandidatesAtLeast(d, vc + r * stride, n, threshold[r], index + r * room);
+      count[r] = CandidatesAtLeast(d, vc + r * stride, n, threshold[r],
+                                   word_max + r * kMaxWords * lanes, kMaxWords, index + r * room);
     }
     // 3. Selection.
     for (std::size_t r = 0; r < chunk; ++r) {
