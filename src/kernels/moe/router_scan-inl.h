@@ -97,23 +97,24 @@ inline float SliceLowerBound(const float* v, std::size_t n, std::size_t k) {
 }
 
 // Writes the indices i (increasing) with v[i] >= t to index (room for
-// count + lanes) and returns their count; the indices are complete when the
-// count is at most `lanes` (else the caller walks the row itself). The
-// comparisons of a word's 64 values form one mask word, and `lanes` set
-// bits of each word are taken branch-free (as many as one vector holds), so
-// neither a vector nor a candidate costs a branch. A word whose lane maxima
-// (word_max, the first `words` words) are all below t is skipped: it holds
-// no candidate (logits of popular experts often leave whole words behind).
-// lanes <= kMaxRankLanes.
+// count + take) and returns their count; the indices are complete when the
+// count is at most `take` (else the caller walks the row itself). The
+// comparisons of a word's 64 values form one mask word, and `take` set bits
+// of each word are taken branch-free (as many as the selection's vectors
+// hold), so neither a vector nor a candidate costs a branch. A word whose
+// lane maxima (word_max, the first `words` words) are all below t is
+// skipped: it holds no candidate (logits of popular experts often leave
+// whole words behind). lanes <= kMaxRankLanes, take <= 2 lanes.
 template <class D>
 HWY_INLINE std::size_t CandidatesAtLeast(D d, const float* v, std::size_t n, float t,
-                                         const float* word_max, std::size_t words,
+                                         const float* word_max, std::size_t words, std::size_t take,
                                          std::uint32_t* index) {
   const std::size_t lanes = hn::Lanes(d);
   const auto threshold = hn::Set(d, t);
   const std::size_t whole = n / lanes * lanes;  // values in whole vectors
   const hn::RebindToUnsigned<D> du;
-  hn::StoreU(hn::Zero(du), du, index);  // read by the caller even if every word is skipped
+  // Read by the caller even if every word is skipped.
+  for (std::size_t j = 0; j < take; j += lanes) hn::StoreU(hn::Zero(du), du, index + j);
   std::size_t count = 0, i = 0;
   for (std::size_t w = 0; i < whole; ++w) {
     const std::size_t base = i;
@@ -129,7 +130,7 @@ HWY_INLINE std::size_t CandidatesAtLeast(D d, const float* v, std::size_t n, flo
       word |= (std::uint64_t{bits[0]} | std::uint64_t{bits[1]} << 8) << (j * lanes);
     }
     const std::size_t set = static_cast<std::size_t>(std::popcount(word));
-    for (std::size_t j = 0; j < lanes; ++j) {
+    for (std::size_t j = 0; j < take; ++j) {
       // Past the set bits: index 0, a valid one that FirstN masks off.
       index[count + j] = word != 0 ? static_cast<std::uint32_t>(base + std::countr_zero(word)) : 0;
       word &= word - 1;
@@ -232,7 +233,11 @@ std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, s
   // and their count; on the stack for rows of up to 240 values.
   constexpr std::size_t kChunk = 8;
   constexpr std::size_t kStackRoom = 256;
-  const std::size_t room = n + lanes;
+  // Candidates a row's selection takes in vectors: one vector, or two when
+  // k is more than half a vector (the candidates are then often more than
+  // one vector holds).
+  const std::size_t take = 2 * k <= lanes ? lanes : 2 * lanes;
+  const std::size_t room = n + take;
   float threshold[kChunk];
   std::size_t count[kChunk];
   std::uint32_t stack_index[kChunk * kStackRoom];
@@ -290,8 +295,9 @@ std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, s
     }
     // 2. Candidates.
     for (std::size_t r = 0; r < chunk; ++r) {
-      count[r] = CandidatesAtLeast(d, vc + r * stride, n, threshold[r],
-                                   word_max + r * kMaxWords * lanes, kMaxWords, index + r * room);
+      count[r] =
+          CandidatesAtLeast(d, vc + r * stride, n, threshold[r], word_max + r * kMaxWords * lanes,
+                            kMaxWords, take, index + r * room);
     }
     // 3. Selection.
     for (std::size_t r = 0; r < chunk; ++r) {
@@ -307,6 +313,32 @@ std::size_t TopKRowsImpl(const float* v, std::size_t stride, std::size_t rows, s
         const auto ranks =
             LaneRanks(d, hn::IfThenElse(hn::FirstN(d, count[r]), gathered, low), rotations);
         for (std::size_t j = 0; j < k; ++j) top[j] = at[LaneOfRank(d, ranks, j)];
+      } else if (count[r] <= take) {
+        // Two vectors, a full and b (the rest -Inf, as above). Ranks within
+        // each as above, plus across: b's indices are all above a's, so
+        // b_j beats a_i iff b_j > a_i, and a_j beats b_i iff a_j >= b_i.
+        const auto a =
+            hn::GatherIndex(d, row, hn::LoadU(di, reinterpret_cast<const std::int32_t*>(at)));
+        const auto b = hn::IfThenElse(
+            hn::FirstN(d, count[r] - lanes),
+            hn::GatherIndex(d, row,
+                            hn::LoadU(di, reinterpret_cast<const std::int32_t*>(at + lanes))),
+            low);
+        auto rank_a = LaneRanks(d, a, rotations);
+        auto rank_b = LaneRanks(d, b, rotations);
+        for (std::size_t q = 0; q < lanes; ++q) {
+          const auto idx = hn::SetTableIndices(d, rotations + q * lanes);
+          const auto bq = hn::TableLookupLanes(b, idx);
+          const auto aq = hn::TableLookupLanes(a, idx);
+          rank_a = hn::Sub(rank_a, hn::BitCast(di, hn::VecFromMask(d, hn::Gt(bq, a))));
+          rank_b = hn::Sub(rank_b, hn::BitCast(di, hn::VecFromMask(d, hn::Ge(aq, b))));
+        }
+        std::int32_t rank[2 * kMaxRankLanes];
+        hn::StoreU(rank_a, di, rank);
+        hn::StoreU(rank_b, di, rank + lanes);
+        std::uint32_t sorted[2 * kMaxRankLanes];  // the ranks are a permutation
+        for (std::size_t j = 0; j < 2 * lanes; ++j) sorted[rank[j]] = at[j];
+        std::copy_n(sorted, k, top);
       } else {
         // Many candidates: each v[i] >= t, in increasing order, to an
         // insertion list.
