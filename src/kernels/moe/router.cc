@@ -472,8 +472,9 @@ StatusOr<RouterResult> RouteImpl(const StridedMatrix<const Elem>& logits, const 
   // is known finite (nothing written on an error).
   const std::size_t E = s.experts;
   const std::size_t T = s.tokens;
-  const auto out_ids = std::make_unique_for_overwrite<std::int32_t[]>(entries);
-  const auto out_weights = std::make_unique_for_overwrite<float[]>(entries);
+  // Default-initialised (not zeroed): every entry is written before it is read.
+  const std::unique_ptr<std::int32_t[]> out_ids(new std::int32_t[entries]);
+  const std::unique_ptr<float[]> out_weights(new float[entries]);
   std::vector<float> aux(p.compute_losses ? T * E : 0);
   std::vector<double> lse(p.compute_losses ? T : 0);
   std::atomic<std::size_t> first_bad{T};  // The first token with a NaN or +-Inf logit.
