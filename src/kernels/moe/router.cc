@@ -249,8 +249,8 @@ struct Scratch {
   std::vector<float> softmax;  // The full softmax of a sigmoid router's logits (z-loss).
   std::vector<std::uint32_t> top;
   std::vector<float> weight, logit;
-  SoftmaxSums sums[kBlockTokens];  // Step 1's softmax (kSoftmax) or a loss's.
-  SoftmaxSums topk_sums[kBlockTokens];
+  SoftmaxSums sums[kBlockTokens];       // Step 1's softmax (kSoftmax) or a loss's.
+  SoftmaxSums sums_topk[kBlockTokens];  // kSoftmaxOverTopK's over the k.
 };
 
 // Step 3 for one token: the kept groups' selection scores, in increasing
@@ -344,11 +344,31 @@ std::size_t RouteBlock(const Shape& s, const RouterParams& p, Scratch& w, const 
     if (bad < rows) return bad;
   }
   // 5. Weights.
-  if (p.score == RouterScore::kSoftmaxOverTopK) {
+  if (p.score == RouterScore::kSoftmaxOverTopK && !s.has_bias) {
+    // Step 1's softmax over the k selected logits. Without a bias they were
+    // selected by their own values, so slot 0 holds their maximum: its
+    // difference is +0 and its exp exactly 1 (FixedExp(0) = 1). Only slots
+    // 1..k-1 go to FixedExpArray, and the sum starts at 1.
+    const std::size_t k1 = k - 1;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float m = x[r * stride + w.top[r * k]];
+      for (std::size_t j = 1; j < k; ++j) {
+        w.logit[r * k1 + j - 1] = x[r * stride + w.top[r * k + j]] - m;
+      }
+    }
+    internal::FixedExpArray(w.logit.data(), w.logit.data(), rows * k1);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* u = w.logit.data() + r * k1;
+      float z = 1.0f;
+      for (std::size_t j = 0; j < k1; ++j) z += u[j];
+      w.weight[r * k] = 1.0f / z;
+      for (std::size_t j = 0; j < k1; ++j) w.weight[r * k + 1 + j] = u[j] / z;
+    }
+  } else if (p.score == RouterScore::kSoftmaxOverTopK) {
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t j = 0; j < k; ++j) w.logit[r * k + j] = x[r * stride + w.top[r * k + j]];
     }
-    SoftmaxRows(w.logit.data(), k, rows, k, w.weight.data(), w.topk_sums);
+    SoftmaxRows(w.logit.data(), k, rows, k, w.weight.data(), w.sums_topk);
   } else {
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t j = 0; j < k; ++j) {
