@@ -1,6 +1,6 @@
 // Internal: the router's per-row scans with Highway dynamic dispatch
-// (router_scan-inl.h): the finiteness check of the logits and the top-k of
-// rows without an eligibility mask. Results are exact (comparisons and
+// (router_scan-inl.h): the finiteness check of the logits, the top-k of
+// rows and the groups' top two. Results are exact (comparisons and
 // maxima of floats), so every target gives the same answer as the scalar
 // loops they replace.
 #ifndef TRNMX_SRC_KERNELS_MOE_ROUTER_SCAN_H_
@@ -21,9 +21,10 @@ std::size_t FirstNonFiniteRow(const float* x, std::size_t stride, std::size_t ro
 // best first. Method: a lower bound t of the k-th best (the k-th largest of
 // the maxima of disjoint subsets of the row: the residue classes of the
 // index mod the vector's lanes), then the values >= t, the candidates
-// (usually k to k + 2; a value below t is never among the k best): up to a
-// vector of them are ranked by lane-rotation compares, more are offered in
-// increasing index order to an insertion list. With check_finite, a row
+// (usually k to k + 2; a value below t is never among the k best): up to
+// one vector of them (two when k is more than half a vector) are ranked by
+// lane-rotation compares, more are offered in increasing index order to an
+// insertion list. With check_finite, a row
 // holding a NaN or +-Inf stops the scan and its index is returned (best is
 // then unspecified); rows when every row was finite and done.
 std::size_t TopKRows(const float* v, std::size_t stride, std::size_t rows, std::size_t n,
