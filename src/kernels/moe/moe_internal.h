@@ -26,6 +26,23 @@ inline bool Better(float a, std::size_t ia, float b, std::size_t ib) {
   return a > b || (a == b && ia < ib);
 }
 
+// Offers values[i] to best[0..*have), the indices of the k best offered so
+// far in the order of Better, best first (*have < k until k were offered).
+inline void TopKInsert(const float* values, std::size_t i, std::size_t k, std::uint32_t* best,
+                       std::size_t* have) {
+  const float v = values[i];
+  std::size_t pos = k - 1;
+  if (*have < k) {
+    pos = (*have)++;
+  } else if (!Better(v, i, values[best[pos]], best[pos])) {
+    return;
+  }
+  for (; pos > 0 && Better(v, i, values[best[pos - 1]], best[pos - 1]); --pos) {
+    best[pos] = best[pos - 1];
+  }
+  best[pos] = static_cast<std::uint32_t>(i);
+}
+
 }  // namespace trnmx::moe_internal
 
 #endif  // TRNMX_SRC_KERNELS_MOE_MOE_INTERNAL_H_

@@ -1,12 +1,16 @@
 // The MoE router (moe.h): validation, the per-token routing (scores, bias,
 // groups, top-k, weights), then the capacity drops, counts and losses in the
 // fixed orders of the header.
+#include <hwy/cache_control.h>
+
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -29,8 +33,8 @@ using moe_internal::Str;
 using moe_internal::Widen;
 
 // Tokens per executor task: any split gives the same bits (each token's
-// outputs are its own); this one only bounds the per-task scratch.
-constexpr std::size_t kTokensPerTask = 64;
+// outputs are its own); a multiple of kBlockTokens (below).
+constexpr std::size_t kTokensPerTask = 256;
 
 // The validated shape of one Route call.
 struct Shape {
@@ -139,10 +143,10 @@ Status CheckParams(const RouterParams& p, std::size_t tokens, std::size_t expert
   return OkStatus();
 }
 
-std::uint32_t Bits(Bf16 x) { return static_cast<std::uint32_t>(x.bits) << 16; }
-
+// The checks of the logits' shape (the values are checked as they are
+// routed: RouteImpl).
 template <class T>
-Status CheckLogits(const StridedMatrix<const T>& m) {
+Status CheckLogitsShape(const StridedMatrix<const T>& m) {
   if (m.rows == 0) return OkStatus();
   if (m.data == nullptr) {
     return InvalidArgumentError("router: logits are " + Str(m.rows) + " x " + Str(m.cols) +
@@ -152,218 +156,271 @@ Status CheckLogits(const StridedMatrix<const T>& m) {
     return InvalidArgumentError("router: logits row_stride " + Str(m.row_stride) +
                                 " is less than the " + Str(m.cols) + " experts");
   }
-  constexpr std::uint32_t kExponent = 0x7F800000u;  // All ones: Inf or NaN.
-  for (std::size_t t = 0; t < m.rows; ++t) {
-    const T* row = m.data + t * m.row_stride;
-    // A branch-free scan of the row (it vectorises); the search for the
-    // culprit runs only on a bad row.
-    bool bad = false;
-    if constexpr (std::is_same_v<T, float>) {
-      bad = internal::AnyNonFinite(row, m.cols);
-    } else {
-      for (std::size_t e = 0; e < m.cols; ++e) bad |= (Bits(row[e]) & kExponent) == kExponent;
-    }
-    if (!bad) continue;
-    for (std::size_t e = 0; e < m.cols; ++e) {
-      const float x = Widen(row[e]);
-      if (!IsFinite(x)) {
-        return InvalidArgumentError("router: logit of token " + Str(t) + ", expert " + Str(e) +
-                                    " is " + (std::isnan(x) ? "NaN" : "infinite"));
-      }
-    }
-  }
   return OkStatus();
 }
 
-// Softmax of x[0..n) into p (step 1 of the header); returns max and sum.
+// The error for token t, whose row holds a NaN or +-Inf: names its first.
+template <class T>
+Status NonFiniteLogitError(const StridedMatrix<const T>& m, std::size_t t) {
+  const T* row = m.data + t * m.row_stride;
+  std::size_t e = 0;
+  while (e + 1 < m.cols && IsFinite(Widen(row[e]))) ++e;
+  const float x = Widen(row[e]);
+  return InvalidArgumentError("router: logit of token " + Str(t) + ", expert " + Str(e) + " is " +
+                              (std::isnan(x) ? "NaN" : "infinite"));
+}
+
+// Step 1's softmax of each of `rows` rows of x (n values, row stride
+// `stride`) into p (rows x n, packed); sums[r] = row r's max and sum. The
+// exps of all rows go in one FixedExpArray call, and the rows' sums (each in
+// increasing index order, as the header says) run as kChains independent
+// chains side by side: one chain alone waits on every addition's latency.
+// The row maxima run in kChains partial maxima: the maximum of finite values
+// does not depend on the order but for the sign of a zero maximum, which
+// neither x - max nor max + log(sum) sees.
 struct SoftmaxSums {
   float max = 0.0f;
   float sum = 0.0f;
 };
-SoftmaxSums Softmax(const float* x, std::size_t n, float* p) {
-  SoftmaxSums r{x[0], 0.0f};
-  for (std::size_t i = 1; i < n; ++i) r.max = std::max(r.max, x[i]);
-  for (std::size_t i = 0; i < n; ++i) p[i] = x[i] - r.max;
-  internal::FixedExpArray(p, p, n);
-  for (std::size_t i = 0; i < n; ++i) r.sum += p[i];
-  for (std::size_t i = 0; i < n; ++i) p[i] /= r.sum;
-  return r;
-}
-
-// The k best of values[i] for i in [0, n) with eligible[i] (all when null),
-// best first (moe_internal::Better: higher value, then lower index).
-// Indices are visited in increasing order, so a candidate that only ties the
-// current k-th value loses to it: it enters iff it is eligible and above the
-// k-th value. Once k are held, blocks of kBlock candidates are first tested
-// with a branch-free scan (it vectorises) and skipped when none enters; the
-// result is the same as visiting them one by one. With `index`, it visits
-// values[index[0..n)] (increasing indices) instead.
-void TopKScan(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
-              std::uint32_t* best, const std::uint32_t* index = nullptr);
-
-// Top-k without an eligibility mask, over n >= 4 k values: the maxima of
-// disjoint subsets of the values are distinct values, so the k-th best is
-// at least the k-th largest of them, T. Only the values >= T can be in the top k;
-// they are gathered in increasing index order (branch-free) and the scan
-// below runs over them alone, which gives the same k as running it over all
-// n (a value below T never stays in it).
-void TopKThreshold(const float* values, std::size_t n, std::size_t k, std::uint32_t* best,
-                   std::uint32_t* candidates) {
-  const float t = internal::TopKLowerBound(values, n, k);
-  const std::size_t count = internal::IndicesAtLeast(values, n, t, candidates);
-  TopKScan(values, count, nullptr, k, best, candidates);
-}
-
-void TopKScan(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
-              std::uint32_t* best, const std::uint32_t* index) {
-  constexpr std::size_t kBlock = 16;
-  std::size_t have = 0;
-  float kth = 0.0f;  // values[best[k - 1]] once have == k.
-  auto consider = [&](std::size_t at) {
-    const std::size_t i = index != nullptr ? index[at] : at;
-    if (eligible != nullptr && eligible[i] == 0) return;
-    const float v = values[i];
-    if (have == k && !(v > kth)) return;
-    std::size_t pos = have < k ? have++ : k - 1;
-    while (pos > 0 && Better(v, i, values[best[pos - 1]], best[pos - 1])) {
-      best[pos] = best[pos - 1];
-      --pos;
+void SoftmaxRows(const float* x, std::size_t stride, std::size_t rows, std::size_t n, float* p,
+                 SoftmaxSums* sums) {
+  constexpr std::size_t kChains = 8;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * stride;
+    float m[kChains];
+    std::fill_n(m, kChains, xr[0]);
+    std::size_t i = 0;
+    for (; i + kChains <= n; i += kChains) {
+      for (std::size_t j = 0; j < kChains; ++j) m[j] = std::max(m[j], xr[i + j]);
     }
-    best[pos] = static_cast<std::uint32_t>(i);
-    if (have == k) kth = values[best[k - 1]];
-  };
-  std::size_t i = 0;
-  while (i < n && have < k) consider(i++);
-  if (index != nullptr) {  // a few candidates: one by one
-    for (; i < n; ++i) consider(i);
-    return;
+    for (; i < n; ++i) m[0] = std::max(m[0], xr[i]);
+    for (std::size_t j = 1; j < kChains; ++j) m[0] = std::max(m[0], m[j]);
+    float* pr = p + r * n;
+    for (i = 0; i < n; ++i) pr[i] = xr[i] - m[0];
+    sums[r].max = m[0];
   }
-  for (; i + kBlock <= n; i += kBlock) {
-    bool any = false;
-    if (eligible == nullptr) {
-      for (std::size_t j = 0; j < kBlock; ++j) any |= values[i + j] > kth;
-    } else {
-      for (std::size_t j = 0; j < kBlock; ++j)
-        any |= (values[i + j] > kth) & (eligible[i + j] != 0);
+  internal::FixedExpArray(p, p, rows * n);
+  for (std::size_t r0 = 0; r0 < rows; r0 += kChains) {
+    // Rows past the end repeat the last one (their sums are dropped), so
+    // the chains stay a fixed number of registers.
+    const float* pr[kChains];
+    for (std::size_t j = 0; j < kChains; ++j) pr[j] = p + std::min(r0 + j, rows - 1) * n;
+    float z[kChains] = {};
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < kChains; ++j) z[j] += pr[j][i];
     }
-    if (!any) continue;
-    for (std::size_t j = 0; j < kBlock; ++j) consider(i + j);
+    for (std::size_t j = 0; j < kChains && r0 + j < rows; ++j) sums[r0 + j].sum = z[j];
   }
-  for (; i < n; ++i) consider(i);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < n; ++i) p[r * n + i] /= sums[r].sum;
+  }
 }
 
-// The k best (see TopKScan); candidates: scratch for n indices.
-void TopK(const float* values, std::size_t n, const std::uint8_t* eligible, std::size_t k,
-          std::uint32_t* best, std::uint32_t* candidates) {
-  if (eligible == nullptr && n >= 4 * k) return TopKThreshold(values, n, k, best, candidates);
-  TopKScan(values, n, eligible, k, best);
-}
+// Tokens per block: a block's scores and weights are computed together (one
+// FixedExpArray call, side-by-side sums) and its scratch stays in L1/L2.
+constexpr std::size_t kBlockTokens = 16;
+constexpr std::size_t kCacheLine = 64;  // Bytes (x86, Arm): the prefetch step.
 
-// Per-task scratch, sized for one token.
+// Per-task scratch, sized for one block of tokens; the arrays a rule does
+// not use stay empty.
 struct Scratch {
-  explicit Scratch(const Shape& s)
-      : x(s.experts),
-        score(s.experts),
-        choice(s.experts),
-        eligible(s.experts),
-        softmax(s.experts),
-        group_score(s.groups),
-        top_groups(s.top_groups),
-        top(s.k),
-        weight(s.k),
-        logit(s.k),
-        candidates(s.experts) {}
-  std::vector<float> x, score, choice;
-  std::vector<std::uint8_t> eligible;
-  std::vector<float> softmax;  // The full softmax of a sigmoid router's logits (z-loss).
-  std::vector<float> group_score;
+  Scratch(const Shape& s, const RouterParams& p, bool widen) {
+    const std::size_t block = kBlockTokens * s.experts;
+    if (widen) x.resize(block);
+    if (p.score != RouterScore::kSoftmaxOverTopK) score.resize(block);
+    if (s.has_bias) choice.resize(block);
+    if (s.groups > 1) {
+      kept.resize(kBlockTokens * s.top_groups * s.group_size);
+      group_score.resize(s.groups);
+      group_second.resize(s.groups);
+      top_groups.resize(kBlockTokens * s.top_groups);
+    }
+    if (p.compute_losses && p.score == RouterScore::kSigmoid) softmax.resize(s.experts);
+    top.resize(kBlockTokens * s.k);
+    weight.resize(kBlockTokens * s.k);
+    logit.resize(kBlockTokens * s.k);
+  }
+  std::vector<float> x;       // BF16 logits widened.
+  std::vector<float> score;   // Step 1 (not kSoftmaxOverTopK).
+  std::vector<float> choice;  // Step 2 with a bias.
+  std::vector<float> kept;    // Step 3: the kept groups' selection scores.
+  std::vector<float> group_score, group_second;
   std::vector<std::uint32_t> top_groups;
+  std::vector<float> softmax;  // The full softmax of a sigmoid router's logits (z-loss).
   std::vector<std::uint32_t> top;
   std::vector<float> weight, logit;
-  std::vector<std::uint32_t> candidates;  // TopK's
+  SoftmaxSums sums[kBlockTokens];       // Step 1's softmax (kSoftmax) or a loss's.
+  SoftmaxSums sums_topk[kBlockTokens];  // kSoftmaxOverTopK's over the k.
 };
 
-// Routes one token (x: its E logits): writes its `slots` ids and weights,
-// and, when `aux` is not null, P_te into aux[0..E) and lse into *lse.
-void RouteToken(const Shape& s, const RouterParams& p, Scratch& w, const float* x,
-                std::int32_t* ids, float* weights, float* aux, double* lse) {
-  const std::size_t E = s.experts;
-  // 1. Scores.
-  SoftmaxSums sums;
-  bool have_sums = false;
-  if (p.score == RouterScore::kSoftmax) {
-    sums = Softmax(x, E, w.score.data());
-    have_sums = true;
-  } else if (p.score == RouterScore::kSigmoid) {
-    internal::FixedSigmoidArray(x, w.score.data(), E);
+// Step 3 for one token: the kept groups' selection scores, in increasing
+// group order, to kept (top_groups x group_size), and those groups to
+// groups. A group's score needs only its largest one or two values (with
+// their multiplicity: two equal maxima are the top 2); the groups (a
+// handful) are ranked by insertion. Step 4 then runs over the kept values
+// (TopKRows), whose order is that of the expert ids.
+void KeepTopGroups(const Shape& s, Scratch& w, const float* choice, float* kept,
+                   std::uint32_t* groups) {
+  internal::GroupTopTwo(choice, s.groups, s.group_size, w.group_score.data(),
+                        w.group_second.data());
+  if (s.sum_top2) {
+    for (std::size_t g = 0; g < s.groups; ++g) w.group_score[g] += w.group_second[g];
   }
-  // kSoftmaxOverTopK scores are the logits themselves.
-  const float* score = p.score == RouterScore::kSoftmaxOverTopK ? x : w.score.data();
+  std::size_t have = 0;
+  for (std::size_t g = 0; g < s.groups; ++g) {
+    moe_internal::TopKInsert(w.group_score.data(), g, s.top_groups, groups, &have);
+  }
+  std::sort(groups, groups + s.top_groups);
+  for (std::size_t i = 0; i < s.top_groups; ++i) {
+    std::copy_n(choice + groups[i] * s.group_size, s.group_size, kept + i * s.group_size);
+  }
+}
+
+// Routes the `rows` tokens of x (E logits each, row stride `stride`): writes
+// their `slots` ids and weights each, and, when `aux` is not null, P_te into
+// aux (rows x E) and lse into lse[0..rows). Returns the first row holding a
+// NaN or +-Inf (before anything of it is written), or rows.
+std::size_t RouteBlock(const Shape& s, const RouterParams& p, Scratch& w, const float* x,
+                       std::size_t stride, std::size_t rows, std::int32_t* ids, float* weights,
+                       float* aux, double* lse) {
+  const std::size_t E = s.experts;
+  const std::size_t k = s.k;
+  // The logits' finiteness: checked by the top-k's own pass over them when
+  // that is the first (kSoftmaxOverTopK, no bias, no groups), else first.
+  const bool topk_checks = p.score == RouterScore::kSoftmaxOverTopK && !s.has_bias && s.groups == 1;
+  if (!topk_checks) {
+    const std::size_t bad = internal::FirstNonFiniteRow(x, stride, rows, E);
+    if (bad < rows) return bad;
+  }
+  // 1. Scores (kSoftmaxOverTopK: the logits themselves).
+  const float* score = x;
+  std::size_t score_stride = stride;
+  if (p.score == RouterScore::kSoftmax) {
+    SoftmaxRows(x, stride, rows, E, w.score.data(), w.sums);
+  } else if (p.score == RouterScore::kSigmoid) {
+    if (stride == E) {
+      internal::FixedSigmoidArray(x, w.score.data(), rows * E);
+    } else {
+      for (std::size_t r = 0; r < rows; ++r) {
+        internal::FixedSigmoidArray(x + r * stride, w.score.data() + r * E, E);
+      }
+    }
+  }
+  if (p.score != RouterScore::kSoftmaxOverTopK) {
+    score = w.score.data();
+    score_stride = E;
+  }
   // 2. Selection scores.
   const float* choice = score;
+  std::size_t choice_stride = score_stride;
   if (s.has_bias) {
-    for (std::size_t e = 0; e < E; ++e) w.choice[e] = score[e] + p.expert_bias[e];
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t e = 0; e < E; ++e) {
+        w.choice[r * E + e] = score[r * score_stride + e] + p.expert_bias[e];
+      }
+    }
     choice = w.choice.data();
+    choice_stride = E;
   }
-  // 3. Groups.
-  const std::uint8_t* eligible = nullptr;
+  // 3, 4. Groups and top-k.
   if (s.groups > 1) {
-    std::uint32_t best2[2];
-    for (std::size_t g = 0; g < s.groups; ++g) {
-      const float* c = choice + g * s.group_size;
-      TopK(c, s.group_size, nullptr, s.sum_top2 ? 2 : 1, best2, w.candidates.data());
-      w.group_score[g] = s.sum_top2 ? c[best2[0]] + c[best2[1]] : c[best2[0]];
+    const std::size_t n = s.top_groups * s.group_size;
+    for (std::size_t r = 0; r < rows; ++r) {
+      KeepTopGroups(s, w, choice + r * choice_stride, w.kept.data() + r * n,
+                    w.top_groups.data() + r * s.top_groups);
     }
-    TopK(w.group_score.data(), s.groups, nullptr, s.top_groups, w.top_groups.data(),
-         w.candidates.data());
-    std::fill(w.eligible.begin(), w.eligible.end(), std::uint8_t{0});
-    for (std::size_t i = 0; i < s.top_groups; ++i) {
-      const std::size_t g = w.top_groups[i];
-      std::fill_n(w.eligible.begin() + static_cast<std::ptrdiff_t>(g * s.group_size), s.group_size,
-                  std::uint8_t{1});
+    internal::TopKRows(w.kept.data(), n, rows, n, k, w.top.data(), false);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < k; ++j) {
+        std::uint32_t& e = w.top[r * k + j];
+        e = w.top_groups[r * s.top_groups + e / s.group_size] *
+                static_cast<std::uint32_t>(s.group_size) +
+            e % s.group_size;
+      }
     }
-    eligible = w.eligible.data();
-  }
-  // 4. Top-k.
-  TopK(choice, E, eligible, s.k, w.top.data(), w.candidates.data());
-  // 5. Weights.
-  if (p.score == RouterScore::kSoftmaxOverTopK) {
-    for (std::size_t j = 0; j < s.k; ++j) w.logit[j] = x[w.top[j]];
-    Softmax(w.logit.data(), s.k, w.weight.data());
   } else {
-    for (std::size_t j = 0; j < s.k; ++j) w.weight[j] = w.score[w.top[j]];
+    const std::size_t bad =
+        internal::TopKRows(choice, choice_stride, rows, E, k, w.top.data(), topk_checks);
+    if (bad < rows) return bad;
   }
-  if (p.renormalize) {
-    float z = 0.0f;
-    for (std::size_t j = 0; j < s.k; ++j) z += w.weight[j];
-    if (z > 0.0f) {
-      for (std::size_t j = 0; j < s.k; ++j) w.weight[j] /= z;
+  // 5. Weights.
+  if (p.score == RouterScore::kSoftmaxOverTopK && !s.has_bias) {
+    // Step 1's softmax over the k selected logits. Without a bias they were
+    // selected by their own values, so slot 0 holds their maximum: its
+    // difference is +0 and its exp exactly 1 (FixedExp(0) = 1). Only slots
+    // 1..k-1 go to FixedExpArray, and the sum starts at 1.
+    const std::size_t k1 = k - 1;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float m = x[r * stride + w.top[r * k]];
+      for (std::size_t j = 1; j < k; ++j) {
+        w.logit[r * k1 + j - 1] = x[r * stride + w.top[r * k + j]] - m;
+      }
+    }
+    internal::FixedExpArray(w.logit.data(), w.logit.data(), rows * k1);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* u = w.logit.data() + r * k1;
+      float z = 1.0f;
+      for (std::size_t j = 0; j < k1; ++j) z += u[j];
+      w.weight[r * k] = 1.0f / z;
+      for (std::size_t j = 0; j < k1; ++j) w.weight[r * k + 1 + j] = u[j] / z;
+    }
+  } else if (p.score == RouterScore::kSoftmaxOverTopK) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < k; ++j) w.logit[r * k + j] = x[r * stride + w.top[r * k + j]];
+    }
+    SoftmaxRows(w.logit.data(), k, rows, k, w.weight.data(), w.sums_topk);
+  } else {
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < k; ++j) {
+        w.weight[r * k + j] = score[r * score_stride + w.top[r * k + j]];
+      }
     }
   }
-  if (p.scaling_factor != 1.0f) {
-    for (std::size_t j = 0; j < s.k; ++j) w.weight[j] *= p.scaling_factor;
-  }
-  for (std::size_t j = 0; j < s.k; ++j) {
-    ids[j] = static_cast<std::int32_t>(w.top[j]);
-    weights[j] = w.weight[j];
-  }
-  // 6. Shared experts.
-  for (std::size_t i = 0; i < s.shared; ++i) {
-    ids[s.k + i] = static_cast<std::int32_t>(E + i);
-    weights[s.k + i] = 1.0f;
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* wr = w.weight.data() + r * k;
+    if (p.renormalize) {
+      float z = 0.0f;
+      for (std::size_t j = 0; j < k; ++j) z += wr[j];
+      if (z > 0.0f) {
+        for (std::size_t j = 0; j < k; ++j) wr[j] /= z;
+      }
+    }
+    if (p.scaling_factor != 1.0f) {
+      for (std::size_t j = 0; j < k; ++j) wr[j] *= p.scaling_factor;
+    }
+    std::int32_t* ids_r = ids + r * s.slots;
+    float* weights_r = weights + r * s.slots;
+    for (std::size_t j = 0; j < k; ++j) {
+      ids_r[j] = static_cast<std::int32_t>(w.top[r * k + j]);
+      weights_r[j] = wr[j];
+    }
+    // 6. Shared experts.
+    for (std::size_t i = 0; i < s.shared; ++i) {
+      ids_r[k + i] = static_cast<std::int32_t>(E + i);
+      weights_r[k + i] = 1.0f;
+    }
   }
   // Loss inputs.
   if (aux != nullptr) {
-    if (p.score == RouterScore::kSigmoid) {
-      float z = 0.0f;
-      for (std::size_t e = 0; e < E; ++e) z += w.score[e];
-      for (std::size_t e = 0; e < E; ++e) aux[e] = z > 0.0f ? w.score[e] / z : 0.0f;
-    } else if (have_sums) {
-      std::copy(w.score.begin(), w.score.end(), aux);
+    for (std::size_t r = 0; r < rows; ++r) {
+      float* aux_r = aux + r * E;
+      const float* xr = x + r * stride;
+      SoftmaxSums sums = w.sums[r];
+      if (p.score == RouterScore::kSigmoid) {
+        const float* sr = w.score.data() + r * E;
+        float z = 0.0f;
+        for (std::size_t e = 0; e < E; ++e) z += sr[e];
+        for (std::size_t e = 0; e < E; ++e) aux_r[e] = z > 0.0f ? sr[e] / z : 0.0f;
+        SoftmaxRows(xr, stride, 1, E, w.softmax.data(), &sums);
+      } else if (p.score == RouterScore::kSoftmax) {
+        std::copy_n(w.score.data() + r * E, E, aux_r);
+      } else {
+        SoftmaxRows(xr, stride, 1, E, aux_r, &sums);
+      }
+      lse[r] = static_cast<double>(sums.max) + internal::LogDouble(static_cast<double>(sums.sum));
     }
-    if (!have_sums) sums = Softmax(x, E, p.score == RouterScore::kSigmoid ? w.softmax.data() : aux);
-    *lse = static_cast<double>(sums.max) + internal::LogDouble(static_cast<double>(sums.sum));
   }
+  return rows;
 }
 
 // Step 7: drops assignments beyond `capacity` per routed expert, in place.
@@ -428,55 +485,98 @@ StatusOr<RouterResult> RouteImpl(const StridedMatrix<const Elem>& logits, const 
                                   Str(entries) + " needed (" + Str(s.tokens) + " tokens x " +
                                   Str(s.slots) + " slots)");
   }
-  TRNMX_RETURN_IF_ERROR(CheckLogits(logits));
+  TRNMX_RETURN_IF_ERROR(CheckLogitsShape(logits));
 
-  // Every check has passed: from here on nothing fails.
+  // The logit values are checked as they are routed, and the results go to
+  // these buffers: the caller's outputs are written only once every logit
+  // is known finite (nothing written on an error).
   const std::size_t E = s.experts;
   const std::size_t T = s.tokens;
+  // Default-initialised (not zeroed): every entry is written before it is read.
+  const std::unique_ptr<std::int32_t[]> out_ids(new std::int32_t[entries]);
+  const std::unique_ptr<float[]> out_weights(new float[entries]);
   std::vector<float> aux(p.compute_losses ? T * E : 0);
   std::vector<double> lse(p.compute_losses ? T : 0);
+  std::atomic<std::size_t> first_bad{T};  // The first token with a NaN or +-Inf logit.
   const std::size_t tasks = internal::CeilDiv(T, kTokensPerTask);
   internal::ExecutorOrCallingThread(executor).ParallelFor(tasks, [&](std::size_t task) {
-    Scratch scratch(s);
+    Scratch scratch(s, p, !std::is_same_v<Elem, float>);
     const std::size_t end = std::min(T, (task + 1) * kTokensPerTask);
-    for (std::size_t t = task * kTokensPerTask; t < end; ++t) {
-      const Elem* row = logits.data + t * logits.row_stride;
+    for (std::size_t t = task * kTokensPerTask; t < end; t += kBlockTokens) {
+      const std::size_t rows = std::min(kBlockTokens, end - t);
+      // The next block's logits on their way while this one is routed.
+      for (std::size_t r = t + rows; r < std::min(end, t + rows + kBlockTokens); ++r) {
+        const Elem* row = logits.data + r * logits.row_stride;
+        for (std::size_t e = 0; e < E; e += kCacheLine / sizeof(Elem)) hwy::Prefetch(row + e);
+      }
       const float* x = nullptr;
+      std::size_t stride = E;
       if constexpr (std::is_same_v<Elem, float>) {
-        x = row;
+        x = logits.data + t * logits.row_stride;
+        stride = logits.row_stride;
       } else {
-        for (std::size_t e = 0; e < E; ++e) scratch.x[e] = Widen(row[e]);
+        for (std::size_t r = 0; r < rows; ++r) {
+          const Elem* row = logits.data + (t + r) * logits.row_stride;
+          for (std::size_t e = 0; e < E; ++e) scratch.x[r * E + e] = Widen(row[e]);
+        }
         x = scratch.x.data();
       }
-      RouteToken(s, p, scratch, x, ids.data() + t * s.slots, weights.data() + t * s.slots,
-                 p.compute_losses ? aux.data() + t * E : nullptr,
-                 p.compute_losses ? lse.data() + t : nullptr);
+      const std::size_t bad = RouteBlock(
+          s, p, scratch, x, stride, rows, out_ids.get() + t * s.slots,
+          out_weights.get() + t * s.slots, p.compute_losses ? aux.data() + t * E : nullptr,
+          p.compute_losses ? lse.data() + t : nullptr);
+      if (bad < rows) {
+        // Tasks cover disjoint tokens in order, so the least of their first
+        // bad tokens is the first of all.
+        std::size_t seen = first_bad.load(std::memory_order_relaxed);
+        while (t + bad < seen && !first_bad.compare_exchange_weak(seen, t + bad)) {
+        }
+        return;
+      }
     }
   });
+  if (first_bad.load() < T) return NonFiniteLogitError(logits, first_bad.load());
 
+  // Every logit is finite: from here on nothing fails.
+  const std::span<std::int32_t> rids(out_ids.get(), entries);
+  const std::span<float> rweights(out_weights.get(), entries);
   RouterResult r;
   r.slots = s.slots;
-  r.selected_per_expert.assign(E, 0);
+  // n_e in kHistograms histograms by token (popular experts recur in
+  // consecutive tokens: one histogram would chain their increments).
+  constexpr std::size_t kHistograms = 4;
+  std::vector<std::uint64_t> counts(kHistograms * E, 0);
   std::vector<std::int32_t> selected(p.compute_losses ? T * s.k : 0);
   for (std::size_t t = 0; t < T; ++t) {
+    std::uint64_t* h = counts.data() + (t % kHistograms) * E;
     for (std::size_t j = 0; j < s.k; ++j) {
-      const std::int32_t id = ids[t * s.slots + j];
-      ++r.selected_per_expert[static_cast<std::size_t>(id)];
+      const std::int32_t id = rids[t * s.slots + j];
+      ++h[static_cast<std::size_t>(id)];
       if (p.compute_losses) selected[t * s.k + j] = id;
     }
+  }
+  r.selected_per_expert.assign(E, 0);
+  for (std::size_t e = 0; e < E; ++e) {
+    for (std::size_t q = 0; q < kHistograms; ++q) r.selected_per_expert[e] += counts[q * E + e];
   }
   if (p.capacity_factor > 0.0f) {
     const double c = std::ceil(static_cast<double>(p.capacity_factor) *
                                static_cast<double>(T * s.k) / static_cast<double>(E));
     r.capacity =
         std::max(p.min_capacity, c >= static_cast<double>(T) ? T : static_cast<std::size_t>(c));
-    r.dropped =
-        ApplyCapacity(s, p.drop_policy, r.capacity, ids.first(entries), weights.first(entries));
+    r.dropped = ApplyCapacity(s, p.drop_policy, r.capacity, rids, rweights);
   }
-  r.tokens_per_expert.assign(E + s.shared, 0);
-  for (std::size_t i = 0; i < entries; ++i) {
-    if (ids[i] != kDroppedExpert) ++r.tokens_per_expert[static_cast<std::size_t>(ids[i])];
+  if (p.capacity_factor > 0.0f) {
+    r.tokens_per_expert.assign(E + s.shared, 0);
+    for (std::size_t i = 0; i < entries; ++i) {
+      if (rids[i] != kDroppedExpert) ++r.tokens_per_expert[static_cast<std::size_t>(rids[i])];
+    }
+  } else {  // Dropless: the selections, and every token on each shared expert.
+    r.tokens_per_expert = r.selected_per_expert;
+    r.tokens_per_expert.resize(E + s.shared, T);
   }
+  std::copy(rids.begin(), rids.end(), ids.begin());
+  std::copy(rweights.begin(), rweights.end(), weights.begin());
 
   if (p.compute_losses && T > 0) {
     double z = 0.0;

@@ -12,22 +12,24 @@
 
 namespace trnmx {
 
-HWY_EXPORT(AnyNonFiniteImpl);
-HWY_EXPORT(TopKLowerBoundImpl);
-HWY_EXPORT(IndicesAtLeastImpl);
+HWY_EXPORT(FirstNonFiniteRowImpl);
+HWY_EXPORT(TopKRowsImpl);
+HWY_EXPORT(GroupTopTwoImpl);
 
 namespace internal {
 
-bool AnyNonFinite(const float* x, std::size_t n) {
-  return HWY_DYNAMIC_DISPATCH(AnyNonFiniteImpl)(x, n);
+std::size_t FirstNonFiniteRow(const float* x, std::size_t stride, std::size_t rows, std::size_t n) {
+  return HWY_DYNAMIC_DISPATCH(FirstNonFiniteRowImpl)(x, stride, rows, n);
 }
 
-float TopKLowerBound(const float* v, std::size_t n, std::size_t k) {
-  return HWY_DYNAMIC_DISPATCH(TopKLowerBoundImpl)(v, n, k);
+std::size_t TopKRows(const float* v, std::size_t stride, std::size_t rows, std::size_t n,
+                     std::size_t k, std::uint32_t* best, bool check_finite) {
+  return HWY_DYNAMIC_DISPATCH(TopKRowsImpl)(v, stride, rows, n, k, best, check_finite);
 }
 
-std::size_t IndicesAtLeast(const float* v, std::size_t n, float t, std::uint32_t* out) {
-  return HWY_DYNAMIC_DISPATCH(IndicesAtLeastImpl)(v, n, t, out);
+void GroupTopTwo(const float* c, std::size_t groups, std::size_t size, float* first,
+                 float* second) {
+  HWY_DYNAMIC_DISPATCH(GroupTopTwoImpl)(c, groups, size, first, second);
 }
 
 }  // namespace internal

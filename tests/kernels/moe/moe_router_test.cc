@@ -381,6 +381,33 @@ TEST_P(MoeRouterTopK, WideRowsWithManyTiesMatchReference) {
   }
 }
 
+// Group-limited routing on every target: the group top-2 butterfly
+// (router_scan-inl.h GroupTopTwo: groups of whole vectors, and of other
+// sizes) and the top-k over the kept groups' compacted scores, with coarse
+// logits so that group scores and experts tie and the lower index must win.
+TEST_P(MoeRouterTopK, GroupsWithManyTiesMatchReference) {
+  Rng rng(RouterSeed() + 10);
+  for (std::size_t E : {64u, 128u, 96u}) {
+    for (bool bias : {false, true}) {
+      for (bool coarse : {false, true}) {
+        const std::size_t T = 24;
+        std::vector<float> logits = RandomLogits(rng, T * E, 3.0f);
+        if (coarse) {
+          for (float& x : logits) x = std::round(std::clamp(x, -1.0f, 1.0f));
+        }
+        const std::vector<float> b = RandomLogits(rng, E, coarse ? 0.0f : 0.1f);
+        RouterParams p =
+            DeepSeekV3RouterParams(bias ? std::span<const float>(b) : std::span<const float>());
+        p.group_score = bias ? GroupScore::kSumTop2 : GroupScore::kMax;
+        p.score = coarse ? RouterScore::kSoftmaxOverTopK : RouterScore::kSigmoid;
+        ExpectSameAsReference(RouteOk(logits, T, E, p), RefRouter(logits, T, E, p),
+                              GetParam().name + " E=" + std::to_string(E) + (bias ? " bias" : "") +
+                                  (coarse ? " coarse" : ""));
+      }
+    }
+  }
+}
+
 // The vector scan for non-finite logits finds one in a row's tail (past
 // the last whole vector) and in its body, on every target.
 TEST_P(MoeRouterTopK, NonFiniteLogitAnywhereInAWideRowIsNamed) {
@@ -399,6 +426,54 @@ TEST_P(MoeRouterTopK, NonFiniteLogitAnywhereInAWideRowIsNamed) {
                 std::string::npos)
           << r.status().message();
       EXPECT_EQ(ids, std::vector<std::int32_t>(8 * 4, 77));
+    }
+  }
+}
+
+// The logits are checked as they are routed (router.cc RouteBlock): a NaN
+// or Inf in the last token, after every other token was routed into the
+// router's own buffers, still leaves the outputs untouched, for each rule's
+// path (the fused check of gpt-oss's top-k, the softmax, DeepSeek-V3's
+// groups), FP32 and BF16, on one thread and two; with two bad tokens in
+// different tasks, the first is named.
+TEST_P(MoeRouterTopK, NonFiniteLogitInTheLastTokenWritesNothing) {
+  const std::size_t T = 300, E = 128;  // two tasks of (up to) 256 tokens
+  Rng rng(RouterSeed() + 9);
+  const std::vector<float> bias = RandomLogits(rng, E, 0.1f);
+  RouterParams softmax = MixtralRouterParams();
+  softmax.top_k = 4;
+  softmax.compute_losses = true;
+  ThreadPoolExecutor pool(2);
+  for (const RouterParams& p : {GptOssRouterParams(), softmax, DeepSeekV3RouterParams(bias)}) {
+    // One thread, and two tasks side by side that both find a bad token.
+    for (Executor* ex : {static_cast<Executor*>(nullptr), static_cast<Executor*>(&pool)}) {
+      const std::vector<std::size_t> bad =
+          ex == nullptr ? std::vector<std::size_t>{T - 1} : std::vector<std::size_t>{100, T - 1};
+      {
+        std::vector<float> logits = RandomLogits(rng, T * E, 2.0f);
+        for (std::size_t t : bad) {
+          logits[t * E + E - 1 - t % 7] = t == T - 1 ? std::numeric_limits<float>::quiet_NaN()
+                                                     : -std::numeric_limits<float>::infinity();
+        }
+        const std::size_t slots = p.top_k + p.num_shared_experts;
+        const std::string want = "token " + std::to_string(bad[0]) + ", expert " +
+                                 std::to_string(E - 1 - bad[0] % 7) + " is " +
+                                 (bad[0] == T - 1 ? "NaN" : "infinite");
+        std::vector<std::int32_t> ids(T * slots, 77);
+        std::vector<float> w(T * slots, 7.0f);
+        StatusOr<RouterResult> r = Route(Fp32MatrixView{logits.data(), T, E, E}, p, ids, w, ex);
+        ASSERT_FALSE(r.ok());
+        EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+        EXPECT_EQ(ids, std::vector<std::int32_t>(T * slots, 77));
+        EXPECT_EQ(w, std::vector<float>(T * slots, 7.0f));
+        std::vector<Bf16> b(T * E);
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = Fp32ToBf16Rne(logits[i]);
+        r = Route(Bf16MatrixView{b.data(), T, E, E}, p, ids, w, ex);
+        ASSERT_FALSE(r.ok());
+        EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+        EXPECT_EQ(ids, std::vector<std::int32_t>(T * slots, 77));
+        EXPECT_EQ(w, std::vector<float>(T * slots, 7.0f));
+      }
     }
   }
 }
