@@ -36,6 +36,7 @@ void AttnPvRows(const float* p, std::size_t ldp, std::size_t rows, std::size_t j
                 const float* v, std::size_t ldv, std::size_t dv, float* acc, std::size_t lda) {
   attn::PvRows(p, ldp, rows, j0, j1, v, ldv, dv, acc, lda);
 }
+std::size_t AttnVectorFloats() { return attn::VectorFloats(); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace trnmx
@@ -73,6 +74,7 @@ namespace trnmx {
 HWY_EXPORT(AttnScoreRows);
 HWY_EXPORT(AttnPvRows);
 HWY_EXPORT(AttnScaleMax);
+HWY_EXPORT(AttnVectorFloats);
 
 namespace internal {
 namespace {
@@ -80,9 +82,10 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::size_t kRows = kAttnTaskRows;
 // Padding (floats) past a row of keys: ScoreRows computes and stores whole
-// vectors (attention-inl.h asserts that a vector holds at most 16 floats);
-// rows of d are rounded up to 16 floats for PvRows likewise.
-constexpr std::size_t kPad = 16;
+// vectors; rows of d are rounded up to it for PvRows likewise. 16 floats, or
+// the dispatched target's vector if longer (SVE from 1024 bits); both are
+// powers of two, so it is a whole number of vectors.
+std::size_t RowPad() { return std::max<std::size_t>(16, HWY_DYNAMIC_DISPATCH(AttnVectorFloats)()); }
 
 float NanMax(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
@@ -102,11 +105,12 @@ struct ScratchDims {
 
 ScratchDims Dims(const AttnShape& sh) {
   ScratchDims s;
-  s.dqk_p = RoundUp(sh.dqk, kPad);
-  // + kPad: V and acc rows of a power-of-two length would map onto few L1
+  const std::size_t pad = RowPad();
+  s.dqk_p = RoundUp(sh.dqk, pad);
+  // + pad: V and acc rows of a power-of-two length would map onto few L1
   // sets (the MX V decode writes down columns of vt).
-  s.dv_p = RoundUp(sh.dv, kPad) + kPad;
-  s.tile_p = sh.params->kv_tile + kPad;
+  s.dv_p = RoundUp(sh.dv, pad) + pad;
+  s.tile_p = sh.params->kv_tile + pad;
   s.q = kRows * s.dqk_p;
   s.kt = s.dqk_p * s.tile_p;
   s.vt = sh.params->kv_tile * s.dv_p;
