@@ -32,14 +32,17 @@
 #define TRNMX_SIZELESS_VECTORS 0
 #endif
 
-// Lanes of a vector, for `TRNMX_LANES_CONSTEXPR std::size_t n = LanesOf(d);`:
-// a compile-time constant (as MaxLanes) where the vector length is fixed,
-// which all targets but SVE and SVE2 (and RVV) have, Highway's SVE_256 and
-// SVE2_128 included.
+// 1 where the vector length is known at run time only: SVE and SVE2 (and
+// RVV); Highway's SVE_256 and SVE2_128 fix it at compile time. There a lane
+// count is `const`, elsewhere `constexpr`:
+//   TRNMX_LANES_CONSTEXPR std::size_t n = LanesOf(d);
+#undef TRNMX_RUNTIME_LANES
 #undef TRNMX_LANES_CONSTEXPR
 #if HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_RVV
+#define TRNMX_RUNTIME_LANES 1
 #define TRNMX_LANES_CONSTEXPR const
 #else
+#define TRNMX_RUNTIME_LANES 0
 #define TRNMX_LANES_CONSTEXPR constexpr
 #endif
 
@@ -48,9 +51,11 @@ namespace trnmx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Lanes of a vector of tag D: Lanes(d), as a compile-time constant where
+// the length is fixed.
 template <class D>
 HWY_INLINE constexpr std::size_t LanesOf(D d) {
-#if HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_RVV
+#if TRNMX_RUNTIME_LANES
   return hn::Lanes(d);
 #else
   return hn::MaxLanes(d);
@@ -61,8 +66,7 @@ HWY_INLINE constexpr std::size_t LanesOf(D d) {
 // this target: MaxLanes(D) where the length is fixed; on SVE, whose vectors
 // are 128 to 2048 bits, a 128-bit vector's lanes (or the cap, if less).
 template <class D>
-inline constexpr std::size_t kMinLanes = ((HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 ||
-                                           HWY_TARGET == HWY_RVV) &&
+inline constexpr std::size_t kMinLanes = (TRNMX_RUNTIME_LANES == 1 &&
                                           hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) > 16)
                                              ? 16 / sizeof(hn::TFromD<D>)
                                              : hn::MaxLanes(D());
