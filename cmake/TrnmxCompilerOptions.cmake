@@ -7,8 +7,12 @@
 # library, tests and benchmarks alike: no -march, so every attainable x86
 # target is compiled and dispatched at run time (EMU128, SSSE3, SSE4, AVX2,
 # AVX3), plus AVX3_DL, which Highway 1.0.3 compiles only on request
-# (HWY_WANT_AVX3_DL). The tests read the same target list
-# (hwy::SupportedAndGeneratedTargets) and so run on each of these targets.
+# (HWY_WANT_AVX3_DL). On 64-bit Arm, every target Highway 1.0.3 compiles
+# with GCC 12: NEON, SVE, SVE2, SVE_256 and SVE2_128 (SVE's vectors are
+# sizeless types, never array elements or members in trnmx's kernels:
+# src/internal/vec_array-inl.h; docs/testing.md, "Arm"). The tests read the
+# same target list (hwy::SupportedAndGeneratedTargets) and so run on each of
+# these targets.
 #
 # TRNMX_HWY_DISABLED_TARGETS leaves targets out of a build (Highway's
 # HWY_DISABLED_TARGETS, e.g. "HWY_SSSE3|HWY_SSE4"); EMU128, the fallback, is
@@ -23,26 +27,11 @@
 # EMU128 alone. Release builds compile them all.
 set(TRNMX_HWY_DISABLED_TARGETS "" CACHE STRING
   "Highway targets not to compile (HWY_DISABLED_TARGETS expression); empty: all")
-# 64-bit Arm: NEON only. Highway 1.0.3 also generates SVE, SVE2, SVE_256
-# and SVE2_128 there, whose vectors are sizeless types, and trnmx's kernels
-# keep vectors in arrays and structs, which sizeless types cannot be (GCC 12:
-# "array elements cannot have SVE type"): the MX block loads
-# (src/formats/mx_line-inl.h), the encoder constants (EncodeVecs,
-# element_codec-inl.h) and the MX GEMM tiles (gemm_mx-inl.h); attention-inl.h
-# also assumes at most 16 floats per vector. A CPU with SVE runs NEON
-# (docs/testing.md, "Arm").
-set(_trnmx_hwy_disabled "${TRNMX_HWY_DISABLED_TARGETS}")
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
-  if(_trnmx_hwy_disabled)
-    string(APPEND _trnmx_hwy_disabled "|")
-  endif()
-  string(APPEND _trnmx_hwy_disabled "HWY_SVE|HWY_SVE2|HWY_SVE_256|HWY_SVE2_128")
-endif()
 function(trnmx_set_compile_options target)
   target_compile_definitions(${target} PRIVATE HWY_WANT_AVX3_DL)
-  if(_trnmx_hwy_disabled)
+  if(TRNMX_HWY_DISABLED_TARGETS)
     target_compile_definitions(${target} PRIVATE
-      "HWY_DISABLED_TARGETS=(${_trnmx_hwy_disabled})")
+      "HWY_DISABLED_TARGETS=(${TRNMX_HWY_DISABLED_TARGETS})")
   endif()
   target_compile_options(${target} PRIVATE
     $<$<CXX_COMPILER_ID:GNU,Clang>:-ffp-contract=off -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>

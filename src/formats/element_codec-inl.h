@@ -41,6 +41,7 @@
 #include <type_traits>
 
 #include "formats/element_consts.h"
+#include "internal/vec_array-inl.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/traits.h"
@@ -89,43 +90,82 @@ struct EncodeShape<MxInt8Traits> {
 
 // Every vector constant of one encoder, broadcast once per call (kept in
 // registers or read as memory operands instead of being rematerialised per
-// vector), and the per-call policy constants of element_consts.h.
+// vector), and the per-call policy constants of element_consts.h. Read
+// through accessors: SVE's vectors are sizeless and cannot be members
+// (vec_array-inl.h), so there the struct keeps the lane values and each
+// accessor broadcasts its own (one DUP; the compiler hoists it from loops).
 template <class Traits, class DI>
 struct EncodeVecs {
   using V = hn::Vec<DI>;
   using Shape = EncodeShape<Traits>;
   static constexpr std::int32_t I(std::uint32_t v) { return static_cast<std::int32_t>(v); }
-  bool flush;
-  V flush_below, overflow_finite, overflow_inf, nan_keep, nan_xor, nan_mag, nan_payload,
-      int8_negative_limit;
-  V one, abs_mask, below_inf, inf, sh_base, sh_min, sh_max, k32, low31, max_code, sign_mask,
-      byte_mask, emax, k254, exp_one, rebias;
   EncodeVecs(DI di, const internal::ElementEncodeConsts& k)
       : flush(k.flush_below != 0),
-        flush_below(hn::Set(di, I(k.flush_below))),
-        overflow_finite(hn::Set(di, I(k.overflow_finite_mag))),
-        overflow_inf(hn::Set(di, I(k.overflow_inf_mag))),
-        nan_keep(hn::Set(di, I(k.nan_sign_keep))),
-        nan_xor(hn::Set(di, I(k.nan_sign_xor))),
-        nan_mag(hn::Set(di, I(k.nan_mag))),
-        nan_payload(hn::Set(di, I(k.nan_payload_mask))),
-        int8_negative_limit(hn::Set(di, I(k.int8_negative_limit))),
-        one(hn::Set(di, 1)),
-        abs_mask(hn::Set(di, 0x7FFFFFFF)),
-        below_inf(hn::Set(di, 0x7F7FFFFF)),
-        inf(hn::Set(di, 0x7F800000)),
-        sh_base(hn::Set(di, Shape::kShBase)),
-        sh_min(hn::Set(di, Shape::kShMin)),
-        sh_max(hn::Set(di, 31)),
-        k32(hn::Set(di, 32)),
-        low31(hn::Set(di, 0x7FFFFFFF)),
-        max_code(hn::Set(di, I(Shape::kMaxCode))),
-        sign_mask(hn::Set(di, I(Shape::kSignMask))),
-        byte_mask(hn::Set(di, 0xFF)),
-        emax(hn::Set(di, Traits::kEmax)),
-        k254(hn::Set(di, 254)),
-        exp_one(hn::Set(di, 0x00800000)),
-        rebias(hn::Set(di, I(Shape::kRebias))) {}
+        flush_below_(Make(di, I(k.flush_below))),
+        overflow_finite_(Make(di, I(k.overflow_finite_mag))),
+        overflow_inf_(Make(di, I(k.overflow_inf_mag))),
+        nan_keep_(Make(di, I(k.nan_sign_keep))),
+        nan_xor_(Make(di, I(k.nan_sign_xor))),
+        nan_mag_(Make(di, I(k.nan_mag))),
+        nan_payload_(Make(di, I(k.nan_payload_mask))),
+        int8_negative_limit_(Make(di, I(k.int8_negative_limit))),
+        one_(Make(di, 1)),
+        abs_mask_(Make(di, 0x7FFFFFFF)),
+        below_inf_(Make(di, 0x7F7FFFFF)),
+        inf_(Make(di, 0x7F800000)),
+        sh_base_(Make(di, Shape::kShBase)),
+        sh_min_(Make(di, Shape::kShMin)),
+        sh_max_(Make(di, 31)),
+        k32_(Make(di, 32)),
+        low31_(Make(di, 0x7FFFFFFF)),
+        max_code_(Make(di, I(Shape::kMaxCode))),
+        sign_mask_(Make(di, I(Shape::kSignMask))),
+        byte_mask_(Make(di, 0xFF)),
+        emax_(Make(di, Traits::kEmax)),
+        k254_(Make(di, 254)),
+        exp_one_(Make(di, 0x00800000)),
+        rebias_(Make(di, I(Shape::kRebias))) {}
+
+  bool flush;
+  HWY_INLINE V flush_below() const { return Use(flush_below_); }
+  HWY_INLINE V overflow_finite() const { return Use(overflow_finite_); }
+  HWY_INLINE V overflow_inf() const { return Use(overflow_inf_); }
+  HWY_INLINE V nan_keep() const { return Use(nan_keep_); }
+  HWY_INLINE V nan_xor() const { return Use(nan_xor_); }
+  HWY_INLINE V nan_mag() const { return Use(nan_mag_); }
+  HWY_INLINE V nan_payload() const { return Use(nan_payload_); }
+  HWY_INLINE V int8_negative_limit() const { return Use(int8_negative_limit_); }
+  HWY_INLINE V one() const { return Use(one_); }
+  HWY_INLINE V abs_mask() const { return Use(abs_mask_); }
+  HWY_INLINE V below_inf() const { return Use(below_inf_); }
+  HWY_INLINE V inf() const { return Use(inf_); }
+  HWY_INLINE V sh_base() const { return Use(sh_base_); }
+  HWY_INLINE V sh_min() const { return Use(sh_min_); }
+  HWY_INLINE V sh_max() const { return Use(sh_max_); }
+  HWY_INLINE V k32() const { return Use(k32_); }
+  HWY_INLINE V low31() const { return Use(low31_); }
+  HWY_INLINE V max_code() const { return Use(max_code_); }
+  HWY_INLINE V sign_mask() const { return Use(sign_mask_); }
+  HWY_INLINE V byte_mask() const { return Use(byte_mask_); }
+  HWY_INLINE V emax() const { return Use(emax_); }
+  HWY_INLINE V k254() const { return Use(k254_); }
+  HWY_INLINE V exp_one() const { return Use(exp_one_); }
+  HWY_INLINE V rebias() const { return Use(rebias_); }
+
+ private:
+#if TRNMX_SIZELESS_VECTORS
+  using Stored = std::int32_t;
+  static HWY_INLINE Stored Make(DI /*di*/, std::int32_t v) { return v; }
+  static HWY_INLINE V Use(Stored v) { return hn::Set(DI(), v); }
+#else
+  using Stored = V;
+  static HWY_INLINE V Make(DI di, std::int32_t v) { return hn::Set(di, v); }
+  static HWY_INLINE V Use(V v) { return v; }
+#endif
+  Stored flush_below_, overflow_finite_, overflow_inf_, nan_keep_, nan_xor_, nan_mag_, nan_payload_,
+      int8_negative_limit_;
+  Stored one_, abs_mask_, below_inf_, inf_, sh_base_, sh_min_, sh_max_, k32_, low31_, max_code_,
+      sign_mask_, byte_mask_, emax_, k254_, exp_one_, rebias_;
 };
 
 // Logical right shift by per-lane counts of non-negative int32 lanes; u32
@@ -133,7 +173,7 @@ struct EncodeVecs {
 template <class DI, class V = hn::Vec<DI>>
 HWY_INLINE V ShrVar(DI di, V v, V count) {
   const hn::RebindToUnsigned<DI> du;
-  return hn::BitCast(di, hn::BitCast(du, v) >> hn::BitCast(du, count));
+  return hn::BitCast(di, hn::Shr(hn::BitCast(du, v), hn::BitCast(du, count)));
 }
 
 // Whether a per-lane shift by 32 or more gives 0 (x86 vpsrlvd from AVX2 on);
@@ -153,11 +193,11 @@ HWY_INLINE V RoundShiftVar(DI di, V sig, V sh, const EncodeVecs<Traits, DI>& k) 
     return ShrVar(di, sig, sh);
   } else {
     // 2^(sh-1) - 1 without a shift by 32 (0 when sh > 32).
-    const V half_m1 = ShrVar(di, k.low31, hn::Sub(k.k32, sh));
+    const V half_m1 = ShrVar(di, k.low31(), hn::Sub(k.k32(), sh));
     if constexpr (R == Rounding::kTiesAway) {
-      return ShrVar(di, hn::Add(sig, hn::Add(half_m1, k.one)), sh);
+      return ShrVar(di, hn::Add(sig, hn::Add(half_m1, k.one())), sh);
     } else {
-      const V odd = hn::And(ShrVar(di, sig, sh), k.one);
+      const V odd = hn::And(ShrVar(di, sig, sh), k.one());
       return ShrVar(di, hn::Add(hn::Add(sig, half_m1), odd), sh);
     }
   }
@@ -187,14 +227,14 @@ HWY_INLINE V RoundShiftConst(DI di, V v) {
 // that run 512-bit shifts on one port they are the bottleneck.
 template <Rounding R, class Traits, class DI, class V = hn::Vec<DI>>
 HWY_INLINE V RoundToCode(DI di, V a, const EncodeVecs<Traits, DI>& k) {
-  const V exp = hn::And(a, k.inf);  // E << 23
+  const V exp = hn::And(a, k.inf());  // E << 23
   // For E = 0 this takes a + 2^23 instead of sig = a, and sh below is
   // kShBase instead of kShBase - 1: both >= 25 for every format here, where
   // any v < 2^24 rounds to 0 either way (kShBase >= 141 > 25 + 1).
   static_assert(EncodeShape<Traits>::kShBase - 1 >= 25);
-  const V v = hn::Sub(a, hn::Min(hn::Sub(exp, k.exp_one), k.rebias));
-  V sh = hn::Max(hn::Sub(k.sh_base, hn::ShiftRight<23>(exp)), k.sh_min);
-  if constexpr (!kWideShiftsGiveZero) sh = hn::Min(sh, k.sh_max);
+  const V v = hn::Sub(a, hn::Min(hn::Sub(exp, k.exp_one()), k.rebias()));
+  V sh = hn::Max(hn::Sub(k.sh_base(), hn::ShiftRight<23>(exp)), k.sh_min());
+  if constexpr (!kWideShiftsGiveZero) sh = hn::Min(sh, k.sh_max());
   return RoundShiftVar<R>(di, v, sh, k);
 }
 
@@ -205,8 +245,8 @@ template <class Traits, Rounding R, bool kMaybeSpecial = true, class DI, class V
 HWY_INLINE V EncodeFloatCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
   constexpr int m = Traits::kMantissaBits;
   static_assert(Traits::kEmin >= -126 && m <= 10);
-  V a = hn::And(bits, k.abs_mask);
-  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below), a);
+  V a = hn::And(bits, k.abs_mask());
+  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below()), a);
   V mag;
   if constexpr (Traits::kBias == 127) {
     // BF16: FP32's exponent range, so the rounding of a itself carries into
@@ -215,18 +255,18 @@ HWY_INLINE V EncodeFloatCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
   } else {
     mag = RoundToCode<R>(di, a, k);
   }
-  mag = hn::IfThenElse(hn::Gt(mag, k.max_code), k.overflow_finite, mag);
+  mag = hn::IfThenElse(hn::Gt(mag, k.max_code()), k.overflow_finite(), mag);
   // The sign by a compare and a masked OR (no shift).
   const auto negative = hn::Lt(bits, hn::Zero(di));
-  V code = hn::IfThenElse(negative, hn::Or(mag, k.sign_mask), mag);
+  V code = hn::IfThenElse(negative, hn::Or(mag, k.sign_mask()), mag);
   if constexpr (kMaybeSpecial) {
-    if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(a, k.below_inf)))) {
-      const V sign_code = hn::IfThenElseZero(negative, k.sign_mask);
-      code = hn::IfThenElse(hn::Eq(a, k.inf), hn::Or(sign_code, k.overflow_inf), code);
-      const V payload = hn::And(hn::ShiftRight<23 - m>(a), k.nan_payload);
-      const V nan_code =
-          hn::Or(hn::Xor(hn::And(sign_code, k.nan_keep), k.nan_xor), hn::Or(k.nan_mag, payload));
-      code = hn::IfThenElse(hn::Gt(a, k.inf), nan_code, code);
+    if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(a, k.below_inf())))) {
+      const V sign_code = hn::IfThenElseZero(negative, k.sign_mask());
+      code = hn::IfThenElse(hn::Eq(a, k.inf()), hn::Or(sign_code, k.overflow_inf()), code);
+      const V payload = hn::And(hn::ShiftRight<23 - m>(a), k.nan_payload());
+      const V nan_code = hn::Or(hn::Xor(hn::And(sign_code, k.nan_keep()), k.nan_xor()),
+                                hn::Or(k.nan_mag(), payload));
+      code = hn::IfThenElse(hn::Gt(a, k.inf()), nan_code, code);
     }
   }
   return code;
@@ -237,13 +277,13 @@ HWY_INLINE V EncodeFloatCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
 // more than 2^22 after dropping 1 bit and clamps as int8.h does.
 template <Rounding R, bool kMaybeSpecial = true, class DI, class V = hn::Vec<DI>>
 HWY_INLINE V EncodeInt8Codes(DI di, V bits, const EncodeVecs<MxInt8Traits, DI>& k) {
-  V a = hn::And(bits, k.abs_mask);
-  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below), a);
+  V a = hn::And(bits, k.abs_mask());
+  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below()), a);
   V n = RoundToCode<R>(di, a, k);  // rebias 0: v = sig, a fixed-point rounding
   const auto negative = hn::Lt(bits, hn::Zero(di));
-  n = hn::Min(n, hn::IfThenElse(negative, k.int8_negative_limit, k.max_code));
-  V code = hn::And(hn::IfThenElse(negative, hn::Sub(hn::Zero(di), n), n), k.byte_mask);
-  if constexpr (kMaybeSpecial) code = hn::IfThenZeroElse(hn::Gt(a, k.inf), code);  // NaN -> 0
+  n = hn::Min(n, hn::IfThenElse(negative, k.int8_negative_limit(), k.max_code()));
+  V code = hn::And(hn::IfThenElse(negative, hn::Sub(hn::Zero(di), n), n), k.byte_mask());
+  if constexpr (kMaybeSpecial) code = hn::IfThenZeroElse(hn::Gt(a, k.inf()), code);  // NaN -> 0
   return code;
 }
 

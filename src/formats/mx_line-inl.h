@@ -33,6 +33,7 @@
 
 #include "formats/element_codec-inl.h"
 #include "formats/kernel_args.h"
+#include "internal/vec_array-inl.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/traits.h"
@@ -50,6 +51,12 @@ inline constexpr std::size_t kMxBlock = 32;
 // LoadInterleaved4); the others up to 16.
 template <int kBits>
 using MxTag = hn::CappedTag<std::int32_t, kBits == 6 ? 8 : 16>;
+
+// The 32 values (or codes) of a block as int32 vectors of tag DI: 32 /
+// Lanes(di) of them, fixed at compile time except on SVE, whose Lanes is
+// known at run time only (and at most 32 / kMinLanes).
+template <class DI>
+using BlockVecs = VecArray<DI, kMxBlock / kMinLanes<DI>>;
 
 template <class Traits, Rounding R, bool kMaybeSpecial, class DI, class V = hn::Vec<DI>>
 HWY_INLINE V EncodeMxCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
@@ -82,29 +89,28 @@ HWY_INLINE void PutCodes(V v, D d, std::uint8_t* HWY_RESTRICT p) {
 
 // Step 4: codes = encode(x * r), packed into kBits * 4 bytes at `out`.
 template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, bool kNT = false, class DI>
-HWY_INLINE void EncodeAndPack(DI di, const hn::Vec<DI>* HWY_RESTRICT x,
-                              hn::Vec<hn::Rebind<float, DI>> r, const EncodeVecs<Traits, DI>& k,
-                              std::uint8_t* HWY_RESTRICT out) {
+HWY_INLINE void EncodeAndPack(DI di, const BlockVecs<DI>& x, hn::Vec<hn::Rebind<float, DI>> r,
+                              const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
   using V = hn::Vec<DI>;
   const hn::Rebind<float, DI> df;
   const hn::Rebind<std::uint8_t, DI> d8;
-  constexpr std::size_t N = hn::MaxLanes(DI());
-  constexpr std::size_t kV = kMxBlock / N;
-  V c[kV];
+  TRNMX_LANES_CONSTEXPR std::size_t N = LanesOf(di);
+  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / N;
+  BlockVecs<DI> c;
   for (std::size_t v = 0; v < kV; ++v) {
-    const V y = hn::BitCast(di, hn::Mul(hn::BitCast(df, x[v]), r));
-    c[v] = EncodeMxCodes<Traits, R, kMaybeSpecial>(di, y, k);
+    const V y = hn::BitCast(di, hn::Mul(hn::BitCast(df, x.Get(v)), r));
+    c.Set(v, EncodeMxCodes<Traits, R, kMaybeSpecial>(di, y, k));
   }
   if constexpr (kBits == 8) {
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
-    if constexpr (N == 16) {
+    if constexpr (hn::MaxLanes(DI()) == 16) {
       // VBMI: the low bytes of both vectors in one vpermt2b (vpmovdb is two
       // uops per vector on current Intel cores).
       alignas(64) static constexpr std::uint8_t kLowBytes[64] = {
           0,  4,  8,  12, 16, 20, 24, 28, 32, 36,  40,  44,  48,  52,  56,  60,
           64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124};
       const __m512i bytes =
-          _mm512_permutex2var_epi8(c[0].raw, _mm512_load_si512(kLowBytes), c[1].raw);
+          _mm512_permutex2var_epi8(c.Get(0).raw, _mm512_load_si512(kLowBytes), c.Get(1).raw);
       if constexpr (kNT) {
         _mm_stream_si128(reinterpret_cast<__m128i*>(out), _mm512_castsi512_si128(bytes));
         _mm_stream_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_extracti32x4_epi32(bytes, 1));
@@ -114,20 +120,21 @@ HWY_INLINE void EncodeAndPack(DI di, const hn::Vec<DI>* HWY_RESTRICT x,
       return;
     }
 #endif
-    for (std::size_t v = 0; v < kV; ++v) PutCodes<kNT>(NarrowCodes(d8, c[v]), d8, out + v * N);
+    for (std::size_t v = 0; v < kV; ++v) PutCodes<kNT>(NarrowCodes(d8, c.Get(v)), d8, out + v * N);
   } else if constexpr (kBits == 4) {
     for (std::size_t p = 0; p < kV / 2; ++p) {
-      PutCodes<kNT>(NarrowCodes(d8, hn::Or(c[2 * p], hn::ShiftLeft<4>(c[2 * p + 1]))), d8,
+      PutCodes<kNT>(NarrowCodes(d8, hn::Or(c.Get(2 * p), hn::ShiftLeft<4>(c.Get(2 * p + 1)))), d8,
                     out + p * N);
     }
   } else {
     // Group a, b, c, d -> 24 bits a | b << 6 | c << 12 | d << 18, stored
     // little-endian in 3 bytes (section 9).
     for (std::size_t q = 0; q < kV / 4; ++q) {
-      const V w = hn::Or(hn::Or(c[4 * q], hn::ShiftLeft<6>(c[4 * q + 1])),
-                         hn::Or(hn::ShiftLeft<12>(c[4 * q + 2]), hn::ShiftLeft<18>(c[4 * q + 3])));
-      const auto b0 = NarrowCodes(d8, hn::And(w, k.byte_mask));
-      const auto b1 = NarrowCodes(d8, hn::And(hn::ShiftRight<8>(w), k.byte_mask));
+      const V w =
+          hn::Or(hn::Or(c.Get(4 * q), hn::ShiftLeft<6>(c.Get(4 * q + 1))),
+                 hn::Or(hn::ShiftLeft<12>(c.Get(4 * q + 2)), hn::ShiftLeft<18>(c.Get(4 * q + 3))));
+      const auto b0 = NarrowCodes(d8, hn::And(w, k.byte_mask()));
+      const auto b1 = NarrowCodes(d8, hn::And(hn::ShiftRight<8>(w), k.byte_mask()));
       const auto b2 = NarrowCodes(d8, hn::ShiftRight<16>(w));
       hn::StoreInterleaved3(b0, b1, b2, d8, out + q * 3 * N);
     }
@@ -137,28 +144,28 @@ HWY_INLINE void EncodeAndPack(DI di, const hn::Vec<DI>* HWY_RESTRICT x,
 // Loads the 32 values of a block in packing order: FP8/INT8 natural, FP4
 // even / odd elements, FP6 the four elements of each 3-byte group.
 template <int kBits, class DI>
-HWY_INLINE void LoadBlock(DI di, const float* HWY_RESTRICT in, hn::Vec<DI>* HWY_RESTRICT x) {
+HWY_INLINE void LoadBlock(DI di, const float* HWY_RESTRICT in, BlockVecs<DI>& x) {
   const hn::Rebind<float, DI> df;
-  constexpr std::size_t N = hn::MaxLanes(DI());
-  constexpr std::size_t kV = kMxBlock / N;
+  TRNMX_LANES_CONSTEXPR std::size_t N = LanesOf(di);
+  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / N;
   if constexpr (kBits == 8) {
-    for (std::size_t v = 0; v < kV; ++v) x[v] = hn::BitCast(di, hn::LoadU(df, in + v * N));
+    for (std::size_t v = 0; v < kV; ++v) x.Set(v, hn::BitCast(di, hn::LoadU(df, in + v * N)));
   } else if constexpr (kBits == 4) {
     for (std::size_t p = 0; p < kV / 2; ++p) {
       hn::Vec<hn::Rebind<float, DI>> even, odd;
       hn::LoadInterleaved2(df, in + p * 2 * N, even, odd);
-      x[2 * p] = hn::BitCast(di, even);
-      x[2 * p + 1] = hn::BitCast(di, odd);
+      x.Set(2 * p, hn::BitCast(di, even));
+      x.Set(2 * p + 1, hn::BitCast(di, odd));
     }
   } else {
     static_assert(kBits == 6);
     for (std::size_t q = 0; q < kV / 4; ++q) {
       hn::Vec<hn::Rebind<float, DI>> a, b, c, d;
       hn::LoadInterleaved4(df, in + q * 4 * N, a, b, c, d);
-      x[4 * q] = hn::BitCast(di, a);
-      x[4 * q + 1] = hn::BitCast(di, b);
-      x[4 * q + 2] = hn::BitCast(di, c);
-      x[4 * q + 3] = hn::BitCast(di, d);
+      x.Set(4 * q, hn::BitCast(di, a));
+      x.Set(4 * q + 1, hn::BitCast(di, b));
+      x.Set(4 * q + 2, hn::BitCast(di, c));
+      x.Set(4 * q + 3, hn::BitCast(di, d));
     }
   }
 }
@@ -172,21 +179,22 @@ HWY_INLINE void QuantizeBlock(DI di, const float* HWY_RESTRICT in, std::uint8_t*
                               const EncodeVecs<Traits, DI>& k_sat) {
   using V = hn::Vec<DI>;
   const hn::Rebind<float, DI> df;
-  constexpr std::size_t N = hn::MaxLanes(DI());
-  constexpr std::size_t kV = kMxBlock / N;
-  static_assert(kV * N == kMxBlock);
+  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / LanesOf(di);
+  // Lanes(di) divides 32: a power of two (Highway rounds SVE's down to one)
+  // of at most MaxLanes(DI()) lanes.
+  static_assert(kMxBlock % hn::MaxLanes(DI()) == 0);
 
   // 1. Load in packing order.
-  V x[kV];
+  BlockVecs<DI> x;
   LoadBlock<kBits>(di, in, x);
 
   // 2. amax of the FP32 bits, broadcast to every lane.
-  V amax_v = hn::And(x[0], k.abs_mask);
-  for (std::size_t v = 1; v < kV; ++v) amax_v = hn::Max(amax_v, hn::And(x[v], k.abs_mask));
+  V amax_v = hn::And(x.Get(0), k.abs_mask());
+  for (std::size_t v = 1; v < kV; ++v) amax_v = hn::Max(amax_v, hn::And(x.Get(v), k.abs_mask()));
   amax_v = hn::MaxOfLanes(di, amax_v);
 
   // 3. Scale.
-  if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(amax_v, k.below_inf)))) {
+  if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(amax_v, k.below_inf())))) {
     if (static_cast<std::uint32_t>(hn::GetLane(amax_v)) > 0x7F800000u ||
         args.special == SpecialBlock::kDefault) {
       *scale = kE8M0Nan;
@@ -203,11 +211,11 @@ HWY_INLINE void QuantizeBlock(DI di, const float* HWY_RESTRICT in, std::uint8_t*
   if (args.rule == ScaleRule::kOcpFloor) {
     // code = max(E - emax, 0) (ScaleCodeFromAmax; E <= 254 needs no upper
     // clamp), reciprocal (254 - code) << 23, in the vector domain.
-    const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(amax_v), k.emax), hn::Zero(di));
+    const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(amax_v), k.emax()), hn::Zero(di));
     *scale = static_cast<std::uint8_t>(hn::GetLane(code));
-    V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254, code));
+    V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254(), code));
     if constexpr (Traits::kEmax == 0) {  // MXINT8 reaches code FE: 2^-127
-      r_bits = hn::IfThenElse(hn::Eq(code, k.k254), hn::Set(di, 0x00400000), r_bits);
+      r_bits = hn::IfThenElse(hn::Eq(code, k.k254()), hn::Set(di, 0x00400000), r_bits);
     }
     r = hn::BitCast(df, r_bits);
   } else {
@@ -245,12 +253,12 @@ HWY_INLINE void QuantizeGroup4(DI di, const float* HWY_RESTRICT in, std::uint8_t
   const hn::Rebind<std::uint8_t, DI> d8;
   constexpr std::size_t kV = kMxBlock / 16;
   constexpr std::size_t kBlockBytes = kBits * 4;
-  V x[4][kV];
+  BlockVecs<DI> x[4];
   V m[4];
   for (std::size_t j = 0; j < 4; ++j) {
     LoadBlock<kBits>(di, in + j * kMxBlock, x[j]);
-    m[j] = hn::And(x[j][0], k.abs_mask);
-    for (std::size_t v = 1; v < kV; ++v) m[j] = hn::Max(m[j], hn::And(x[j][v], k.abs_mask));
+    m[j] = hn::And(x[j].Get(0), k.abs_mask());
+    for (std::size_t v = 1; v < kV; ++v) m[j] = hn::Max(m[j], hn::And(x[j].Get(v), k.abs_mask()));
   }
   // 128-bit blocks: a01 = [A A B B], a23 = [C C D D] (each the max of its
   // block's halves), u = [A C B D], then the max within each 128 bits.
@@ -261,17 +269,17 @@ HWY_INLINE void QuantizeGroup4(DI di, const float* HWY_RESTRICT in, std::uint8_t
   V u = hn::OddEvenBlocks(a23, a01);
   u = hn::Max(u, hn::Shuffle1032(u));
   u = hn::Max(u, hn::Shuffle0321(u));
-  if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf)))) {
+  if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf())))) {
     for (std::size_t j = 0; j < 4; ++j) {
       QuantizeBlock<Traits, R, kBits, kNT>(di, in + j * kMxBlock, out + j * kBlockBytes, scales + j,
                                            args, k, k_sat);
     }
     return;
   }
-  const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(u), k.emax), hn::Zero(di));
-  V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254, code));
+  const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(u), k.emax()), hn::Zero(di));
+  V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254(), code));
   if constexpr (Traits::kEmax == 0) {
-    r_bits = hn::IfThenElse(hn::Eq(code, k.k254), hn::Set(di, 0x00400000), r_bits);
+    r_bits = hn::IfThenElse(hn::Eq(code, k.k254()), hn::Set(di, 0x00400000), r_bits);
   }
   HWY_ALIGN std::uint8_t code_bytes[16];
   hn::Store(NarrowCodes(d8, code), d8, code_bytes);
@@ -349,7 +357,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
   };
   // Direct non-temporal stores need 16-byte code vectors (FP8/INT8/FP4 on
   // 16-lane targets) and 16-byte aligned codes; else stage and copy.
-  constexpr bool kDirectNT = hn::MaxLanes(DI()) == 16 && kBits != 6;
+  constexpr bool kDirectNT = hn::MaxLanes(DI()) == 16 && !HWY_HAVE_SCALABLE && kBits != 6;
   if (!args.stream) {
     run.template operator()<false>(0, full, codes);
   } else if (kDirectNT && reinterpret_cast<std::uintptr_t>(codes) % 16 == 0) {
@@ -388,7 +396,7 @@ void QuantizeMxLineKernel(const internal::MxQuantizeArgs& args, const float* HWY
     using Tag = decltype(tag);
     if constexpr (Tag::kIsOcpMx) {
       QuantizeByRounding<typename Tag::Traits, Tag::kInfo.element_bits>(args, src, n, codes,
-                                                                          scales);
+                                                                        scales);
     }
   });
 }
@@ -399,8 +407,8 @@ HWY_INLINE void DequantizeBlock(DI di, const std::uint8_t* HWY_RESTRICT in, std:
                                 float* HWY_RESTRICT out) {
   const hn::Rebind<float, DI> df;
   const hn::Rebind<std::uint8_t, DI> d8;
-  constexpr std::size_t N = hn::MaxLanes(DI());
-  constexpr std::size_t kV = kMxBlock / N;
+  TRNMX_LANES_CONSTEXPR std::size_t N = LanesOf(di);
+  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / N;
   if (HWY_UNLIKELY(scale == kE8M0Nan)) {
     // Scale NaN: every element NaN (formats.md section 2), always the quiet
     // NaN 7FC00000 rather than whichever NaN a multiply would propagate.

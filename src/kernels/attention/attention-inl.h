@@ -37,8 +37,12 @@ namespace HWY_NAMESPACE {
 namespace attn {
 
 namespace hn = hwy::HWY_NAMESPACE;
-static_assert(HWY_MAX_BYTES <= 64, "attention.cc pads rows for vectors of at most 16 floats");
 constexpr std::size_t kMxKeyChunk = internal::kAttnMxKeyChunk;
+
+// Floats per vector of this target (a power of two; on SVE known at run time
+// only): attention.cc pads the rows ScoreRows and PvRows read and write to a
+// multiple of it.
+HWY_INLINE std::size_t VectorFloats() { return hn::Lanes(hn::ScalableTag<float>()); }
 
 // s[r * lds + j] = sum over d increasing of q[r * ldq + d] * kt[d * ldk + j]
 // (FMA chain from +0) for r < rows and j < n. Lanes past n (up to the next

@@ -80,6 +80,7 @@ bool AttnMxVRows(MxFormat format, const std::uint8_t* codes, std::size_t cstride
   return false;
 #endif
 }
+std::size_t AttnVectorFloats() { return attn::VectorFloats(); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace trnmx
@@ -120,6 +121,7 @@ HWY_EXPORT(AttnScaleMax);
 HWY_EXPORT(AttnMxKScoreRows);
 HWY_EXPORT(AttnMxVRows);
 HWY_EXPORT(AttnHasMxfp8Decode);
+HWY_EXPORT(AttnVectorFloats);
 
 namespace internal {
 namespace {
@@ -127,9 +129,10 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::size_t kRows = kAttnTaskRows;
 // Padding (floats) past a row of keys: ScoreRows computes and stores whole
-// vectors (attention-inl.h asserts that a vector holds at most 16 floats);
-// rows of d are rounded up to 16 floats for PvRows likewise.
-constexpr std::size_t kPad = 16;
+// vectors; rows of d are rounded up to it for PvRows likewise. 16 floats, or
+// the dispatched target's vector if longer (SVE from 1024 bits); both are
+// powers of two, so it is a whole number of vectors.
+std::size_t RowPad() { return std::max<std::size_t>(16, HWY_DYNAMIC_DISPATCH(AttnVectorFloats)()); }
 // Keys of an MXFP8 V decoded per PV step: a whole cache line of each V
 // line's codes (36 KiB of rows at Dv = 128).
 constexpr std::size_t kMxVChunk = 64;
@@ -170,11 +173,12 @@ struct ScratchDims {
 
 ScratchDims Dims(const AttnShape& sh) {
   ScratchDims s;
-  s.dqk_p = RoundUp(sh.dqk, kPad);
-  // + kPad: V and acc rows of a power-of-two length would map onto few L1
+  const std::size_t pad = RowPad();
+  s.dqk_p = RoundUp(sh.dqk, pad);
+  // + pad: V and acc rows of a power-of-two length would map onto few L1
   // sets (the MX V decode writes down columns of vt).
-  s.dv_p = RoundUp(sh.dv, kPad) + kPad;
-  s.tile_p = sh.params->kv_tile + kPad;
+  s.dv_p = RoundUp(sh.dv, pad) + pad;
+  s.tile_p = sh.params->kv_tile + pad;
   s.q = kRows * s.dqk_p;
   s.kt = s.dqk_p * s.tile_p;
   s.vt = sh.params->kv_tile * s.dv_p;

@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "hwy/highway.h"
+#include "internal/vec_array-inl.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -59,23 +60,26 @@ HWY_NOINLINE void MxTileFlat(const internal::MxTileArgs& t) {
   HWY_ALIGN T spill[hn::MaxLanes(hn::ScalableTag<T>())];
 
   for (std::size_t blk = 0; blk < t.nblocks; ++blk) {
-    V s[kR][kC];
+    // The register tile (vec_array-inl.h): S of row r, column vector c.
+    VecArray<decltype(d), kR * kC> s;
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < kR; ++r) {
 #pragma GCC unroll 8
-      for (std::size_t c = 0; c < kC; ++c) s[r][c] = hn::Zero(d);
+      for (std::size_t c = 0; c < kC; ++c) s.Set(r * kC + c, hn::Zero(d));
     }
     const T* HWY_RESTRICT ak = a + blk * internal::kMxK;
     const T* HWY_RESTRICT bk = b + blk * internal::kMxK * t.ldb;
     for (std::size_t k = 0; k < internal::kMxK; ++k) {
-      V bv[kC];
+      VecArray<decltype(d), kC> bv;
 #pragma GCC unroll 8
-      for (std::size_t c = 0; c < kC; ++c) bv[c] = hn::LoadU(d, bk + k * t.ldb + c * n);
+      for (std::size_t c = 0; c < kC; ++c) bv.Set(c, hn::LoadU(d, bk + k * t.ldb + c * n));
 #pragma GCC unroll 8
       for (std::size_t r = 0; r < kR; ++r) {
         const V av = hn::Set(d, ak[r * t.lda + k]);
 #pragma GCC unroll 8
-        for (std::size_t c = 0; c < kC; ++c) s[r][c] = hn::MulAdd(av, bv[c], s[r][c]);
+        for (std::size_t c = 0; c < kC; ++c) {
+          s.Set(r * kC + c, hn::MulAdd(av, bv.Get(c), s.Get(r * kC + c)));
+        }
       }
     }
     const double* HWY_RESTRICT fb = t.fb + blk * t.ldfb;
@@ -88,10 +92,10 @@ HWY_NOINLINE void MxTileFlat(const internal::MxTileArgs& t) {
         if constexpr (sizeof(T) == sizeof(double)) {
           const std::size_t col = c * n;
           const auto scale = hn::Mul(fa, hn::LoadU(dd, fb + col));
-          const auto y = DemoteRne(dfh, hn::Mul(s[r][c], scale));
+          const auto y = DemoteRne(dfh, hn::Mul(s.Get(r * kC + c), scale));
           hn::StoreU(hn::Add(hn::LoadU(dfh, acc + col), y), dfh, acc + col);
         } else {
-          hn::Store(s[r][c], d, spill);
+          hn::Store(s.Get(r * kC + c), d, spill);
           for (std::size_t h = 0; h < n; h += nd) {
             const std::size_t col = c * n + h;
             const auto sv = hn::PromoteTo(dd, hn::Load(dfh, spill + h));
@@ -113,12 +117,8 @@ inline constexpr std::size_t kMxRows = 3;
 #endif
 inline constexpr std::size_t kMxColVecs = 4;
 
-void MxTileFlatF32(const internal::MxTileArgs& t) {
-  MxTileFlat<float, kMxRows, kMxColVecs>(t);
-}
-void MxTileFlatF64(const internal::MxTileArgs& t) {
-  MxTileFlat<double, kMxRows, kMxColVecs>(t);
-}
+void MxTileFlatF32(const internal::MxTileArgs& t) { MxTileFlat<float, kMxRows, kMxColVecs>(t); }
+void MxTileFlatF64(const internal::MxTileArgs& t) { MxTileFlat<double, kMxRows, kMxColVecs>(t); }
 
 internal::MxTileKernels GetMxTileKernels() {
   internal::MxTileKernels k;
