@@ -484,6 +484,20 @@ class Worker {
     }
   }
 
+  // The end of the run of rows from r, each active, whose allowed keys
+  // within [a, e) are row r's: one AttnPvRows call serves them all.
+  template <class Active>
+  std::size_t SameKeysRunEnd(std::size_t r, std::size_t rows, std::size_t a, std::size_t e,
+                             Active active) const {
+    const std::size_t ra = std::max(a, lo_[r]);
+    const std::size_t re = std::min(e, hi_[r]);
+    std::size_t r1 = r + 1;
+    while (r1 < rows && active(r1) && std::max(a, lo_[r1]) == ra && std::min(e, hi_[r1]) == re) {
+      ++r1;
+    }
+    return r1;
+  }
+
   // The exact MX x MX score product of row r's query with key j (step 2).
   float MxScore(std::size_t b, std::size_t g, std::size_t u, std::size_t j) const {
     const AttnOperand& q = *sh_.q;
@@ -575,11 +589,8 @@ class Worker {
             }
             const std::size_t ra = std::max(a, lo_[r]);
             const std::size_t re = std::min(e, hi_[r]);
-            std::size_t r1 = r + 1;
-            while (r1 < rows && active[r1] != 0.0f && std::max(a, lo_[r1]) == ra &&
-                   std::min(e, hi_[r1]) == re) {
-              ++r1;
-            }
+            const std::size_t r1 =
+                SameKeysRunEnd(r, rows, a, e, [&](std::size_t x) { return active[x] != 0.0f; });
             const std::size_t j0 = std::max(ra, c);
             const std::size_t j1 = std::min(re, c1);
             if (j0 < j1) {
@@ -684,11 +695,8 @@ class Worker {
         }
         const std::size_t ra = std::max(a, lo_[r]);
         const std::size_t re = std::min(e, hi_[r]);
-        std::size_t r1 = r + 1;
-        while (r1 < rows && active_[r1] && std::max(a, lo_[r1]) == ra &&
-               std::min(e, hi_[r1]) == re) {
-          ++r1;
-        }
+        const std::size_t r1 =
+            SameKeysRunEnd(r, rows, a, e, [&](std::size_t x) { return active_[x]; });
         const std::size_t j0 = std::max(ra, c);
         const std::size_t j1 = std::min(re, c1);
         if (j0 < j1) {
