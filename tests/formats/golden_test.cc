@@ -40,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -50,6 +51,7 @@
 #include <vector>
 
 #include "formats/ml_dtypes_options.h"
+#include "formats/sweep_runs.h"
 #include "trnmx/formats/bulk.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/e8m0.h"
@@ -309,15 +311,43 @@ std::span<const unsigned char> BulkChunk(std::span<const float> x, bool skip_nan
   // A code is its bits alone (1 or 2 bytes); on a little-endian machine the
   // array is the stream itself and is hashed as it is, not copied.
   static_assert(sizeof(Code) == sizeof(Code::bits));
-  if (!skip_nan && (sizeof(Code) == 1 || std::endian::native == std::endian::little)) {
-    return {reinterpret_cast<const unsigned char*>(codes.data()), codes.size() * sizeof(Code)};
+  if (sizeof(Code) == 1 || std::endian::native == std::endian::little) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(codes.data());
+    if (!skip_nan) return {bytes, codes.size() * sizeof(Code)};
+    // The codes of the runs of non-NaN inputs, copied run by run (element by
+    // element it was half of the FP16 sweep's time).
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < x.size();) {
+      std::size_t j = i;
+      while (j < x.size() && !IsNan32(std::bit_cast<std::uint32_t>(x[j]))) ++j;
+      std::memcpy(out + n, bytes + i * sizeof(Code), (j - i) * sizeof(Code));
+      n += (j - i) * sizeof(Code);
+      for (i = j; i < x.size() && IsNan32(std::bit_cast<std::uint32_t>(x[i]));) ++i;
+    }
+    return {out, n};
   }
   return {out, WriteCodes<sizeof(Code)>(
                    x, skip_nan, [&](std::size_t i) { return codes[i].bits; }, out)};
 }
 
+// The E8M0 codes of n inputs: compiled as sweep_runs.h's SweepLoop (for AVX2
+// where the CPU has it, vectorised; a third of the time of the plain loop).
+struct E8M0Codes {
+  std::uint64_t operator()(const float* x, std::size_t n, unsigned char* out) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = static_cast<unsigned char>(E8M0MlDtypes(std::bit_cast<std::uint32_t>(x[i])));
+    }
+    return n;
+  }
+};
+
 std::span<const unsigned char> E8M0Chunk(std::span<const float> x, bool skip_nan,
                                          unsigned char* out) {
+  if (!skip_nan) {
+    static const auto codes =
+        test::SweepLoop<E8M0Codes, const float*, std::size_t, unsigned char*>();
+    return {out, codes(x.data(), x.size(), out)};
+  }
   return {out, WriteCodes<1>(
                    x, skip_nan,
                    [&](std::size_t i) { return E8M0MlDtypes(std::bit_cast<std::uint32_t>(x[i])); },
