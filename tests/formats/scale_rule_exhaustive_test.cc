@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/sweep_runs.h"
@@ -66,20 +67,41 @@ int RefTosa(double x, double t, bool e4m3) {
   return Clamp(s + 127);
 }
 // kGgml: glibc's floor(log2f(x)). log2f is called where log2 x lies close to
-// an integer: normal x whose mantissa field is below 2^14 or at least
-// 2^23 - 2^15 (|x / 2^k - 1| < 2^-9 for the nearest power of two 2^k), and
+// an integer: normal x whose mantissa field is below kGgmlNearLow or at least
+// kGgmlNearHigh (|x / 2^k - 1| < 2^-9 for the nearest power of two 2^k), and
 // subnormals. Elsewhere log2 x is more than log2(1 + 2^-10) > 1.4e-3 from
 // every integer, so any log2f with an error below that (glibc's is under one
 // ulp of its result, at most 2^-16 here) floors to ilogb(x), which is then
 // the answer: the sweep asks log2f about 2^24 times instead of 2^31.
+constexpr std::uint32_t kGgmlNearLow = 1u << 14;
+constexpr std::uint32_t kGgmlNearHigh = (1u << 23) - (1u << 15);
 int RefGgml(float xf) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(xf);
   const std::uint32_t mantissa = bits & 0x7FFFFFu;
   const bool near_integer =
-      (bits >> 23) == 0 || mantissa < (1u << 14) || mantissa >= (1u << 23) - (1u << 15);
+      (bits >> 23) == 0 || mantissa < kGgmlNearLow || mantissa >= kGgmlNearHigh;
   const int floor_log2 =
       near_integer ? static_cast<int>(std::floor(std::log2f(xf))) : std::ilogb(xf);
   return Clamp(floor_log2 - 2 + 127);
+}
+
+// kGgml's runs (log2f need not be monotone, so no bisection): zero; the
+// subnormals and each binade's two ends near a power of two, where RefGgml
+// calls log2f, asked input by input (`per_input`); each binade's middle,
+// where RefGgml is ilogb, as one constant run; Inf and NaN.
+std::vector<test::BitRun> GgmlRuns(std::vector<bool>* per_input) {
+  std::vector<test::BitRun> runs = {{0, 0}, {1, 0x7FFFFFu}};
+  *per_input = {false, true};
+  for (std::uint32_t e = 1; e < 0xFF; ++e) {
+    const std::uint32_t b = e << 23;
+    runs.insert(runs.end(), {{b, b + kGgmlNearLow - 1},
+                             {b + kGgmlNearLow, b + kGgmlNearHigh - 1},
+                             {b + kGgmlNearHigh, b + 0x7FFFFFu}});
+    per_input->insert(per_input->end(), {true, false, true});
+  }
+  runs.push_back({test::kPosInfBits, test::kMaxNanBits});
+  per_input->push_back(false);
+  return runs;
 }
 
 // The expected code of amax bits a in [0, 2^31): FF for Inf and NaN, 00 for
@@ -121,40 +143,52 @@ struct CountMismatches {
   }
 };
 
+// Runs of a reference that is non-decreasing in amax (every reference but
+// kGgml's: an exponent, floor or ceil of log2, of amax or of a monotone
+// rounding of it: RNE to m + 1 bits, fl32(amax * r), amax / T): its answer is
+// constant between the patterns where it steps, found by bisection on the
+// reference (a few thousand calls).
+template <class WantFn>
+std::vector<test::BitRun> MonotoneRuns(const WantFn& want) {
+  std::vector<std::uint32_t> steps;
+  FindSteps(want, 1, want(1), test::kMaxFiniteBits, want(test::kMaxFiniteBits), &steps);
+  std::vector<test::BitRun> runs = {{0, 0}};
+  std::uint32_t first = 1;
+  for (const std::uint32_t s : steps) {
+    runs.push_back({first, s - 1});
+    first = s;
+  }
+  runs.push_back({first, test::kMaxFiniteBits});
+  runs.push_back({test::kPosInfBits, test::kMaxNanBits});
+  return runs;
+}
+
 // Compares ScaleCodeFromAmax with ref over all bits in [0, 2^31) on two
-// threads; prints the first mismatches and the time taken. Every reference
-// but kGgml's is non-decreasing in amax (an exponent, floor or ceil of log2,
-// of amax or of a monotone rounding of it: RNE to m + 1 bits, fl32(amax * r),
-// amax / T), so its answer is constant between the patterns where it steps:
-// those are found by bisection on the reference (a few thousand calls) and
-// each input is compared with its run's answer (sweep_runs.h). kGgml's
-// reference goes through log2f, which need not be monotone: it is asked on
-// every input (`every_input`; RefGgml calls log2f only near powers of two).
+// threads; prints the first mismatches and the time taken. The runs cover
+// [0, 2^31) in order: on a run with per_input[i] the reference is asked for
+// every input, on the others once at each end (which must agree), and every
+// input is compared with that answer (sweep_runs.h). per_input empty: none.
 template <class Traits, ScaleRule kRule, class Ref>
-void Sweep(Ref ref, bool every_input = false) {
+void Sweep(Ref ref, std::vector<test::BitRun> runs = {}, std::vector<bool> per_input = {}) {
   const test::SweepTimer timer;
   const auto want = [&](std::uint32_t a) { return Want(a, ref); };
-  std::vector<test::BitRun> runs;
-  if (every_input) {
-    runs.push_back({0, test::kMaxNanBits});
-  } else {
-    std::vector<std::uint32_t> steps;
-    FindSteps(want, 1, want(1), test::kMaxFiniteBits, want(test::kMaxFiniteBits), &steps);
-    runs.push_back({0, 0});
-    std::uint32_t first = 1;
-    for (const std::uint32_t s : steps) {
-      runs.push_back({first, s - 1});
-      first = s;
-    }
-    runs.push_back({first, test::kMaxFiniteBits});
-    runs.push_back({test::kPosInfBits, test::kMaxNanBits});
-  }
+  if (runs.empty()) runs = MonotoneRuns(want);
+  per_input.resize(runs.size(), false);
   std::vector<unsigned> expect(runs.size());
-  for (std::size_t i = 0; i < runs.size() && !every_input; ++i) {
+  std::uint64_t asked_per_input = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (i > 0) {
+      ASSERT_EQ(runs[i].first, runs[i - 1].last + 1) << "runs must cover [0, 2^31)";
+    }
+    if (per_input[i]) {
+      asked_per_input += runs[i].last - runs[i].first + 1;
+      continue;
+    }
     expect[i] = want(runs[i].first);
     ASSERT_EQ(expect[i], want(runs[i].last))
         << "run " << std::hex << runs[i].first << ".." << runs[i].last << " is not constant";
   }
+  ASSERT_EQ(runs.back().last, test::kMaxNanBits);
   const auto count_mismatches =
       test::SweepLoop<CountMismatches<Traits, kRule>, std::uint32_t, std::uint32_t, unsigned>();
   test::SweepMismatches mismatches;
@@ -165,7 +199,7 @@ void Sweep(Ref ref, bool every_input = false) {
     mismatches.Report(line);
   };
   test::ParallelOverRuns(runs, [&](std::size_t run, std::uint32_t a, std::uint32_t b) {
-    if (every_input) {
+    if (per_input[run]) {
       for (std::uint64_t u = a; u <= b; ++u) {
         const auto x = static_cast<std::uint32_t>(u);
         const unsigned got = ScaleCodeFromAmax<Traits>(x, kRule).bits;
@@ -185,8 +219,10 @@ void Sweep(Ref ref, bool every_input = false) {
       if (got != expect[run]) report(static_cast<std::uint32_t>(u), got, expect[run]);
     }
   });
-  std::printf("  %-9s 2^31 amax patterns, %zu runs, 2 threads: %.1f s (%.1f s CPU)\n",
-              std::string(ScaleRuleName(kRule)).c_str(), runs.size(), timer.wall_seconds(),
+  std::printf("  %-9s 2^31 amax patterns, %zu runs (%llu inputs asked one by one), 2 threads: "
+              "%.1f s (%.1f s CPU)\n",
+              std::string(ScaleRuleName(kRule)).c_str(), runs.size(),
+              static_cast<unsigned long long>(asked_per_input), timer.wall_seconds(),
               timer.cpu_seconds());
   EXPECT_EQ(mismatches.count(), 0u) << ScaleRuleName(kRule);
 }
@@ -196,7 +232,7 @@ Params ParamsOf() {
   return {Traits::kEmax, Traits::kMantissaBits, Traits::kMaxNormal};
 }
 
-// One test per (format, rule), each a few seconds (kGgml: tens of seconds).
+// One test per (format, rule), each a few seconds.
 #define TRNMX_SWEEP_STD(Name, Traits, TosaT, TosaE4M3)                                    \
   TEST(ScaleRuleExhaustive, Name##OcpFloor) {                                             \
     const Params p = ParamsOf<Traits>();                                                  \
@@ -237,8 +273,10 @@ TEST(ScaleRuleExhaustive, E2M1Nki) {
   Sweep<Fp4E2M1Traits, ScaleRule::kNki>([](float x) { return RefNki(x, 2); });
 }
 TEST(ScaleRuleExhaustive, E2M1Ggml) {
-  Sweep<Fp4E2M1Traits, ScaleRule::kGgml>([](float x) { return RefGgml(x); },
-                                         /*every_input=*/true);
+  std::vector<bool> per_input;
+  std::vector<test::BitRun> runs = GgmlRuns(&per_input);
+  Sweep<Fp4E2M1Traits, ScaleRule::kGgml>([](float x) { return RefGgml(x); }, std::move(runs),
+                                         std::move(per_input));
 }
 TEST(ScaleRuleExhaustive, MxInt8OcpFloor) {
   Sweep<MxInt8Traits, ScaleRule::kOcpFloor>([](float x) { return Clamp(FloorLog2(x) + 127); });

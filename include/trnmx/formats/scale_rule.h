@@ -161,7 +161,15 @@ constexpr std::uint8_t ClampScaleCode(int c) {
 // as floor((float)log2((double)x)): equal on every such FP32 (checked over all
 // of them against glibc 2.36's log2f, formats.md section 7). In [-149, 128]:
 // 128 where log2 rounds up to 128 just below 2^128.
+// libm is only asked for subnormals and mantissa fields >= 2^23 - 2^15: for a
+// normal x = 2^k (1 + f) with f < 1 - 2^-8, k <= log2 x < k + 1 - 2.8e-3, and
+// rounding to FP32 (ulp <= 2^-16 for |k| <= 128) cannot reach k + 1, so the
+// floor is the exponent k (the exhaustive scale-rule test checks every input).
 inline int GgmlFloorLog2(std::uint32_t a) {
+  const std::uint32_t exponent_field = a >> 23;
+  if (exponent_field != 0 && (a & 0x7FFFFFu) < (1u << 23) - (1u << 15)) {
+    return static_cast<int>(exponent_field) - 127;
+  }
   const float l = static_cast<float>(std::log2(static_cast<double>(std::bit_cast<float>(a))));
   return static_cast<int>(std::floor(l));
 }
@@ -201,20 +209,20 @@ static_assert(TosaThresholdOf<Fp4E2M1Traits>().t == 7 && TosaThresholdOf<Fp4E2M1
 
 // kTosa code for finite a in (0, 7F800000). amax = sig * 2^x exactly; the
 // smallest s with amax <= (<) t * 2^(k + s) is s = j - k + x for the smallest
-// integer j with sig <= (<) t * 2^j, found by comparing integers.
+// integer j with sig <= (<) t * 2^j, found by comparing integers. With b and c
+// the bit widths of sig and t, t * 2^(b - c - 1) < 2^(b - 1) <= sig < 2^b <=
+// t * 2^(b - c + 1), so j is b - c or b - c + 1: one comparison, no loop.
 template <class Traits>
 constexpr std::uint8_t TosaScaleCode(std::uint32_t a) {
   constexpr TosaThreshold th = TosaThresholdOf<Traits>();
   const std::uint32_t exp_field = a >> 23;
   const std::uint64_t sig = exp_field != 0 ? ((a & 0x7FFFFFu) | 0x800000u) : a;
   const int x = exp_field != 0 ? static_cast<int>(exp_field) - 150 : -149;
-  int j = std::bit_width(sig) - std::bit_width(th.t) - 1;  // t * 2^j < sig here
-  for (;; ++j) {
-    const std::uint64_t lhs = j >= 0 ? sig : sig << -j;
-    const std::uint64_t rhs = j >= 0 ? std::uint64_t{th.t} << j : std::uint64_t{th.t};
-    if (th.inclusive ? lhs <= rhs : lhs < rhs) break;
-  }
-  return ClampScaleCode(j - th.k + x + 127);
+  const int j = std::bit_width(sig) - std::bit_width(th.t);
+  const std::uint64_t lhs = j >= 0 ? sig : sig << -j;
+  const std::uint64_t rhs = j >= 0 ? std::uint64_t{th.t} << j : std::uint64_t{th.t};
+  const bool fits = th.inclusive ? lhs <= rhs : lhs < rhs;
+  return ClampScaleCode(j + (fits ? 0 : 1) - th.k + x + 127);
 }
 
 }  // namespace detail
