@@ -76,7 +76,7 @@ inline Codes<Arch> JamStep(const Codes<Arch>& t, const Codes<Arch>& d) noexcept 
 template <class Arch>
 inline Codes<Arch> ShiftRightJam(const Codes<Arch>& t, const Codes<Arch>& d) noexcept {
 #if XSIMD_WITH_AVX2
-  if constexpr (std::is_same_v<Arch, xsimd::avx2>) {  // AVX2's per-lane shifts (VPSRAVD, VPSLLVD)
+  if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {  // AVX2's per-lane shifts (VPSRAVD, VPSLLVD)
     using I = Codes<Arch>;
     const I lost = t & ((I(1) << d) - I(1));
     return (t >> d) | xsimd::select(lost != I(0), I(1), I(0));
