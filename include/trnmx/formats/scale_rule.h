@@ -258,40 +258,49 @@ Status CheckScaleRule(ScaleRule rule) {
 // when `rule` is not defined for Traits (check with CheckScaleRule first).
 template <class Traits>
 constexpr ScaleE8M0 ScaleCodeFromAmax(std::uint32_t amax_bits, ScaleRule rule = ScaleRule::kOcpFloor) {
-  const std::uint32_t a = amax_bits & 0x7FFFFFFFu;
   if (!IsScaleRuleDefined<Traits>(rule)) return ScaleE8M0::FromBits(kE8M0Nan);
-  if (a >= 0x7F800000u) return ScaleE8M0::FromBits(kE8M0Nan);
-  if (a == 0) return ScaleE8M0::FromBits(0x00);
+  const std::uint32_t abs_bits = amax_bits & 0x7FFFFFFFu;
+  // Zero, Inf and NaN get their codes by the selects at the end; the rule's
+  // arithmetic sees 1.0 in their place, so that every rule runs without
+  // branches on the data and loops over amax values vectorise (and kGgml's
+  // log2 never sees 0 or NaN).
+  const bool special = abs_bits == 0 || abs_bits >= 0x7F800000u;
+  const std::uint32_t a = special ? 0x3F800000u : abs_bits;
   const int e = static_cast<int>(a >> 23);
   const std::uint32_t mant = a & 0x7FFFFFu;
-  int c = 0;
+  std::uint32_t code = 0;
   switch (rule) {
-    case ScaleRule::kOcpFloor: c = e - Traits::kEmax; break;
-    case ScaleRule::kCeil: c = e + (mant != 0 ? 1 : 0) - Traits::kEmax; break;
+    case ScaleRule::kOcpFloor: code = detail::ClampScaleCode(e - Traits::kEmax); break;
+    case ScaleRule::kCeil:
+      code = detail::ClampScaleCode(e + (mant != 0 ? 1 : 0) - Traits::kEmax);
+      break;
     case ScaleRule::kEven:
       if constexpr (!detail::kIsMxInt8<Traits>) {
         const std::uint32_t rounded = a + (1u << (22 - Traits::kMantissaBits));
-        c = static_cast<int>((rounded & 0x7F800000u) >> 23) - Traits::kEmax;
+        code = detail::ClampScaleCode(static_cast<int>((rounded & 0x7F800000u) >> 23) -
+                                      Traits::kEmax);
       }
       break;
     case ScaleRule::kRceil:
       if constexpr (!detail::kIsMxInt8<Traits>) {
         const float d = std::bit_cast<float>(a) *
                         std::bit_cast<float>(detail::RceilReciprocalBits<Traits>());
-        return ScaleE8M0::FromBits(ToE8M0(d, E8M0Rounding::kUp, E8M0Saturation::kSaturate).code);
+        code = ToE8M0(d, E8M0Rounding::kUp, E8M0Saturation::kSaturate).code;
       }
       break;
     case ScaleRule::kNki:
-      if constexpr (!detail::kIsMxInt8<Traits>) c = e - detail::NkiEmax<Traits>();
-      break;
-    case ScaleRule::kGgml: return ScaleE8M0::FromBits(detail::GgmlScaleCode(a));
-    case ScaleRule::kTosa:
       if constexpr (!detail::kIsMxInt8<Traits>) {
-        return ScaleE8M0::FromBits(detail::TosaScaleCode<Traits>(a));
+        code = detail::ClampScaleCode(e - detail::NkiEmax<Traits>());
       }
       break;
+    case ScaleRule::kGgml: code = detail::GgmlScaleCode(a); break;
+    case ScaleRule::kTosa:
+      if constexpr (!detail::kIsMxInt8<Traits>) code = detail::TosaScaleCode<Traits>(a);
+      break;
   }
-  return ScaleE8M0::FromBits(detail::ClampScaleCode(c));
+  code = abs_bits == 0 ? 0x00u : code;
+  code = abs_bits >= 0x7F800000u ? std::uint32_t{kE8M0Nan} : code;
+  return ScaleE8M0::FromBits(static_cast<std::uint8_t>(code));
 }
 
 // formats.md section 12.4 (a few rows; the rest are in tests/formats/scale_rule_test.cc).
