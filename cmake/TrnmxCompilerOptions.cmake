@@ -72,6 +72,22 @@ function(trnmx_sanitizer_pointer_checks_off target)
   endif()
 endfunction()
 
+# trnmx_sanitizer_scope_checks_off(target): under TRNMX_SANITIZE,
+# AddressSanitizer leaves out its use-after-scope checks (it still checks
+# heap, stack and global buffers). For the library's SIMD kernels: Highway's
+# inlined code has thousands of vector temporaries, each of whose scopes the
+# check poisons and unpoisons, which more than doubled their compile time at
+# -O1 (src/formats/mx_line.cc: 118 s of CPU with it, 50 s without). The
+# kernels' locals are vectors, counters and indices rather than objects whose
+# addresses are handed out; the emulator, the command-line tools and the
+# tests, where lifetimes are subtler (string_view, spans of temporaries),
+# keep the check.
+function(trnmx_sanitizer_scope_checks_off target)
+  if(TRNMX_SANITIZE)
+    target_compile_options(${target} PRIVATE -fno-sanitize-address-use-after-scope)
+  endif()
+endfunction()
+
 # Only when top-level: a parent project's build type is its own business.
 if(PROJECT_IS_TOP_LEVEL AND NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
