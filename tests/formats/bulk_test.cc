@@ -374,22 +374,24 @@ TEST(BulkTest, StreamingStoresOtherFormatsBestTarget) {
   std::vector<std::uint8_t> packed((n4 + 1) / 2);
   ASSERT_TRUE(BulkEncodePackedFp4(z, packed, {}, &pool2).ok());
   ASSERT_EQ(packed, WantPacked(z, {}));
-  // Decoders over 8 MiB of FP32 output: FP8 and packed FP4 (its streaming
-  // form goes through an aligned pair buffer), at an aligned and an odd
-  // float offset.
+  // Decoders over 8 MiB of FP32 output (the streaming threshold): the first
+  // m8 FP8 codes and m4 packed FP4 codes (odd: half a last byte), at an
+  // aligned and an odd float offset. Packed FP4's streaming form goes
+  // through an aligned pair buffer.
+  const std::size_t m8 = (std::size_t{2} << 20) + 4096 + 3;
+  const std::size_t m4 = (std::size_t{2} << 20) + 1001;
+  const std::span<const Fp8E4M3> q8 = std::span<const Fp8E4M3>(q).first(m8);
+  const std::span<const std::uint8_t> p4 = std::span<const std::uint8_t>(packed).first((m4 + 1) / 2);
   for (const std::size_t off : {0, 1}) {
-    std::vector<float> back8(n8 + 1);
-    ASSERT_TRUE(
-        BulkDecode(std::span<const Fp8E4M3>(q), std::span<float>(back8.data() + off, n8), &pool2)
-            .ok());
-    for (std::size_t i = 0; i < n8; ++i) {
-      ASSERT_EQ(Bits(back8[i + off]), Bits(DecodeBits<Fp8E4M3Traits>(q[i].bits))) << i;
+    std::vector<float> back8(m8 + 1);
+    ASSERT_TRUE(BulkDecode(q8, std::span<float>(back8.data() + off, m8), &pool2).ok());
+    for (std::size_t i = 0; i < m8; ++i) {
+      ASSERT_EQ(Bits(back8[i + off]), Bits(DecodeBits<Fp8E4M3Traits>(q8[i].bits))) << i;
     }
-    std::vector<float> back4(n4 + 1);
-    ASSERT_TRUE(BulkDecodePackedFp4(packed, std::span<float>(back4.data() + off, n4), &pool2).ok());
-    for (std::size_t i = 0; i < n4; ++i) {
-      ASSERT_EQ(Bits(back4[i + off]),
-                Bits(DecodeBits<Fp4E2M1Traits>(packed[i / 2] >> (4 * (i % 2)))))
+    std::vector<float> back4(m4 + 1);
+    ASSERT_TRUE(BulkDecodePackedFp4(p4, std::span<float>(back4.data() + off, m4), &pool2).ok());
+    for (std::size_t i = 0; i < m4; ++i) {
+      ASSERT_EQ(Bits(back4[i + off]), Bits(DecodeBits<Fp4E2M1Traits>(p4[i / 2] >> (4 * (i % 2)))))
           << i;
     }
   }
