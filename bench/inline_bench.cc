@@ -6,8 +6,8 @@
 // runtime-dispatched ones. Same bits (tests/inline); this shows the cost of
 // choosing the inline layer.
 //
-//   Inline/*   trnmx::inline_simd::Encode / EncodeBf16 / Decode / DecodeBf16
-//   Bulk/*     trnmx::BulkEncode / BulkDecode with a SerialExecutor
+//   Inline/*   trnmx::inline_simd::Encode / EncodeE2M1Packed / EncodeBf16 / Decode
+//   Bulk/*     trnmx::BulkEncode / BulkEncodePackedFp4 / BulkDecode, SerialExecutor
 //
 // Counters: items/s = elements converted; bytes/s = bytes read + written.
 // Inputs: normal(0, 100), seed 42. The xsimd architecture is in the context.
@@ -78,6 +78,33 @@ void BM_Inline_Decode(benchmark::State& state) {
   SetCounters(state, 1);
 }
 
+void BM_Inline_EncodeE2M1Packed(benchmark::State& state) {
+  const std::vector<float>& x = Inputs();
+  std::vector<std::uint8_t> q(kElems / 2);
+  for (auto _ : state) {
+    tis::EncodeE2M1Packed(x.data(), q.data(), kElems);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kElems));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * (kElems * sizeof(float) + kElems / 2)));
+}
+
+void BM_Bulk_EncodeFp4Packed(benchmark::State& state) {
+  const std::vector<float>& x = Inputs();
+  std::vector<std::uint8_t> q(kElems / 2);
+  SerialExecutor serial;
+  for (auto _ : state) {
+    Status s = BulkEncodePackedFp4(std::span<const float>(x), std::span<std::uint8_t>(q), {},
+                                   &serial);
+    benchmark::DoNotOptimize(s);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kElems));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * (kElems * sizeof(float) + kElems / 2)));
+}
+
 template <class Code>
 void BM_Bulk_Encode(benchmark::State& state) {
   const std::vector<float>& x = Inputs();
@@ -114,6 +141,8 @@ BENCHMARK(BM_Inline_Encode<Fp8E5M2Traits>)->Name("Inline/EncodeE5M2");
 BENCHMARK(BM_Bulk_Encode<Fp8E5M2>)->Name("Bulk/EncodeE5M2");
 BENCHMARK(BM_Inline_Encode<Fp4E2M1Traits>)->Name("Inline/EncodeE2M1");
 BENCHMARK(BM_Bulk_Encode<Fp4E2M1>)->Name("Bulk/EncodeE2M1");
+BENCHMARK(BM_Inline_EncodeE2M1Packed)->Name("Inline/EncodeE2M1Packed");
+BENCHMARK(BM_Bulk_EncodeFp4Packed)->Name("Bulk/EncodeE2M1Packed");
 BENCHMARK(BM_Inline_EncodeBf16)->Name("Inline/EncodeBf16");
 BENCHMARK(BM_Bulk_Encode<Bf16>)->Name("Bulk/EncodeBf16");
 BENCHMARK(BM_Inline_Decode<Fp8E4M3Traits>)->Name("Inline/DecodeE4M3");

@@ -28,6 +28,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/policy.h"
@@ -38,11 +40,38 @@
 namespace trnmx::inline_simd {
 namespace detail {
 
-// Packs kLanes (even) codes from a batch into kLanes / 2 bytes.
+// Packs kLanes (even) codes from a batch into kLanes / 2 bytes. On SSE2 and
+// AVX2 (and the architectures built on them) the pairs are combined in the
+// register: as 64-bit lanes a pair is lo + hi * 2^32 with lo, hi < 16, so
+// (v | v >> 28) holds lo | hi << 4 in its low byte; elsewhere through an
+// aligned buffer.
 template <class Arch>
 inline void StorePackedNibbles(const Codes<Arch>& codes, std::uint8_t* out) noexcept {
   constexpr std::size_t kLanes = Codes<Arch>::size;
   static_assert(kLanes % 2 == 0);
+#if XSIMD_WITH_AVX2
+  if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
+    const __m256i v = codes;
+    const __m256i pairs = _mm256_or_si256(v, _mm256_srli_epi64(v, 28));
+    // Byte 0 of each 64-bit lane to bytes 0-1 of its 128-bit half.
+    const __m256i pick = _mm256_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                          0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i b = _mm256_shuffle_epi8(pairs, pick);
+    const std::int32_t four = _mm_cvtsi128_si32(
+        _mm_unpacklo_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
+    std::memcpy(out, &four, 4);
+    return;
+  }
+#endif
+#if XSIMD_WITH_SSE2
+  if constexpr (std::is_base_of_v<xsimd::sse2, Arch>) {
+    const __m128i v = codes;
+    const __m128i pairs = _mm_or_si128(v, _mm_srli_epi64(v, 28));
+    out[0] = static_cast<std::uint8_t>(_mm_cvtsi128_si32(pairs));
+    out[1] = static_cast<std::uint8_t>(_mm_extract_epi16(pairs, 4));
+    return;
+  }
+#endif
   alignas(Arch::alignment()) std::int32_t tmp[kLanes];
   codes.store_aligned(tmp);
   for (std::size_t j = 0; j < kLanes / 2; ++j) {
@@ -50,10 +79,26 @@ inline void StorePackedNibbles(const Codes<Arch>& codes, std::uint8_t* out) noex
   }
 }
 
-// Unpacks kLanes / 2 bytes into kLanes codes.
+// Unpacks kLanes / 2 bytes into kLanes codes. On SSE2 and AVX2 byte j goes
+// to 64-bit lane j, where (x | x << 28) & 0xF in each 32-bit half gives its
+// low and its high nibble.
 template <class Arch>
 inline Codes<Arch> LoadPackedNibbles(const std::uint8_t* in) noexcept {
   constexpr std::size_t kLanes = Codes<Arch>::size;
+#if XSIMD_WITH_AVX2
+  if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
+    std::int32_t four;
+    std::memcpy(&four, in, 4);
+    const __m256i x = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(four));
+    return _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi64(x, 28)), _mm256_set1_epi32(0xF));
+  }
+#endif
+#if XSIMD_WITH_SSE2
+  if constexpr (std::is_base_of_v<xsimd::sse2, Arch>) {
+    const __m128i x = _mm_set_epi64x(in[1], in[0]);
+    return _mm_and_si128(_mm_or_si128(x, _mm_slli_epi64(x, 28)), _mm_set1_epi32(0xF));
+  }
+#endif
   alignas(Arch::alignment()) std::int32_t tmp[kLanes];
   for (std::size_t j = 0; j < kLanes / 2; ++j) {
     tmp[2 * j] = in[j] & 0xF;
