@@ -283,7 +283,9 @@ constexpr ScaleE8M0 ScaleCodeFromAmax(std::uint32_t amax_bits, ScaleRule rule = 
       break;
     case ScaleRule::kRceil:
       if constexpr (!detail::kIsMxInt8<Traits>) {
-        const float d = std::bit_cast<float>(a) *
+        // From amax itself, not `a`: a multiply on a path that depends on
+        // the special test is one GCC will not make branch-free (it may trap).
+        const float d = std::bit_cast<float>(abs_bits) *
                         std::bit_cast<float>(detail::RceilReciprocalBits<Traits>());
         code = ToE8M0(d, E8M0Rounding::kUp, E8M0Saturation::kSaturate).code;
       }
