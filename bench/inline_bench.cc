@@ -39,31 +39,36 @@ const std::vector<float>& Inputs() {
   return x;
 }
 
-void SetCounters(benchmark::State& state, std::size_t code_bytes) {
+// Times convert() over the kElems inputs; code_bytes: the bytes of codes
+// read or written (kElems, 2 kElems or kElems / 2).
+template <class Convert>
+void Time(benchmark::State& state, std::size_t code_bytes, Convert convert) {
+  for (auto _ : state) {
+    convert();
+    benchmark::ClobberMemory();
+  }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kElems));
   state.SetBytesProcessed(
-      static_cast<std::int64_t>(state.iterations() * kElems * (sizeof(float) + code_bytes)));
+      static_cast<std::int64_t>(state.iterations() * (kElems * sizeof(float) + code_bytes)));
 }
 
 template <class Traits>
 void BM_Inline_Encode(benchmark::State& state) {
   const std::vector<float>& x = Inputs();
   std::vector<std::uint8_t> q(kElems);
-  for (auto _ : state) {
-    tis::Encode<Traits>(x.data(), q.data(), kElems);
-    benchmark::ClobberMemory();
-  }
-  SetCounters(state, 1);
+  Time(state, kElems, [&] { tis::Encode<Traits>(x.data(), q.data(), kElems); });
+}
+
+void BM_Inline_EncodeE2M1Packed(benchmark::State& state) {
+  const std::vector<float>& x = Inputs();
+  std::vector<std::uint8_t> q(kElems / 2);
+  Time(state, kElems / 2, [&] { tis::EncodeE2M1Packed(x.data(), q.data(), kElems); });
 }
 
 void BM_Inline_EncodeBf16(benchmark::State& state) {
   const std::vector<float>& x = Inputs();
   std::vector<std::uint16_t> q(kElems);
-  for (auto _ : state) {
-    tis::EncodeBf16(x.data(), q.data(), kElems);
-    benchmark::ClobberMemory();
-  }
-  SetCounters(state, 2);
+  Time(state, 2 * kElems, [&] { tis::EncodeBf16(x.data(), q.data(), kElems); });
 }
 
 template <class Traits>
@@ -71,51 +76,31 @@ void BM_Inline_Decode(benchmark::State& state) {
   std::vector<std::uint8_t> q(kElems);
   tis::Encode<Traits>(Inputs().data(), q.data(), kElems);
   std::vector<float> y(kElems);
-  for (auto _ : state) {
-    tis::Decode<Traits>(q.data(), y.data(), kElems);
-    benchmark::ClobberMemory();
-  }
-  SetCounters(state, 1);
+  Time(state, kElems, [&] { tis::Decode<Traits>(q.data(), y.data(), kElems); });
 }
 
-void BM_Inline_EncodeE2M1Packed(benchmark::State& state) {
+// The bulk codecs' Status is checked once, outside the timed loop.
+template <class Code>
+void BM_Bulk_Encode(benchmark::State& state) {
   const std::vector<float>& x = Inputs();
-  std::vector<std::uint8_t> q(kElems / 2);
-  for (auto _ : state) {
-    tis::EncodeE2M1Packed(x.data(), q.data(), kElems);
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kElems));
-  state.SetBytesProcessed(
-      static_cast<std::int64_t>(state.iterations() * (kElems * sizeof(float) + kElems / 2)));
+  std::vector<Code> q(kElems);
+  SerialExecutor serial;
+  const auto encode = [&] {
+    return BulkEncode(std::span<const float>(x), std::span<Code>(q), {}, &serial);
+  };
+  if (!encode().ok()) return state.SkipWithError("BulkEncode failed");
+  Time(state, sizeof(Code) * kElems, [&] { benchmark::DoNotOptimize(encode()); });
 }
 
 void BM_Bulk_EncodeFp4Packed(benchmark::State& state) {
   const std::vector<float>& x = Inputs();
   std::vector<std::uint8_t> q(kElems / 2);
   SerialExecutor serial;
-  for (auto _ : state) {
-    Status s = BulkEncodePackedFp4(std::span<const float>(x), std::span<std::uint8_t>(q), {},
-                                   &serial);
-    benchmark::DoNotOptimize(s);
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kElems));
-  state.SetBytesProcessed(
-      static_cast<std::int64_t>(state.iterations() * (kElems * sizeof(float) + kElems / 2)));
-}
-
-template <class Code>
-void BM_Bulk_Encode(benchmark::State& state) {
-  const std::vector<float>& x = Inputs();
-  std::vector<Code> q(kElems);
-  SerialExecutor serial;
-  for (auto _ : state) {
-    Status s = BulkEncode(std::span<const float>(x), std::span<Code>(q), {}, &serial);
-    benchmark::DoNotOptimize(s);
-    benchmark::ClobberMemory();
-  }
-  SetCounters(state, sizeof(Code));
+  const auto encode = [&] {
+    return BulkEncodePackedFp4(std::span<const float>(x), std::span<std::uint8_t>(q), {}, &serial);
+  };
+  if (!encode().ok()) return state.SkipWithError("BulkEncodePackedFp4 failed");
+  Time(state, kElems / 2, [&] { benchmark::DoNotOptimize(encode()); });
 }
 
 template <class Code>
@@ -123,16 +108,14 @@ void BM_Bulk_Decode(benchmark::State& state) {
   std::vector<Code> q(kElems);
   SerialExecutor serial;
   if (!BulkEncode(std::span<const float>(Inputs()), std::span<Code>(q), {}, &serial).ok()) {
-    state.SkipWithError("BulkEncode failed");
-    return;
+    return state.SkipWithError("BulkEncode failed");
   }
   std::vector<float> y(kElems);
-  for (auto _ : state) {
-    Status s = BulkDecode(std::span<const Code>(q), std::span<float>(y), &serial);
-    benchmark::DoNotOptimize(s);
-    benchmark::ClobberMemory();
-  }
-  SetCounters(state, sizeof(Code));
+  const auto decode = [&] {
+    return BulkDecode(std::span<const Code>(q), std::span<float>(y), &serial);
+  };
+  if (!decode().ok()) return state.SkipWithError("BulkDecode failed");
+  Time(state, sizeof(Code) * kElems, [&] { benchmark::DoNotOptimize(decode()); });
 }
 
 BENCHMARK(BM_Inline_Encode<Fp8E4M3Traits>)->Name("Inline/EncodeE4M3");
