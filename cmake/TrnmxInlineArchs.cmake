@@ -8,6 +8,10 @@
 #   TRNMX_INLINE_FLAGS_<arch>        compile options that select the arch
 #   TRNMX_INLINE_XSIMD_<arch>        its xsimd::default_arch::name()
 #
+#   trnmx_find_inline_xsimd(<found-var> <include-var>)
+#                                    xsimd 8.x, the version trnmx/inline/ is
+#                                    written against, and its include directory
+#
 # Used by tests/inline (a unit-test program per arch, the exhaustive sweep on
 # the widest) and bench/inline_bench (the widest).
 set(TRNMX_INLINE_FLAGS_avx512 -march=x86-64-v4)
@@ -48,4 +52,19 @@ function(trnmx_inline_archs out)
   endforeach()
   list(APPEND archs sse2)
   set(${out} "${archs}" PARENT_SCOPE)
+endfunction()
+
+# Only xsimd's include directory is handed out: Debian 12's `xsimd` target
+# also links "xtl", which Debian 12 does not package (-lxtl: not found; see
+# docs/inline.md).
+function(trnmx_find_inline_xsimd found include)
+  find_package(xsimd CONFIG QUIET)
+  if(xsimd_FOUND AND xsimd_VERSION VERSION_GREATER_EQUAL 8 AND xsimd_VERSION VERSION_LESS 9)
+    get_target_property(dir xsimd INTERFACE_INCLUDE_DIRECTORIES)
+    set(${found} ON PARENT_SCOPE)
+    set(${include} "${dir}" PARENT_SCOPE)
+  else()
+    set(${found} OFF PARENT_SCOPE)
+    set(${include} "" PARENT_SCOPE)
+  endif()
 endfunction()
