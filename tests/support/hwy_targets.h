@@ -31,14 +31,19 @@ struct HwyTarget {
 
 inline void PrintTo(const HwyTarget& target, std::ostream* os) { *os << target.name; }
 
-// The targets to test, best first. Read before any forcing, so it lists every
-// target compiled into this binary and supported here.
+// The targets to test, best first: every target compiled into this binary
+// and supported here. Read once, at the first call (the suites' instantiation,
+// before any forcing): read again under a forced target it would list that
+// target alone.
 inline std::vector<HwyTarget> CompiledHwyTargets() {
-  std::vector<HwyTarget> out;
-  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    out.push_back({t, hwy::TargetName(t)});
-  }
-  return out;
+  static const std::vector<HwyTarget> targets = [] {
+    std::vector<HwyTarget> out;
+    for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
+      out.push_back({t, hwy::TargetName(t)});
+    }
+    return out;
+  }();
+  return targets;
 }
 
 // True for the first (best) target of CompiledHwyTargets(): tests that run
