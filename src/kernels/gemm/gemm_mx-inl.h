@@ -124,12 +124,19 @@ internal::MxTileKernels GetMxTileKernels() {
   internal::MxTileKernels k;
   k.flat_f32 = {&MxTileFlatF32, kMxRows, kMxColVecs * hn::Lanes(hn::ScalableTag<float>())};
   k.flat_f64 = {&MxTileFlatF64, kMxRows, kMxColVecs * hn::Lanes(hn::ScalableTag<double>())};
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // Every CPU these targets run on has AVX2 + FMA.
+  k.gemv_fp4 = &internal::MxGemvFp4Avx2;
+  k.gemv_dense_fp4 = &internal::GemvDenseFp4Avx2;
+#endif
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  // The VNNI kernel is chosen with the AVX-512 targets only, so forcing a
-  // narrower target in tests exercises the portable kernels.
+  // The VNNI kernels are chosen with the AVX-512 targets only, so forcing a
+  // narrower target in tests exercises the AVX2 and portable kernels.
   if (internal::CpuHasAvx512Vnni()) {
     k.quad_i8 = {&internal::MxTileQuadI8Vnni, internal::kMxVnniRows, internal::kMxVnniCols};
     k.pair_i16 = {&internal::MxTilePair16Vnni, internal::kMxVnniRows, internal::kMxVnniCols};
+    k.gemv_fp4 = &internal::MxGemvFp4Vnni;
+    k.gemv_dense_fp4 = &internal::GemvDenseFp4Vnni;
   }
 #endif
   return k;

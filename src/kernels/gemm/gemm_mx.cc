@@ -4,8 +4,9 @@
 // format's quantum: E2M1 -1, E2M3 -3, E3M2 -4, MXINT8 -6, E4M3 -9, E5M2 -16):
 //
 //   pairing                               block sum S (exact)        kernel
-//   M <= 4, MXFP4 weights, activations    int32, VNNI vpdpbusd,      MxGemvFp4Vnni (AVX-512 VNNI;
-//     E2M1 / E2M3 / MXINT8                weights streamed once        RunGemvFp4)
+//   M <= 4, MXFP4 weights, activations    int32, VNNI vpdpbusd or    MxGemvFp4Vnni / MxGemvFp4Avx2
+//     E2M1 / E2M3 / MXINT8                vpmaddubsw, weights          (AVX-512 VNNI / AVX2;
+//                                         streamed once                RunGemvFp4)
 //   E2M1 / E2M3 / MXINT8 x same class     int32, VNNI vpdpbusd       MxTileQuadI8Vnni (AVX-512 VNNI)
 //     (portable targets, or with E3M2)    FP32 FMA (|S| < 2^23)      MxTileFlat<float>
 //   E4M3 x E4M3 or a small format         int16 VNNI vpdpwssd,       MxTilePair16Vnni (AVX-512 VNNI)

@@ -405,7 +405,7 @@ TRNMX_VNNI_TARGET inline void Transpose16x16Epi32(__m512i* r) {
   }
 }
 
-TRNMX_VNNI_TARGET void GemvDenseFp4Kernel(const float* x, std::size_t k, const std::uint8_t* codes,
+TRNMX_VNNI_TARGET void GemvDenseFp4Vnni(const float* x, std::size_t k, const std::uint8_t* codes,
                                           std::size_t codes_stride, const std::uint8_t* scales,
                                           std::size_t scales_stride, std::size_t j0,
                                           std::size_t j1, float* out) {
@@ -494,7 +494,7 @@ bool CpuHasAvx512Vnni() { return false; }
 void MxTileQuadI8Vnni(const MxTileArgs&) {}
 void MxTilePair16Vnni(const MxTileArgs&) {}
 void MxGemvFp4Vnni(const MxGemvArgs&, std::size_t, std::size_t, float*) {}
-void GemvDenseFp4Kernel(const float*, std::size_t, const std::uint8_t*, std::size_t,
+void GemvDenseFp4Vnni(const float*, std::size_t, const std::uint8_t*, std::size_t,
                         const std::uint8_t*, std::size_t, std::size_t, std::size_t, float*) {}
 #endif
 

@@ -88,25 +88,18 @@ struct MxTileKernel {
   std::size_t cols = 0;
 };
 
-// The kernels of one target; fn == nullptr where the target has none.
-struct MxTileKernels {
-  MxTileKernel flat_f32;  // Small formats (exact in FP32).
-  MxTileKernel flat_f64;  // E4M3, or E5M2 x small format (exact in FP64).
-  MxTileKernel quad_i8;   // E2M1 / E2M3 / MXINT8 pairs: AVX-512 VNNI vpdpbusd.
-  MxTileKernel pair_i16;  // E4M3 x (E4M3 or small): AVX-512 VNNI vpdpwssd.
-};
-
 // Streaming GEMV for MXFP4 weights (B, K x N, kCols) and one row of int8-class
-// activations (E2M1 / E2M3 / MXINT8), AVX-512 VNNI: reads every weight byte
-// once. Per block: S = sum (w + 12) * a - 12 * sum a with w = 2 * E2M1 value
-// (vpshufb of the nibbles, vpdpbusd), exact in int32; 16 columns per vector,
-// FP32 accumulation per column in block order (formats.md section 10).
+// activations (E2M1 / E2M3 / MXINT8): reads every weight byte once. Per
+// block: S = sum (w + 12) * a - 12 * sum a with w = 2 * E2M1 value (vpshufb
+// of the nibbles; vpdpbusd or vpmaddubsw), exact in int32; one column per
+// vector lane, FP32 accumulation per column in block order (formats.md
+// section 10).
 //   a_even / a_odd: the activation's int8 values (units 2^qa) of the even and
-//     odd elements, 16 per block, blocks padded to a multiple of 4 with 0;
+//     odd elements, 16 per block, blocks padded to a multiple of 4 with 0
+//     and 64 bytes more;
 //   corr: per chunk of 4 blocks, 16 int32 with -12 * (sum of block b's
 //     activation values) in lane 4 b and 0 elsewhere;
 //   ea[blk] = sa - 127 + qa, or kMxScaleNanExponent for scale FF.
-// Writes acc[j] for j in [j0, j1) (acc indexed from j0).
 struct MxGemvArgs {
   const std::int8_t* a_even = nullptr;
   const std::int8_t* a_odd = nullptr;
@@ -118,25 +111,50 @@ struct MxGemvArgs {
   const std::uint8_t* scales = nullptr;
   std::size_t scales_stride = 0;
 };
-void MxGemvFp4Vnni(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+// Writes acc[j - j0] for the columns j in [j0, j1).
+using MxGemvFn = void (*)(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+
+// Dense FP32 activations x (K x N, blocked along K) MXFP4 weights (gemv_mx.h
+// contract): writes out[j - j0] for the columns j in [j0, j1).
+using DenseGemvFn = void (*)(const float* x, std::size_t k, const std::uint8_t* codes,
+                             std::size_t codes_stride, const std::uint8_t* scales,
+                             std::size_t scales_stride, std::size_t j0, std::size_t j1,
+                             float* out);
+
+// The kernels of one target; fn == nullptr where the target has none.
+struct MxTileKernels {
+  MxTileKernel flat_f32;  // Small formats (exact in FP32).
+  MxTileKernel flat_f64;  // E4M3, or E5M2 x small format (exact in FP64).
+  MxTileKernel quad_i8;   // E2M1 / E2M3 / MXINT8 pairs: AVX-512 VNNI vpdpbusd.
+  MxTileKernel pair_i16;  // E4M3 x (E4M3 or small): AVX-512 VNNI vpdpwssd.
+  MxGemvFn gemv_fp4 = nullptr;           // AVX-512 VNNI or AVX2.
+  DenseGemvFn gemv_dense_fp4 = nullptr;  // AVX-512 VNNI or AVX2.
+};
 
 // The kernel GemmMxMx uses for this pairing on the current target:
 // "vnni-i8", "flat-f32", "flat-f64" or "wide" (tests and benchmarks).
 const char* GemmMxMxPathName(MxFormat a, MxFormat b);
 
-// Dense FP32 activations x (K x N, blocked along K) MXFP4 weights, AVX-512
-// (gemv_mx.h contract): writes out[j - j0] for the columns j in [j0, j1).
-void GemvDenseFp4Kernel(const float* x, std::size_t k, const std::uint8_t* codes,
-                        std::size_t codes_stride, const std::uint8_t* scales,
-                        std::size_t scales_stride, std::size_t j0, std::size_t j1, float* out);
-
-// AVX-512 VNNI kernels (gemm_mx_avx512vnni.cc, intrinsics): 6 rows x 32 columns.
+// AVX-512 VNNI kernels (gemm_mx_avx512vnni.cc, intrinsics): tiles of 6 rows
+// x 32 columns; GEMVs with 16 columns per vector.
 void MxTileQuadI8Vnni(const MxTileArgs& args);
 inline constexpr std::size_t kMxVnniRows = 6;
 inline constexpr std::size_t kMxVnniCols = 32;
 void MxTilePair16Vnni(const MxTileArgs& args);
+void MxGemvFp4Vnni(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+void GemvDenseFp4Vnni(const float* x, std::size_t k, const std::uint8_t* codes,
+                      std::size_t codes_stride, const std::uint8_t* scales,
+                      std::size_t scales_stride, std::size_t j0, std::size_t j1, float* out);
 // True when the CPU runs AVX512F/BW/VNNI (checked once).
 bool CpuHasAvx512Vnni();
+
+// AVX2 + FMA GEMVs (gemm_mx_avx2.cc, intrinsics; same contracts as the
+// AVX-512 ones above): 8 columns per vector, vpmaddubsw block sums for MX
+// activations, vpermps + vblendvps weight decode for dense ones.
+void MxGemvFp4Avx2(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+void GemvDenseFp4Avx2(const float* x, std::size_t k, const std::uint8_t* codes,
+                      std::size_t codes_stride, const std::uint8_t* scales,
+                      std::size_t scales_stride, std::size_t j0, std::size_t j1, float* out);
 
 }  // namespace trnmx::internal
 

@@ -1,6 +1,7 @@
 // GEMVs with MXFP4 weights (gemv_mx.h, gemm_mx_internal.h): MX activations
 // (M <= 4 rows, int8-class formats) and dense FP32/BF16 activations (one row),
-// each streaming the weights once through the AVX-512 VNNI kernels.
+// each streaming the weights once through the target's GEMV kernel (AVX-512
+// VNNI or AVX2, gemm_mx_kernels.h).
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -24,6 +25,7 @@ constexpr std::size_t kGemvMaxRows = 4;
 Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std::size_t n,
                   std::size_t k, const GemmOutput& c, const GemmParams& params,
                   Executor& pool) {
+  const MxGemvFn kernel = CurrentMxTileKernels().gemv_fp4;
   const std::size_t blocks = CeilDiv(k, kMxK);
   const std::size_t padded = RoundUp(blocks, 4) * (kMxK / 2);
   std::vector<std::int8_t> a_even(padded + 64), a_odd(padded + 64);
@@ -65,7 +67,7 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
       const std::size_t j0 = t * per_task;
       const std::size_t j1 = std::min(n, j0 + per_task);
       std::vector<float> acc(j1 - j0);
-      MxGemvFp4Vnni(g, j0, j1, acc.data());
+      kernel(g, j0, j1, acc.data());
       StoreOutputRow(c, params, i, j0, j1 - j0, acc.data());
     });
   }
@@ -73,7 +75,7 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
 }
 
 bool UseGemv(const FormatTable& ta, MxFormat fb, std::size_t m, const MxTileKernels& kernels) {
-  return m <= kGemvMaxRows && fb == MxFormat::kMxfp4 && ta.int8 && kernels.quad_i8.fn != nullptr;
+  return m <= kGemvMaxRows && fb == MxFormat::kMxfp4 && ta.int8 && kernels.gemv_fp4 != nullptr;
 }
 
 bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
@@ -85,7 +87,8 @@ bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c
   if (w.shape.format != MxFormat::kMxfp4 || w.shape.axis != BlockAxis::kCols) return false;
   const std::size_t k = a.cols;
   const std::size_t n = w.shape.cols;
-  if (CurrentMxTileKernels().quad_i8.fn == nullptr) return false;
+  const DenseGemvFn kernel = CurrentMxTileKernels().gemv_dense_fp4;
+  if (kernel == nullptr) return false;
   if (n == 0) return true;
   std::vector<float> x(k);
   for (std::size_t i = 0; i < k; ++i) {
@@ -107,8 +110,7 @@ bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c
     const std::size_t j0 = t * per_task;
     const std::size_t j1 = std::min(n, j0 + per_task);
     std::vector<float> acc(j1 - j0);
-    GemvDenseFp4Kernel(x.data(), k, w.codes, w.codes_stride, w.scales, w.scales_stride, j0, j1,
-                       acc.data());
+    kernel(x.data(), k, w.codes, w.codes_stride, w.scales, w.scales_stride, j0, j1, acc.data());
     StoreOutputRow(c, params, 0, j0, j1 - j0, acc.data());
   });
   return true;

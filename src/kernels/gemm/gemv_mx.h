@@ -8,11 +8,11 @@
 // acc = fma(a_k, w_kj, acc) for k = 0 .. K-1 in increasing order, followed by
 // the gemm.h epilogue (alpha, beta, bias, FP32 or BF16 RNE store).
 //
-// Implementation: 64 columns at a time (4 independent FMA chains of 16
-// columns); 64 code bytes per column loaded and transposed so that a vector
-// holds 8 consecutive elements of 16 columns; nibbles to values by VPERMPS
-// from a 16-entry table, multiplied by the column's block scale; streams the
-// weights once. Threads split columns.
+// Implementation (gemm_mx_kernels.h DenseGemvFn): 4 independent FMA chains of
+// 16 (AVX-512) or 8 (AVX2) columns; 64 code bytes per column loaded and
+// transposed so that a vector holds 8 consecutive elements of its columns;
+// nibbles to values by VPERMPS, multiplied by the column's block scale;
+// streams the weights once. Threads split columns.
 #ifndef TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
 #define TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
 
@@ -23,8 +23,8 @@ namespace trnmx::internal {
 
 // Returns true when it computed C: a is dense (FP32 or BF16) with one row,
 // b is MXFP4 blocked along K (BlockAxis::kCols), and the current dispatch
-// target is AVX-512 on a CPU with AVX512F/BW/DQ/VL/VNNI. Otherwise returns
-// false without writing anything, and the caller runs its general path.
+// target is AVX2 or AVX-512 (x86). Otherwise returns false without writing
+// anything, and the caller runs its general path.
 // Preconditions: the call was validated by Gemm() (shapes agree).
 bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
                  const GemmParams& params, Executor& executor);
