@@ -51,6 +51,27 @@
 //     development machine VDPBF16PS issues at half the FP32 FMA rate, so
 //     the default exact mode is faster there (docs/gemm.md).
 //     Returns FailedPrecondition on a CPU without AVX512_BF16.
+//   Bf16Mode::kAmxTile (opt-in, BF16 x BF16 only): the CPU's AMX-BF16
+//     TDPBF16PS instruction. K is taken in steps of 32 elements (16 pairs)
+//     from k = 0, the last step shorter; acc = +0.0f and per step
+//       e = +0, o = +0
+//       for each pair t of the step, in increasing order:
+//         e = F(fma(D(a_2t),   D(b_2t),   e))
+//         o = F(fma(D(a_2t+1), D(b_2t+1), o))     (a missing odd member: skipped)
+//       acc = F(acc + F(e + o))
+//     with D, F and fma as for kNativeDot (each operation one RNE rounding,
+//     MXCSR not consulted). So the even and the odd elements of a step are
+//     two separate chains, and each step reaches acc through one rounded sum:
+//     the bits differ from kExactFma's and kNativeDot's. Measured against the
+//     instruction on a Sapphire Rapids-class CPU (45,000 random lanes of 1, 2
+//     and 16 pairs, all equal to this model; the SDM's older pseudocode, one
+//     FMA chain in pair order, gives other bits on 10 % of the one-pair
+//     lanes and 67 % of the 16-pair lanes) and checked by
+//     tests/kernels/gemm_test.cc (AmxBf16.*) wherever the
+//     CPU has AMX; ref::Tdpbf16psLane is this model. Returns
+//     FailedPrecondition where the CPU lacks AMX-TILE/AMX-BF16 or the
+//     operating system does not let the process use the tile registers
+//     (Linux 5.16+ grants them on request).
 //   NaN: a NaN output is some NaN; its sign and payload are not specified
 //     (they depend on which NaN operand an FMA propagates).
 //
@@ -60,8 +81,8 @@
 // C overlapping A, B or the bias, invalid enum values, MX operands not
 // blocked along K, with a shape differing from their view or line strides
 // shorter than a line, NVFP4 operands, FP8 operands whose fp8_format is not
-// an FP8 format, Bf16Mode::kNativeDot with a non-BF16 pair or without CPU
-// support. The bias must hold N floats (a pointer's length cannot be
+// an FP8 format, Bf16Mode::kNativeDot or kAmxTile with a non-BF16 pair or
+// without CPU support. The bias must hold N floats (a pointer's length cannot be
 // checked).
 //
 // Threads: the executor runs tasks that each own a block of outputs (M

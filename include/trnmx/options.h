@@ -147,6 +147,7 @@ enum class OutputType : std::uint8_t { kFp32, kBf16 };
 enum class Bf16Mode : std::uint8_t {
   kExactFma,   // Default: FP32 FMA chain in K order (bit-identical everywhere).
   kNativeDot,  // Opt-in: AVX512_BF16 VDPBF16PS semantics (see above).
+  kAmxTile,    // Opt-in: AMX-BF16 TDPBF16PS semantics (gemm.h).
 };
 
 }  // namespace trnmx

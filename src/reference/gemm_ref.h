@@ -33,6 +33,13 @@ float MxElement(const MxTensorView& t, std::size_t row, std::size_t col);
 float Vdpbf16psStep(float acc, std::uint16_t a0, std::uint16_t a1, std::uint16_t b0,
                     std::uint16_t b1);
 
+// Scalar model of one TDPBF16PS output lane (Bf16Mode::kAmxTile), as gemm.h
+// states it: count <= 32 elements a[i], b[i] (BF16 bits; pair t = elements
+// 2t, 2t + 1) added to acc: the even and the odd products in two FP32 FMA
+// chains from +0, then acc + (even + odd).
+float Tdpbf16psLane(float acc, const std::uint16_t* a, const std::uint16_t* b,
+                    std::size_t count);
+
 }  // namespace trnmx::ref
 
 #endif  // TRNMX_SRC_REFERENCE_GEMM_REF_H_

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "formats/mx_decode.h"
+#include "kernels/gemm/gemm_bf16_amx.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm_test_util.h"
 #include "reference/gemm_ref.h"
@@ -769,34 +770,35 @@ TEST(NativeBf16, ModelMatchesInstructionOnRandomInputs) {
   }
 }
 
-TEST_P(NativeBf16PerTarget, GemmMatchesReferenceModel) {
-  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+// Whole GEMMs of an opt-in BF16 mode against ref::Gemm (which runs the
+// mode's model): random shapes with specials, small blockings, several
+// default K blocks, threads.
+void CheckModeGemms(Bf16Mode mode, const testing::HwyTarget& target) {
   Rng rng(Seed() + 6);
   for (int i = 0; i < 120; ++i) {
     Case cs = RandomCase(rng, i < 100 ? 33 : 80);
     cs.a.kind = Kind::kBf16;
     cs.b.kind = Kind::kBf16;
-    cs.params.bf16_mode = Bf16Mode::kNativeDot;
+    cs.params.bf16_mode = mode;
     if (i % 5 == 0) cs.special = 1;
     if (i >= 100) cs.k = 300 + rng() % 200;  // Several default K blocks (384).
     if (i < 100) {
-      CheckCase(cs, rng, {{}, {1, 5, 32, true}, {15, 8, 64, true}}, GetParam(),
+      CheckCase(cs, rng, {{}, {1, 5, 32, true}, {15, 8, 64, true}}, target,
                 /*with_threads=*/i % 10 == 0);
     } else {
-      CheckCase(cs, rng, {{}}, GetParam(), /*with_threads=*/true);
+      CheckCase(cs, rng, {{}}, target, /*with_threads=*/true);
     }
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-TEST(NativeBf16, PackedWeightsMatchUnpacked) {
-  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+void CheckModePackedWeights(Bf16Mode mode) {
   Rng rng(Seed() + 7);
   for (int i = 0; i < 30; ++i) {
     Case cs = RandomCase(rng, 45);
     cs.a.kind = Kind::kBf16;
     cs.b.kind = Kind::kBf16;
-    cs.params.bf16_mode = Bf16Mode::kNativeDot;
+    cs.params.bf16_mode = mode;
     SCOPED_TRACE(Describe(cs));
     Built bt = Build(cs, rng);
     StatusOr<PackedWeights> packed = PackedWeights::Pack(bt.b.op, &Pool(1));
@@ -812,23 +814,176 @@ TEST(NativeBf16, PackedWeightsMatchUnpacked) {
   }
 }
 
-TEST(NativeBf16, UnsupportedCpuOrOperandsAreErrors) {
+// A supported mode computes; an unsupported one is FailedPrecondition naming
+// `needs`; non-BF16 operands are InvalidArgument either way.
+void CheckModeErrors(Bf16Mode mode, bool supported, const char* needs) {
   std::vector<std::uint16_t> a(16, 0x3F80), b(16, 0x3F80);
   std::vector<float> c(16);
   GemmParams p;
-  p.bf16_mode = Bf16Mode::kNativeDot;
+  p.bf16_mode = mode;
   const auto A = GemmOperand::Bf16(reinterpret_cast<const Bf16*>(a.data()), 4, 4, 4);
   const auto B = GemmOperand::Bf16(reinterpret_cast<const Bf16*>(b.data()), 4, 4, 4);
   const Status s = Gemm(A, B, GemmOutput::Fp32(c.data(), 4, 4, 4), p);
-  if (internal::CpuHasAvx512Bf16()) {
+  if (supported) {
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(c[0], 4.0f);
   } else {
-    ExpectError(s, StatusCode::kFailedPrecondition, "AVX512_BF16");
+    ExpectError(s, StatusCode::kFailedPrecondition, needs);
   }
   std::vector<float> af(16, 1.0f);
   ExpectError(Gemm(GemmOperand::Fp32(af.data(), 4, 4, 4), B, GemmOutput::Fp32(c.data(), 4, 4, 4), p),
               StatusCode::kInvalidArgument, "needs BF16 x BF16");
+}
+
+TEST_P(NativeBf16PerTarget, GemmMatchesReferenceModel) {
+  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  CheckModeGemms(Bf16Mode::kNativeDot, GetParam());
+}
+
+TEST(NativeBf16, PackedWeightsMatchUnpacked) {
+  if (!internal::CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  CheckModePackedWeights(Bf16Mode::kNativeDot);
+}
+
+TEST(NativeBf16, UnsupportedCpuOrOperandsAreErrors) {
+  CheckModeErrors(Bf16Mode::kNativeDot, internal::CpuHasAvx512Bf16(), "AVX512_BF16");
+}
+
+// ---------------------------------------------------------------------------
+// Bf16Mode::kAmxTile: the scalar model of gemm.h against TDPBF16PS, then
+// whole GEMMs against ref::Gemm.
+// ---------------------------------------------------------------------------
+#if defined(__x86_64__)
+// One TDPBF16PS on a 1 x 1 output: acc plus count <= 32 elements (an odd
+// count padded with a +0 pair member). Needs AmxBf16Usable().
+__attribute__((target("amx-tile,amx-bf16"))) float HardwareTdpbf16ps(float acc,
+                                                                      const std::uint16_t* a,
+                                                                      const std::uint16_t* b,
+                                                                      std::size_t count) {
+  struct alignas(64) {
+    std::uint8_t palette = 1;
+    std::uint8_t start_row = 0;
+    std::uint8_t reserved[14] = {};
+    std::uint16_t colsb[16] = {};
+    std::uint8_t rows[16] = {};
+  } cfg;
+  const std::size_t pairs = (count + 1) / 2;
+  cfg.colsb[0] = 4;  // C: 1 x 1 FP32.
+  cfg.rows[0] = 1;
+  cfg.colsb[1] = static_cast<std::uint16_t>(4 * pairs);  // A: one row of the pairs.
+  cfg.rows[1] = 1;
+  cfg.colsb[2] = 4;  // B: a pair per row, one column.
+  cfg.rows[2] = static_cast<std::uint8_t>(pairs);
+  alignas(64) float cbuf[16] = {acc};
+  alignas(64) std::uint16_t abuf[32] = {};
+  alignas(64) std::uint16_t bbuf[32] = {};
+  std::memcpy(abuf, a, count * sizeof(std::uint16_t));
+  std::memcpy(bbuf, b, count * sizeof(std::uint16_t));
+  _tile_loadconfig(&cfg);
+  _tile_loadd(0, cbuf, 4);
+  _tile_loadd(1, abuf, 64);
+  _tile_loadd(2, bbuf, 4);
+  _tile_dpbf16ps(0, 1, 2);
+  _tile_stored(0, cbuf, 4);
+  _tile_release();
+  return cbuf[0];
+}
+#endif
+
+void ExpectAmxModelMatches([[maybe_unused]] float acc,
+                           [[maybe_unused]] const std::vector<std::uint16_t>& a,
+                           [[maybe_unused]] const std::vector<std::uint16_t>& b) {
+#if defined(__x86_64__)
+  const float hw = HardwareTdpbf16ps(acc, a.data(), b.data(), a.size());
+  const float model = ref::Tdpbf16psLane(acc, a.data(), b.data(), a.size());
+  if (std::isnan(hw) && std::isnan(model)) return;
+  ASSERT_EQ(std::bit_cast<std::uint32_t>(hw), std::bit_cast<std::uint32_t>(model))
+      << std::hexfloat << "acc " << acc << " count " << a.size() << ": instruction " << hw
+      << ", model " << model;
+#endif
+}
+
+class AmxBf16PerTarget : public testing::HwyTargetTest {};
+TRNMX_INSTANTIATE_PER_HWY_TARGET(AmxBf16PerTarget);
+
+TEST(AmxBf16, ModelMatchesInstructionOnCraftedCases) {
+  if (!internal::AmxBf16Usable()) GTEST_SKIP() << "no usable AMX-BF16 on this machine";
+  const std::uint16_t one = Bf(1.0f);
+  const std::uint16_t u = Bf(0x1p-24f);
+  // Even and odd members in two chains whose sum is rounded once: 1 + (0.75u
+  // + 0.75u) = 1 + 2^-23 (one chain in pair order gives 1, twice rounded down).
+  ExpectAmxModelMatches(1.0f, {Bf(0x1.8p-25f), Bf(0x1.8p-25f)}, {one, one});
+  EXPECT_EQ(ref::Tdpbf16psLane(1.0f, std::vector<std::uint16_t>{Bf(0x1.8p-25f), Bf(0x1.8p-25f)}.data(),
+                               std::vector<std::uint16_t>{one, one}.data(), 2),
+            0x1.000002p0f);
+  // The pair's sum is rounded before acc sees it: 2^6 chain sums with a tiny
+  // odd member, then a cancelling acc.
+  ExpectAmxModelMatches(-0x1.24335ep+6f, {Bf(0x1.287cp+6f), Bf(-0x1.316ap-13f)}, {one, one});
+  // The even chain sees only even elements: (1 + u) + u over pairs, against
+  // an odd chain of -1.
+  ExpectAmxModelMatches(0.0f, {one, Bf(-1.0f), u, 0, u, 0}, {one, one, one, 0, one, 0});
+  // A full step of 16 pairs and an odd count.
+  std::vector<std::uint16_t> a32(32), b32(32);
+  for (std::size_t i = 0; i < 32; ++i) {
+    a32[i] = Bf(std::ldexp(1.0f + static_cast<float>(i) / 64.0f, static_cast<int>(i % 7) * 3 - 9));
+    b32[i] = Bf(i % 3 == 0 ? -1.5f : 1.25f);
+  }
+  ExpectAmxModelMatches(0.75f, a32, b32);
+  ExpectAmxModelMatches(0.75f, std::vector<std::uint16_t>(a32.begin(), a32.begin() + 17),
+                        std::vector<std::uint16_t>(b32.begin(), b32.begin() + 17));
+  // DAZ on inputs and acc, FTZ on the chains and the result.
+  ExpectAmxModelMatches(0.0f, {0x0001, 0}, {Bf(0x1p100f), 0});
+  ExpectAmxModelMatches(0x1p-126f, {Bf(0x1p-63f), 0}, {Bf(0x1p-64f), 0});
+  ExpectAmxModelMatches(0.0f, {Bf(0x1p-70f), Bf(0x1p-70f)}, {Bf(0x1p-60f), Bf(0x1p-60f)});
+  ExpectAmxModelMatches(std::bit_cast<float>(0x00400000u), {Bf(0x1p-63f), 0}, {Bf(0x1p-63f), 0});
+  // Signed zeros, Inf * 0, Inf - Inf, overflow.
+  ExpectAmxModelMatches(-0.0f, {0, 0}, {0, 0});
+  ExpectAmxModelMatches(-0.0f, {Bf(-0.0f), Bf(-0.0f)}, {one, one});
+  ExpectAmxModelMatches(0.0f, {Bf(INFINITY), 0}, {0, 0});
+  ExpectAmxModelMatches(0.0f, {Bf(INFINITY), Bf(INFINITY)}, {one, Bf(-1.0f)});
+  ExpectAmxModelMatches(0x1.fffffep127f, {Bf(0x1p127f), 0}, {Bf(2.0f), 0});
+}
+
+TEST(AmxBf16, ModelMatchesInstructionOnRandomInputs) {
+  if (!internal::AmxBf16Usable()) GTEST_SKIP() << "no usable AMX-BF16 on this machine";
+  Rng rng(Seed() + 8);
+  // Exponents concentrated near the denormal range, near 1 and anywhere;
+  // per lane a common scale so that the chains cancel and round often.
+  for (int i = 0; i < 100000; ++i) {
+    const std::size_t count = 1 + rng() % 32;
+    const std::uint32_t base = 100 + rng() % 50;
+    const std::uint32_t spread = 1 + rng() % 24;
+    auto bf16 = [&](std::uint32_t center) {
+      const unsigned mode = rng() % 16;
+      const std::uint32_t e = mode == 0 ? rng() % 256 : mode == 1 ? rng() % 8
+                                                                  : center + rng() % spread - spread / 2;
+      return static_cast<std::uint16_t>(((rng() & 1) << 15) | ((e & 0xFF) << 7) | (rng() & 0x7F));
+    };
+    std::vector<std::uint16_t> a(count), b(count);
+    for (std::size_t t = 0; t < count; ++t) {
+      a[t] = bf16(base);
+      b[t] = bf16(127);
+    }
+    const std::uint32_t ae = rng() % 8 == 0 ? rng() % 8 : base + rng() % spread - spread / 2;
+    const float acc = std::bit_cast<float>(static_cast<std::uint32_t>(
+        ((rng() & 1) << 31) | ((ae & 0xFF) << 23) | (rng() & 0x7FFFFF)));
+    ExpectAmxModelMatches(acc, a, b);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST_P(AmxBf16PerTarget, GemmMatchesReferenceModel) {
+  if (!internal::AmxBf16Usable()) GTEST_SKIP() << "no usable AMX-BF16 on this machine";
+  CheckModeGemms(Bf16Mode::kAmxTile, GetParam());
+}
+
+TEST(AmxBf16, PackedWeightsMatchUnpacked) {
+  if (!internal::AmxBf16Usable()) GTEST_SKIP() << "no usable AMX-BF16 on this machine";
+  CheckModePackedWeights(Bf16Mode::kAmxTile);
+}
+
+TEST(AmxBf16, UnsupportedCpuOrOperandsAreErrors) {
+  CheckModeErrors(Bf16Mode::kAmxTile, internal::AmxBf16Usable(), "AMX-BF16");
 }
 
 }  // namespace

@@ -45,6 +45,7 @@
 
 #include "formats/mx_decode.h"
 #include "internal/checks.h"
+#include "kernels/gemm/gemm_bf16_amx.h"
 #include "kernels/gemm/gemm_bf16_native.h"
 #include "kernels/gemm/gemm_dense.h"
 #include "trnmx/formats/codec.h"
@@ -438,7 +439,29 @@ inline void PackAPairs(const GemmOperand& a, std::size_t i0, std::size_t rows, s
   }
 }
 
-// Native BF16 path: panels [jp0, jp1) of the B block in the pair layout
+// AMX path (Bf16Mode::kAmxTile): A rows [i0, i0 + rows) x K pairs from k0
+// as 32-bit words, row-major (row r at dst + r * ceil(kc/2)); rows up to
+// kAmxBf16Mr past `rows` are +0; an odd K is padded with +0.
+inline void PackAPairRows(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t k0,
+                          std::size_t kc, std::uint32_t* HWY_RESTRICT dst) {
+  const auto* src = static_cast<const std::uint16_t*>(a.data);
+  const std::size_t pairs = DivCeilK(kc);
+  for (std::size_t r = 0; r < internal::kAmxBf16Mr; ++r) {
+    std::uint32_t* out = dst + r * pairs;
+    if (r >= rows) {
+      std::fill(out, out + pairs, 0u);
+      continue;
+    }
+    const std::uint16_t* row = src + (i0 + r) * a.row_stride + k0 * a.col_stride;
+    for (std::size_t t = 0; t < pairs; ++t) {
+      const std::uint32_t lo = row[(2 * t) * a.col_stride];
+      const std::uint32_t hi = 2 * t + 1 < kc ? row[(2 * t + 1) * a.col_stride] : 0u;
+      out[t] = lo | (hi << 16);
+    }
+  }
+}
+
+// BF16 paths: panels [jp0, jp1) of the B block in the pair layout
 // (gemm_dense.h), panel jp at dst + jp * ceil(kc/2) * 64.
 inline void PackBPairsPanels(const DenseSource& b, std::size_t k_total, std::size_t k0,
                              std::size_t kc, std::size_t jc, std::size_t n, std::size_t jp0,
@@ -471,12 +494,16 @@ inline void PackBPairsPanels(const DenseSource& b, std::size_t k_total, std::siz
   }
 }
 
-// The blocked driver. kNative: BF16 x BF16 through the VDPBF16PS kernels
-// (K blocks of an even length, pair-packed A and B); else the FP32 FMA
-// kernels of this target.
-template <bool kNative>
+// The blocked driver. kNativeDot / kAmxTile: BF16 x BF16 through the
+// VDPBF16PS or TDPBF16PS kernels (K blocks of whole pairs or AMX steps,
+// pair-packed A and B); kFp32: the FP32 FMA kernels of this target.
+template <internal::DensePath kPath>
 void BlockedGemm(const DenseGemmArgs& args) {
-  constexpr std::size_t kPathMr = kNative ? internal::kNativeBf16Mr : kMr;
+  constexpr bool kNative = kPath != internal::DensePath::kFp32;
+  constexpr bool kAmx = kPath == internal::DensePath::kAmxTile;
+  constexpr std::size_t kPathMr = kAmx      ? internal::kAmxBf16Mr
+                                  : kNative ? internal::kNativeBf16Mr
+                                            : kMr;
   using AElem = std::conditional_t<kNative, std::uint32_t, float>;
   using BElem = std::conditional_t<kNative, std::uint16_t, float>;
   // BElem per K row of a panel (the native layout holds a K pair per 64).
@@ -501,7 +528,8 @@ void BlockedGemm(const DenseGemmArgs& args) {
 
   const std::size_t threads = ex.NumThreads();
   const internal::GemmBlocking blocks =
-      internal::ChooseDenseBlocking(m, n, k, kPathMr, kNr, sizeof(BElem), kNative, args.blocking);
+      internal::ChooseDenseBlocking(m, n, k, kPathMr, kNr, sizeof(BElem),
+                                    internal::DenseKMultiple(kPath), args.blocking);
   const std::size_t kc = blocks.kc;
   const std::size_t mc = blocks.mc;
   std::size_t nc = blocks.nc;
@@ -615,7 +643,9 @@ void BlockedGemm(const DenseGemmArgs& args) {
           AElem* ap = reinterpret_cast<AElem*>(a_buf.Get(CeilDiv(mcur, kPathMr) * a_panel));
           for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
             const std::size_t rows = std::min(kPathMr, mcur - ir);
-            if constexpr (kNative) {
+            if constexpr (kAmx) {
+              PackAPairRows(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
+            } else if constexpr (kNative) {
               PackAPairs(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
             } else {
               PackA(args.a.op, i0 + ir, rows, pc, kcur, ap + ir / kPathMr * a_panel);
@@ -637,7 +667,10 @@ void BlockedGemm(const DenseGemmArgs& args) {
             }
             const AElem* a_tile = ap + ir / kPathMr * a_panel;
             auto run = [&](float* out, std::size_t ldo) {
-              if constexpr (kNative) {
+              if constexpr (kAmx) {
+                internal::AmxBf16Kernel(krows / 2, a_tile, krows / 2, bp, ldb, out, ldo, rows,
+                                        !first);
+              } else if constexpr (kNative) {
                 native_kernels[rows - 1](krows / 2, a_tile, bp, ldb, out, ldo, !first);
               } else {
                 kKernels[rows - 1](kcur, a_tile, bp, ldb, out, ldo, !first);
@@ -678,18 +711,25 @@ void BlockedGemm(const DenseGemmArgs& args) {
         }
       }
     }
+    if constexpr (kAmx) internal::AmxBf16Release();  // Pool threads keep no tile state.
   });
 }
 
 }  // namespace gemm
 
-// Entry points exported to gemm.cc. native: Bf16Mode::kNativeDot (the
-// caller has checked CpuHasAvx512Bf16()).
-inline void DenseGemm(const internal::DenseGemmArgs& args, bool native) {
-  if (native) {
-    gemm::BlockedGemm<true>(args);
-  } else {
-    gemm::BlockedGemm<false>(args);
+// Entry points exported to gemm.cc. The caller has checked
+// CpuHasAvx512Bf16() for kNativeDot and AmxBf16Usable() for kAmxTile.
+inline void DenseGemm(const internal::DenseGemmArgs& args, internal::DensePath path) {
+  switch (path) {
+    case internal::DensePath::kFp32:
+      gemm::BlockedGemm<internal::DensePath::kFp32>(args);
+      break;
+    case internal::DensePath::kNativeDot:
+      gemm::BlockedGemm<internal::DensePath::kNativeDot>(args);
+      break;
+    case internal::DensePath::kAmxTile:
+      gemm::BlockedGemm<internal::DensePath::kAmxTile>(args);
+      break;
   }
 }
 

@@ -1,7 +1,8 @@
 // GEMM entry points: validation, then dispatch to the MX x MX kernels
 // (gemm_mx.cc) or the blocked dense driver (gemm-inl.h, Highway dynamic
 // dispatch), which runs the per-target FP32 kernels or, for the opt-in
-// Bf16Mode::kNativeDot, the VDPBF16PS kernels of gemm_bf16_native.cc.
+// Bf16Mode::kNativeDot and kAmxTile, the VDPBF16PS kernels of
+// gemm_bf16_native.cc and the TDPBF16PS kernel of gemm_bf16_amx.cc.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/gemm/gemm.cc"
@@ -183,6 +184,18 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
             "does not have (use Bf16Mode::kExactFma)");
       }
       break;
+    case Bf16Mode::kAmxTile:
+      if (a.type != OperandType::kBf16 || b_type != OperandType::kBf16) {
+        return InvalidArgumentError(
+            "Bf16Mode::kAmxTile needs BF16 x BF16 operands (A and B both OperandType::kBf16)");
+      }
+      if (check_cpu && !AmxBf16Usable()) {
+        return FailedPreconditionError(
+            "Bf16Mode::kAmxTile needs the AMX-BF16 instruction TDPBF16PS and the operating "
+            "system's leave to use the tile registers, which this machine does not give (use "
+            "Bf16Mode::kExactFma)");
+      }
+      break;
     default:
       return InvalidArgumentError("invalid Bf16Mode value " +
                                   std::to_string(static_cast<int>(params.bf16_mode)));
@@ -207,16 +220,16 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
 }  // namespace
 
 GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
-                                 std::size_t nr, std::size_t b_element_bytes, bool native,
-                                 const GemmBlocking& requested) {
+                                 std::size_t nr, std::size_t b_element_bytes,
+                                 std::size_t k_multiple, const GemmBlocking& requested) {
   // Tuned on the development machine (48 KiB L1d, 2 MiB L2). KC = 192: a
   // 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B block (3/4
   // of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows, balanced
-  // so that the M blocks have equal sizes. The native path halves the bytes
-  // per element and doubles KC (K blocks of an even length).
+  // so that the M blocks have equal sizes. The BF16 paths halve the bytes
+  // per element and double KC (K blocks of whole pairs or AMX steps).
   GemmBlocking b = requested;
-  std::size_t kc = requested.kc != 0 ? requested.kc : (native ? 384 : 192);
-  if (native) kc = std::max<std::size_t>(2, kc / 2 * 2);
+  std::size_t kc = requested.kc != 0 ? requested.kc : (k_multiple > 1 ? 384 : 192);
+  kc = std::max(k_multiple, kc / k_multiple * k_multiple);
   b.kc = std::min(kc, k);
   std::size_t mc_max = requested.mc != 0 ? requested.mc : mr * 24;
   mc_max = std::max(mr, mc_max / mr * mr);
@@ -319,7 +332,10 @@ Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_
   args.params = params;
   args.executor = &ex;
   args.blocking = blocking;
-  HWY_DYNAMIC_DISPATCH(DenseGemm)(args, params.bf16_mode == Bf16Mode::kNativeDot);
+  const DensePath path = params.bf16_mode == Bf16Mode::kNativeDot ? DensePath::kNativeDot
+                         : params.bf16_mode == Bf16Mode::kAmxTile ? DensePath::kAmxTile
+                                                                  : DensePath::kFp32;
+  HWY_DYNAMIC_DISPATCH(DenseGemm)(args, path);
   return OkStatus();
 }
 

@@ -65,14 +65,25 @@ struct DenseGemmArgs {
   GemmBlocking blocking;
 };
 
+// The paths of the dense driver (gemm-inl.h): FP32 FMA kernels, or BF16 x
+// BF16 through VDPBF16PS (Bf16Mode::kNativeDot) or TDPBF16PS
+// (Bf16Mode::kAmxTile).
+enum class DensePath : std::uint8_t { kFp32, kNativeDot, kAmxTile };
+
+// K blocks of the path are multiples of this: a VDPBF16PS K pair, a
+// TDPBF16PS step of 16 pairs (gemm.h: AMX steps start at multiples of 32).
+constexpr std::size_t DenseKMultiple(DensePath path) {
+  return path == DensePath::kFp32 ? 1 : path == DensePath::kNativeDot ? 2 : 32;
+}
+
 // The cache blocks of the dense driver for an m x n x k product with a
 // register tile of mr rows and nr-column panels, B elements of
-// `b_element_bytes` (native: the BF16-pair path, even K blocks). Non-zero
-// fields of `requested` override the defaults (then rounded as the kernels
-// need). Plain C++, so the choice is the same whatever target runs it.
+// `b_element_bytes`, K blocks a multiple of k_multiple (DenseKMultiple).
+// Non-zero fields of `requested` override the defaults (then rounded as the
+// kernels need). Plain C++, so the choice is the same whatever target runs it.
 GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
-                                 std::size_t nr, std::size_t b_element_bytes, bool native,
-                                 const GemmBlocking& requested);
+                                 std::size_t nr, std::size_t b_element_bytes,
+                                 std::size_t k_multiple, const GemmBlocking& requested);
 
 // The FP32 values of the 256 codes of an FP8 format (DecodeBits: exact),
 // the widening of a dense FP8 GEMM operand.

@@ -19,7 +19,8 @@ Status GemmMxMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
 
 // Every check listed under "Errors" in gemm.h, with a message naming the
 // operand and the problem. check_cpu: also fail Bf16Mode::kNativeDot on a
-// CPU without AVX512_BF16 (ref::Gemm passes false: its model runs anywhere).
+// CPU without AVX512_BF16 and Bf16Mode::kAmxTile without usable AMX-BF16
+// (ref::Gemm passes false: its models run anywhere).
 Status ValidateGemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
                     const GemmParams& params, bool check_cpu);
 
@@ -29,7 +30,8 @@ bool CpuHasAvx512Bf16();
 
 // Run-time cache blocking of the dense kernels (elements). Zero = the
 // default. Rounded as the kernels need (mc to the register tile's rows, nc to
-// whole 32-column panels, kc even); the results do not depend on them.
+// whole 32-column panels, kc to whole K pairs or AMX steps); the results do
+// not depend on them.
 struct GemmBlocking {
   std::size_t mc = 0;
   std::size_t kc = 0;
