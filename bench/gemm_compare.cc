@@ -25,9 +25,10 @@
 // All matrices row-major, C = A * B, FP32 output.
 //   fp32: trnmx Gemm (B unpacked) and with PackedWeights; OpenBLAS sgemm;
 //         oneDNN f32 matmul with weights reordered once (prepacked).
-//   bf16: BF16 A and B, FP32 C: trnmx exact mode (Bf16Mode::kExactFma) and
-//         native mode (kNativeDot, PackedWeights); oneDNN bf16 matmul with
-//         prepacked weights. (OpenBLAS 0.3.21 has no sbgemm here.)
+//   bf16: BF16 A and B, FP32 C: trnmx exact mode (Bf16Mode::kExactFma),
+//         native mode (kNativeDot, PackedWeights) and, on AMX CPUs, AMX mode
+//         (kAmxTile, PackedWeights; the "amx" column); oneDNN bf16 matmul
+//         with prepacked weights. (OpenBLAS 0.3.21 has no sbgemm here.)
 // Machine trap (shared/reference/machine.md): OPENBLAS_CORETYPE=Haswell and
 // OPENBLAS_L2_SIZE halve OpenBLAS; the header line shows what this process
 // saw and openblas_get_corename().
@@ -119,6 +120,7 @@ struct Row {
   int threads;
   const char* dtype;
   double trnmx, trnmx_packed, openblas, onednn;  // < 0: not measured
+  double trnmx_amx = -1.0;                        // bf16: Bf16Mode::kAmxTile.
 };
 
 // Strings written into the JSON here are library names and numbers (no
@@ -138,6 +140,11 @@ bool WriteJson(const std::string& path, const std::string& header, const std::ve
       std::fprintf(f, "\"openblas\": null, ");
     } else {
       std::fprintf(f, "\"openblas\": %.3f, ", r.openblas);
+    }
+    if (r.trnmx_amx < 0) {
+      std::fprintf(f, "\"trnmx_amx\": null, ");
+    } else {
+      std::fprintf(f, "\"trnmx_amx\": %.3f, ", r.trnmx_amx);
     }
     if (r.onednn < 0) {
       std::fprintf(f, "\"onednn\": null}");
@@ -329,13 +336,25 @@ int main(int argc, char** argv) {
         if (trnmx::Gemm(A, *pw, out, native, &pool).ok()) {
           nat = Measure(s, min_time, min_reps, [&] { Check(trnmx::Gemm(A, *pw, out, native, &pool)); });
         }
+        trnmx::GemmParams amx;
+        amx.bf16_mode = trnmx::Bf16Mode::kAmxTile;
+        double amx_rate = -1.0;
+        if (trnmx::Gemm(A, *pw, out, amx, &pool).ok()) {
+          Settle();
+          amx_rate = Measure(s, min_time, min_reps, [&] { Check(trnmx::Gemm(A, *pw, out, amx, &pool)); });
+        }
         Settle();
         const double od = OneDnn(s, true, a16.data(), b16.data(), c.data(), threads, min_time, min_reps);
-        // Columns: trnmx = exact mode, trnmx_pk = native mode (prepacked).
-        std::printf("%-18s %3d %5s %10.1f %10.1f %10s %10s %8s %8s\n", s.name.c_str(), threads,
-                    "bf16", exact, nat, "-", Cell(od, "%.1f").c_str(), "-",
-                    Cell(od < 0 ? -1.0 : nat / od, "%.2f").c_str());
-        rows.push_back({&s, threads, "bf16", exact, nat, -1.0, od});
+        // Columns: trnmx = exact mode, trnmx_pk = the faster opt-in mode
+        // (native, or AMX where the CPU has it; both prepacked).
+        const double opt_in = std::max(nat, amx_rate);
+        std::printf("%-18s %3d %5s %10.1f %10.1f %10s %10s %8s %8s  (native %.1f, amx %s)\n",
+                    s.name.c_str(), threads, "bf16", exact, opt_in, "-", Cell(od, "%.1f").c_str(),
+                    "-", Cell(od < 0 ? -1.0 : opt_in / od, "%.2f").c_str(), nat,
+                    Cell(amx_rate, "%.1f").c_str());
+        Row row{&s, threads, "bf16", exact, nat, -1.0, od};
+        row.trnmx_amx = amx_rate;
+        rows.push_back(row);
         std::fflush(stdout);
       }
     }

@@ -123,6 +123,10 @@ def gemm_rows(gemm_1t, gemm_2t):
         return max(r["trnmx"], r["trnmx_packed"]), "best of Gemm and PackedWeights"
 
     def native(r):
+        # The faster opt-in BF16 mode: kNativeDot, or kAmxTile on AMX CPUs.
+        amx = r.get("trnmx_amx") or 0
+        if amx > 0 and amx >= r["trnmx_packed"]:
+            return amx, f"Bf16Mode::kAmxTile, PackedWeights (kNativeDot {r['trnmx_packed']:.1f})"
         if r["trnmx_packed"] > 0:
             return r["trnmx_packed"], "Bf16Mode::kNativeDot, PackedWeights"
         return None, f"native mode unavailable on this CPU (exact mode {r['trnmx']:.1f})"
