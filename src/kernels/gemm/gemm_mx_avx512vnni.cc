@@ -417,6 +417,7 @@ TRNMX_VNNI_TARGET void GemvDenseFp4Vnni(const float* x, std::size_t k, const std
   const std::size_t blocks = (k + kMxK - 1) / kMxK;
   const std::size_t chunks = (blocks + 3) / 4;
   constexpr std::size_t kG = 4;
+  constexpr std::size_t kPrefetchChunks = 16;  // 1 KiB ahead in each column (measured best).
   for (std::size_t jg = j0; jg < j1; jg += 16 * kG) {
     const std::uint8_t* col[16 * kG];
     const std::uint8_t* sc[16 * kG];
@@ -436,6 +437,9 @@ TRNMX_VNNI_TARGET void GemvDenseFp4Vnni(const float* x, std::size_t k, const std
 #pragma GCC unroll 16
         for (std::size_t l = 0; l < 16; ++l) {
           q[g][l] = _mm512_maskz_loadu_epi8(load_mask, col[16 * g + l] + 64 * ch);
+          // 64 column streams are more than the hardware prefetchers follow.
+          _mm_prefetch(reinterpret_cast<const char*>(col[16 * g + l] + 64 * (ch + kPrefetchChunks)),
+                       _MM_HINT_T0);
         }
         Transpose16x16Epi32(q[g]);
         alignas(64) std::uint32_t sbytes[16];
