@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include <immintrin.h>
 #endif
 
+#include "hwy/targets.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
 #include "kernels/gemm/gemv_mx.h"
@@ -286,7 +288,7 @@ void BM_GemvMxfp4(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemvK * kGemvN,
                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(internal::GemmMxMxPathName(MxFormat::kMxfp4, MxFormat::kMxfp4));
+  state.SetLabel(std::string("gemv ") + internal::GemvMxfp4KernelName());
 }
 // Cache-resident weights (K 8192, N 512: 2.1 MB): the kernel's compute rate.
 void BM_GemvMxfp4Cached(benchmark::State& state) {
@@ -312,8 +314,9 @@ BENCHMARK(BM_GemvMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMi
 
 // Dense FP32 activations x the same MXFP4 weights through the public Gemm
 // (gemm.h dense x MX contract: FP32 FMA chain per output in K order), which
-// streams the weights with internal::GemvDenseMx where that applies (AVX-512
-// VNNI) and takes the dense path elsewhere; the label names the path.
+// streams the weights with internal::GemvDenseMx where that applies (AVX2 or
+// AVX-512 targets) and takes the dense path elsewhere; the label names the
+// path and kernel.
 void BM_GemvDenseFp32xMxfp4(benchmark::State& state) {
   const MxBuffer& w = GemvWeights();
   std::vector<float> x(kGemvK);
@@ -325,7 +328,9 @@ void BM_GemvDenseFp32xMxfp4(benchmark::State& state) {
   const GemmOperand ga = GemmOperand::Fp32(x.data(), 1, kGemvK, kGemvK);
   const GemmOperand gb = GemmOperand::Mx(w.view());
   const GemmOutput gc = GemmOutput::Fp32(y.data(), 1, kGemvN, kGemvN);
-  state.SetLabel(internal::GemvDenseMx(ga, gb, gc, {}, ex) ? "GemvDenseMx" : "dense GEMM path");
+  state.SetLabel(internal::GemvDenseMx(ga, gb, gc, {}, ex)
+                     ? std::string("GemvDenseMx ") + internal::GemvMxfp4KernelName()
+                     : std::string("dense GEMM path"));
   for (auto _ : state) {
     const Status s = Gemm(ga, gb, gc, {}, &ex);
     if (!s.ok()) state.SkipWithError(s.message().c_str());
@@ -385,10 +390,34 @@ class RatioReporter : public benchmark::ConsoleReporter {
   double dense1_ = 0.0;
 };
 
+// --target=NAME (a Highway target name such as AVX2): dispatch restricted to
+// that target, e.g. to time the AVX2 kernels on an AVX-512 machine.
+bool ForceTarget(int* argc, char** argv) {
+  for (int i = 1; i < *argc; ++i) {
+    if (std::strncmp(argv[i], "--target=", 9) != 0) continue;
+    const char* name = argv[i] + 9;
+    std::int64_t bits = 0;
+    for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
+      if (std::strcmp(hwy::TargetName(t), name) == 0) bits = t;
+    }
+    if (bits == 0) {
+      std::fprintf(stderr, "--target=%s: not a target compiled in and supported here\n", name);
+      return false;
+    }
+    hwy::SetSupportedTargetsForTest(bits);
+    std::fprintf(stderr, "dispatch restricted to %s\n", name);
+    for (int j = i; j + 1 < *argc; ++j) argv[j] = argv[j + 1];
+    --*argc;
+    break;
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace trnmx
 
 int main(int argc, char** argv) {
+  if (!trnmx::ForceTarget(&argc, argv)) return 1;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   trnmx::RatioReporter reporter;

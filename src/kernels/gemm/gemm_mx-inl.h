@@ -128,6 +128,7 @@ internal::MxTileKernels GetMxTileKernels() {
   // Every CPU these targets run on has AVX2 + FMA.
   k.gemv_fp4 = &internal::MxGemvFp4Avx2;
   k.gemv_dense_fp4 = &internal::GemvDenseFp4Avx2;
+  k.gemv_name = "avx2";
 #endif
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   // The VNNI kernels are chosen with the AVX-512 targets only, so forcing a
@@ -137,6 +138,7 @@ internal::MxTileKernels GetMxTileKernels() {
     k.pair_i16 = {&internal::MxTilePair16Vnni, internal::kMxVnniRows, internal::kMxVnniCols};
     k.gemv_fp4 = &internal::MxGemvFp4Vnni;
     k.gemv_dense_fp4 = &internal::GemvDenseFp4Vnni;
+    k.gemv_name = "avx512-vnni";
   }
 #endif
   return k;

@@ -129,6 +129,7 @@ struct MxTileKernels {
   MxTileKernel pair_i16;  // E4M3 x (E4M3 or small): AVX-512 VNNI vpdpwssd.
   MxGemvFn gemv_fp4 = nullptr;           // AVX-512 VNNI or AVX2.
   DenseGemvFn gemv_dense_fp4 = nullptr;  // AVX-512 VNNI or AVX2.
+  const char* gemv_name = "none";        // Of the two GEMVs: "avx512-vnni", "avx2".
 };
 
 // The kernel GemmMxMx uses for this pairing on the current target:

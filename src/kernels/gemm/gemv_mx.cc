@@ -74,6 +74,8 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
   return OkStatus();
 }
 
+const char* GemvMxfp4KernelName() { return CurrentMxTileKernels().gemv_name; }
+
 bool UseGemv(const FormatTable& ta, MxFormat fb, std::size_t m, const MxTileKernels& kernels) {
   return m <= kGemvMaxRows && fb == MxFormat::kMxfp4 && ta.int8 && kernels.gemv_fp4 != nullptr;
 }

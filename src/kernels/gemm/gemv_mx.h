@@ -29,6 +29,10 @@ namespace trnmx::internal {
 bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
                  const GemmParams& params, Executor& executor);
 
+// The current target's MXFP4 GEMV kernels (this one and GemmMxMx's M <= 4
+// path): "avx512-vnni", "avx2" or "none" (benchmark labels).
+const char* GemvMxfp4KernelName();
+
 }  // namespace trnmx::internal
 
 #endif  // TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
