@@ -494,6 +494,80 @@ inline void PackBPairsPanels(const DenseSource& b, std::size_t k_total, std::siz
   }
 }
 
+#if TRNMX_GEMM_VECTOR_KERNEL
+// Decode shapes with B unpacked: FP32 B with unit column stride and M <= 4
+// rows of A. B's rows are read once, in K order, as long contiguous runs
+// (4 rows at a time) into accumulators of a column range kept in L1, each
+// update one FMA per output in increasing k, so every output is the same
+// FMA chain as in the blocked driver (same bits). Threads own column ranges.
+// The blocked loop nest reads an unpacked B in 128-byte pieces of KC rows per
+// panel, which the hardware prefetchers follow poorly (docs/gemm.md).
+inline void StreamedRowsGemm(const DenseGemmArgs& args, Executor& ex) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t m = args.m;
+  const std::size_t n = args.n;
+  const std::size_t k = args.k;
+  const GemmOutput& c = args.c;
+  const GemmParams& p = args.params;
+  const GemmOperand& bo = args.b.op;
+  const float* b = static_cast<const float*>(bo.data);
+  // A's rows as FP32 (PackA widens every dense type): row r at ak + r * k.
+  thread_local AlignedBuffer a_buf;
+  thread_local AlignedBuffer pack_buf;
+  float* ak = a_buf.Get(m * k);
+  float* packed = pack_buf.Get(k * kMr);
+  for (std::size_t r = 0; r < m; ++r) {
+    PackA(args.a.op, r, 1, 0, k, packed);
+    for (std::size_t kk = 0; kk < k; ++kk) ak[r * k + kk] = packed[kk * kMr];
+  }
+  const bool c_is_acc = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f;
+  const bool need_epilogue = !c_is_acc || p.alpha != 1.0f || p.bias != nullptr;
+  constexpr std::size_t kChunk = 1024;  // Columns per task: 4 rows x 4 KiB of accumulators.
+  ex.ParallelFor(CeilDiv(n, kChunk), [&](std::size_t task) {
+    const std::size_t j0 = task * kChunk;
+    const std::size_t cols = std::min(kChunk, n - j0);
+    thread_local AlignedBuffer scratch_buf;
+    float* acc;
+    std::size_t ld;
+    if (c_is_acc) {
+      acc = static_cast<float*>(c.data) + j0;
+      ld = c.row_stride;
+    } else {
+      acc = scratch_buf.Get(m * kChunk);
+      ld = kChunk;
+    }
+    if (!p.accumulate) {  // Else the chains continue from C (c_is_acc: validated).
+      for (std::size_t r = 0; r < m; ++r) std::fill(acc + r * ld, acc + r * ld + cols, 0.0f);
+    }
+    const std::size_t vec_cols = cols / lanes * lanes;
+    for (std::size_t k0 = 0; k0 < k; k0 += 4) {
+      const std::size_t kn = std::min<std::size_t>(4, k - k0);
+      const float* brow = b + k0 * bo.row_stride + j0;
+      for (std::size_t j = 0; j < vec_cols; j += lanes) {
+        for (std::size_t r = 0; r < m; ++r) {
+          auto v = hn::LoadU(d, acc + r * ld + j);
+          for (std::size_t u = 0; u < kn; ++u) {
+            v = hn::MulAdd(hn::Set(d, ak[r * k + k0 + u]), hn::LoadU(d, brow + u * bo.row_stride + j), v);
+          }
+          hn::StoreU(v, d, acc + r * ld + j);
+        }
+      }
+      for (std::size_t j = vec_cols; j < cols; ++j) {  // Columns past the last vector.
+        for (std::size_t r = 0; r < m; ++r) {
+          float v = acc[r * ld + j];
+          for (std::size_t u = 0; u < kn; ++u) {
+            v = std::fma(ak[r * k + k0 + u], brow[u * bo.row_stride + j], v);
+          }
+          acc[r * ld + j] = v;
+        }
+      }
+    }
+    if (need_epilogue) Epilogue(c, p, 0, m, j0, j0 + cols, acc, ld);
+  });
+}
+#endif
+
 // The blocked driver. kNativeDot / kAmxTile: BF16 x BF16 through the
 // VDPBF16PS or TDPBF16PS kernels (K blocks of whole pairs or AMX steps,
 // pair-packed A and B); kFp32: the FP32 FMA kernels of this target.
@@ -552,6 +626,12 @@ void BlockedGemm(const DenseGemmArgs& args) {
   const bool prepacked = args.b.kind == (kNative ? DenseSourceKind::kPairsBf16
                                                  : DenseSourceKind::kPanelsFp32) &&
                          m <= 2 * kPathMr;
+#if TRNMX_GEMM_VECTOR_KERNEL
+  if (direct_b) {
+    StreamedRowsGemm(args, ex);
+    return;
+  }
+#endif
   const bool pack_b = !direct_b && !prepacked;
   const auto* native_kernels = internal::NativeBf16Kernels();
 
