@@ -143,6 +143,12 @@ TRNMX_AMX_TARGET void AmxBf16Kernel(std::size_t kpairs, const std::uint32_t* a, 
       ZeroC();
     }
     for (std::size_t s = 0; s < full; ++s) {
+      // B streams from memory when it is prepacked (few rows of A): fetch the
+      // step after next (16 pair rows of 128 bytes).
+      const char* next = reinterpret_cast<const char*>(bp + (s + 2) * kStep * ldb);
+      for (std::size_t line = 0; line < kStep * ldb_bytes; line += 64) {
+        _mm_prefetch(next + line, _MM_HINT_T0);
+      }
       Step(a + s * kStep, lda_bytes, bp + s * kStep * ldb, ldb_bytes);
     }
     StoreC(home, home_bytes);
