@@ -166,12 +166,7 @@ TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::s
           _mm256_store_si256(reinterpret_cast<__m256i*>(sl), s[b]);
           const std::int32_t ea = g.ea[kChunkBlocks * ch + b];
           for (std::size_t l = 0; l < kLanes; ++l) {
-            const std::uint32_t sb = (bl[l] >> (8 * b)) & 0xFFu;
-            const float yv = ea == kMxScaleNanExponent || sb == 0xFF
-                                 ? std::numeric_limits<float>::quiet_NaN()
-                                 : static_cast<float>(std::ldexp(static_cast<double>(sl[l]),
-                                                                 ea + static_cast<int>(sb) - 128));
-            al[l] = al[l] + yv;
+            al[l] = al[l] + GemvFp4BlockValue(sl[l], ea, (bl[l] >> (8 * b)) & 0xFFu);
           }
         }
         acc = _mm256_load_ps(al);

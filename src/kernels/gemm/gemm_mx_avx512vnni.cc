@@ -354,12 +354,7 @@ TRNMX_VNNI_TARGET void MxGemvFp4Vnni(const MxGemvArgs& g, std::size_t j0, std::s
           _mm512_store_si512(sl, z[b]);
           const std::int32_t ea = g.ea[4 * ch + b];
           for (std::size_t l = 0; l < 16; ++l) {
-            const std::uint32_t sb = (bl[l] >> (8 * b)) & 0xFFu;
-            const float yv = ea == kMxScaleNanExponent || sb == 0xFF
-                                 ? std::numeric_limits<float>::quiet_NaN()
-                                 : static_cast<float>(std::ldexp(static_cast<double>(sl[l]),
-                                                                 ea + static_cast<int>(sb) - 128));
-            al[l] = al[l] + yv;
+            al[l] = al[l] + GemvFp4BlockValue(sl[l], ea, (bl[l] >> (8 * b)) & 0xFFu);
           }
         }
         acc = _mm512_load_ps(al);

@@ -27,8 +27,10 @@
 #ifndef TRNMX_SRC_KERNELS_GEMM_GEMM_MX_KERNELS_H_
 #define TRNMX_SRC_KERNELS_GEMM_GEMM_MX_KERNELS_H_
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "trnmx/formats/mx_format.h"
 
@@ -113,6 +115,14 @@ struct MxGemvArgs {
 };
 // Writes acc[j - j0] for the columns j in [j0, j1).
 using MxGemvFn = void (*)(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+
+// The GEMVs' exact slow path for one block of one column: y = fl32(S *
+// 2^(ea + sb - 128)) (qb = -1 for E2M1) with one rounding (FP64 holds S *
+// 2^e exactly here), NaN for scale FF on either side.
+inline float GemvFp4BlockValue(std::int32_t s, std::int32_t ea, std::uint32_t sb) {
+  if (ea == kMxScaleNanExponent || sb == 0xFF) return std::numeric_limits<float>::quiet_NaN();
+  return static_cast<float>(std::ldexp(static_cast<double>(s), ea + static_cast<int>(sb) - 128));
+}
 
 // Dense FP32 activations x (K x N, blocked along K) MXFP4 weights (gemv_mx.h
 // contract): writes out[j - j0] for the columns j in [j0, j1).
