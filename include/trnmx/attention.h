@@ -80,7 +80,11 @@
 //        m_new = max(m, m_t) (NaN-propagating); if m_new = -Inf, the tile
 //          leaves the state as it is;
 //        alpha = exp(fl32(m - m_new))   (0 when m = -Inf);
-//        p_j = exp(fl32(s_j - m_new)) for each allowed key j;
+//        p_j = exp(fl32(s_j - m_new)) for each allowed key j, then +0
+//          where below 2^-126 (subnormal p flushed, as accelerators' exp
+//          units do: a subnormal operand makes x86 FMAs ~30x slower, and
+//          peaked rows of long sequences have thousands; a flushed key
+//          moves O by at most 2^-126 max|v| / l);
 //        l = fl32(l * alpha), then l = fl32(l + p_j) for j increasing;
 //        acc_d = fl32(acc_d * alpha) for every d, then acc continues with
 //          the (P', V) product over the tile's allowed keys by gemm.h's

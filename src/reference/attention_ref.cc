@@ -23,6 +23,7 @@ namespace {
 
 using internal::AttnShape;
 using internal::FixedExp;
+using internal::FlushSubnormalProbs;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 float NanMax(float a, float b) {
@@ -195,6 +196,7 @@ class RowComputer {
       if (m_new == -kInf) continue;
       const float alpha = st.m == -kInf ? 0.0f : FixedExp(st.m - m_new);
       for (std::size_t j = a; j < e; ++j) s[j - a] = FixedExp(s[j - a] - m_new);
+      FlushSubnormalProbs(s.data(), e - a);
       st.l = st.l * alpha;
       for (std::size_t j = a; j < e; ++j) st.l = st.l + s[j - a];
       for (float& x : st.acc) x = x * alpha;

@@ -636,6 +636,7 @@ class Worker {
       m_[r] = m_new;
       for (std::size_t j = ra; j < re; ++j) s[j] = s[j] - m_new;
       FixedExpArray(s + ra, s + ra, re - ra);
+      FlushSubnormalProbs(s + ra, re - ra);
       updated_[r] = true;
     }
     SumRows(a, e, rows);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "trnmx/attention.h"
 #include "trnmx/status.h"
@@ -19,6 +20,18 @@ inline constexpr std::size_t kAttnTaskRows = 256;
 // Keys an MX K decoder call (attention-inl.h MxKScoreRowsT) decodes into the
 // worker's stage at a time: [d][16] floats, in L1 for head dims up to 256.
 inline constexpr std::size_t kAttnMxKeyChunk = 16;
+
+// Step 4's probabilities: p = exp(fl32(s - m_new)), then a p below the
+// smallest normal FP32 (2^-126) becomes +0, as accelerators' exp units
+// flush. The kernel and the reference apply this to every p before P' and
+// l use it. Why: x86 FMAs with a subnormal operand take a microcode assist
+// (~30x slower on Intel), and peaked rows of long sequences make most p
+// subnormal. A flushed p is below 2^-126 of the row's largest p (1), so O
+// moves by at most n * 2^-126 * max|v| / l.
+inline void FlushSubnormalProbs(float* p, std::size_t n) {
+  constexpr float kMinNormal = std::numeric_limits<float>::min();
+  for (std::size_t j = 0; j < n; ++j) p[j] = p[j] < kMinNormal ? 0.0f : p[j];  // NaN stays.
+}
 
 // The validated call: shapes, resolved parameters and where each sequence's
 // queries and keys live.

@@ -349,6 +349,28 @@ TEST(Attention, OneKeyGivesItsValue) {
   EXPECT_EQ(Lse(in, r, 0, 0, 0), 1.0f * static_cast<float>(1.0 / std::sqrt(2.0)));
 }
 
+TEST(Attention, SubnormalProbabilitiesAreFlushedToZero) {
+  // Scores 0, -100 and -87 (scale 1): p = 1, exp(-100) ~ 3.7e-44 (subnormal,
+  // flushed to +0) and exp(-87) ~ 1.6e-38 (normal, kept). V's 1e38 makes
+  // either visible in O.
+  Spec spec;
+  spec.sq = 1, spec.skv = 3, spec.hq = 1, spec.dqk = spec.dv = 1;
+  spec.params.scale = 1.0f;
+  Inputs in(spec);
+  in.qf() = {1.0f};
+  in.kf() = {0.0f, -100.0f, -87.0f};
+  in.vf() = {1.0f, 1e38f, 1e38f};
+  const Result r = RunAttention(in, false);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_TRUE(SameBits(in, r, RunAttention(in, true)));
+  const float o = Row(in, r, 0, 0, 0)[0];
+  EXPECT_GT(o, 2.6f);  // 1 + exp(-87) * 1e38 = 2.6442.
+  EXPECT_LT(o, 2.7f);
+  in.vf()[1] = 0.0f;  // Key 1 contributes nothing: the same bits without it.
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(Row(in, RunAttention(in, false), 0, 0, 0)[0]),
+            std::bit_cast<std::uint32_t>(o));
+}
+
 TEST(Attention, NanAndInfFollowTheRule) {
   Spec spec;
   spec.sq = 6, spec.skv = 6, spec.hq = 1, spec.dqk = spec.dv = 4, spec.params.causal = true;
