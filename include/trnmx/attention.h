@@ -169,6 +169,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -296,6 +297,46 @@ TRNMX_API StatusOr<std::size_t> AttentionWorkspaceBytes(const AttnOperand& q, co
 TRNMX_API Status Attention(const AttnOperand& q, const AttnOperand& k, const AttnOperand& v,
                            const AttnOutput& o, const AttentionParams& params = {},
                            Executor* executor = nullptr, const AttnLse& lse = {});
+
+// Tile-level building blocks: steps 4 and 5 of the contract for callers
+// that schedule the tiles and splits themselves (trnmx-emu attention
+// --check replays a lowered Trainium program with them). They run the same
+// kernel code as Attention(), so a schedule that visits, per row and split,
+// the contract's tiles in order and combines the splits in order gives
+// Attention()'s bits.
+//
+// One query row's online-softmax state: m, l and acc[Dv] of step 4. A
+// default state with acc of Dv zeros is step 4's initial one.
+struct AttnRowState {
+  float m = -std::numeric_limits<float>::infinity();
+  float l = 0.0f;
+  std::vector<float> acc;  // Dv floats.
+};
+
+// Step 4 for one tile: updates states[u - row_begin] of each packed row u in
+// [row_begin, row_end) of sequence b and KV head g (u = i * G + j is query i
+// and query head g * G + j, G = Hq / Hkv) with the row's allowed keys in
+// [key_begin, key_end), taken as one tile: a row with no allowed key there
+// keeps its state. The contract's tiles are [t kv_tile, (t + 1) kv_tile)
+// within a split (step 3); any range of at most params.kv_tile keys is
+// accepted. Single-threaded; allocates one worker's scratch per call.
+// Errors (Status; states untouched): those of Attention() without O and
+// LSE, b >= B, g >= Hkv, row_end < row_begin or > G * Sq_b, key_end <
+// key_begin or > L_b, more than params.kv_tile keys, states.size() !=
+// row_end - row_begin, a state whose acc does not hold Dv floats.
+TRNMX_API Status AttentionTile(const AttnOperand& q, const AttnOperand& k, const AttnOperand& v,
+                               const AttentionParams& params, std::size_t b, std::size_t g,
+                               std::size_t row_begin, std::size_t row_end, std::size_t key_begin,
+                               std::size_t key_end, std::span<AttnRowState> states);
+
+// Steps 5 and 6 for one row of query head h: combines the sink state (when
+// params.sinks is given) and then `states` in order, writes O's row as FP32
+// to o (Dv floats; a BF16 O is its RNE rounding) and the LSE to *lse
+// (unless null). Errors (nothing written): params.sinks given and h >= its
+// length or sinks[h] not finite, a state whose acc size is not o.size().
+TRNMX_API Status AttentionCombine(std::span<const AttnRowState> states,
+                                  const AttentionParams& params, std::size_t h, std::span<float> o,
+                                  float* lse = nullptr);
 
 // The standard ALiBi slopes for `heads` heads (Press et al.; the
 // closest power of two n <= heads gets 2^(-8 (i + 1) / n), the rest the

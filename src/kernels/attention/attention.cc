@@ -99,6 +99,7 @@ HWY_AFTER_NAMESPACE();
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "formats/mx_decode.h"
 #include "formats/mx_line.h"
@@ -201,6 +202,31 @@ std::size_t Chunks(const AttnShape& sh, std::size_t b) {
 
 bool IsMxP(AttnPType t) { return t == AttnPType::kMxfp8E4M3 || t == AttnPType::kMxfp8E5M2; }
 
+// Step 5 (and 6) of one row: visit(fn) calls fn(m, l, acc) for the sink
+// state, if any, and then each split's state in order. Writes O's row to
+// out[0, dv) and returns the LSE.
+template <class Visit>
+float CombineStates(Visit&& visit, std::size_t dv, float* out) {
+  float big_m = -kInf;
+  bool any = false;
+  visit([&](float ms, float, const float*) {
+    if (ms == -kInf) return;
+    big_m = any ? NanMax(big_m, ms) : ms;
+    any = true;
+  });
+  std::fill(out, out + dv, 0.0f);
+  if (!any) return -kInf;
+  float big_l = 0.0f;
+  visit([&](float ms, float ls, const float* acc) {
+    if (ms == -kInf) return;
+    const float w = FixedExp(ms - big_m);
+    big_l = big_l + ls * w;
+    for (std::size_t d = 0; d < dv; ++d) out[d] = out[d] + acc[d] * w;
+  });
+  for (std::size_t d = 0; d < dv; ++d) out[d] = out[d] / big_l;
+  return big_m + FixedLog(big_l);
+}
+
 // One worker's view of the call.
 class Worker {
  public:
@@ -293,6 +319,37 @@ class Worker {
       const std::size_t h = g * group + (u0 + r) % group;
       const float* st = states + (h * sq + i) * nb * (sh_.dv + 2);
       Finish(b, i, h, st, st + 1, nullptr, nb, sh_.dv + 2);
+    }
+  }
+
+  // AttentionTile: one tile over keys [a, e) (e - a <= kv_tile) for rows
+  // u0 .. u0 + rows - 1 (rows <= kRows) of KV head g of sequence b, from
+  // and back into their states.
+  void TileStep(std::size_t b, std::size_t g, std::size_t u0, std::size_t rows, std::size_t a,
+                std::size_t e, AttnRowState* states) {
+    std::size_t ulo = e;
+    std::size_t uhi = a;
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::size_t lo = 0;
+      std::size_t hi = 0;
+      sh_.AllowedKeys(b, (u0 + r) / sh_.group, &lo, &hi);
+      lo_[r] = std::max(lo, a);
+      hi_[r] = std::min(hi, e);
+      if (lo_[r] < hi_[r]) {
+        ulo = std::min(ulo, lo_[r]);
+        uhi = std::max(uhi, hi_[r]);
+      }
+      m_[r] = states[r].m;
+      l_[r] = states[r].l;
+      std::copy_n(states[r].acc.data(), sh_.dv, acc_ + r * dims_.dv_p);
+    }
+    if (ulo >= uhi) return;
+    if (!mx_qk_) LoadQ(b, g, u0, rows);
+    Tile(b, g, u0, rows, ulo, uhi, nullptr);
+    for (std::size_t r = 0; r < rows; ++r) {
+      states[r].m = m_[r];
+      states[r].l = l_[r];
+      std::copy_n(acc_ + r * dims_.dv_p, sh_.dv, states[r].acc.data());
     }
   }
 
@@ -846,35 +903,15 @@ class Worker {
   void Finish(std::size_t b, std::size_t i, std::size_t h, const float* m, const float* l,
               const float* const* accs, std::size_t count, std::size_t stride) {
     const bool sink = !p_.sinks.empty();
-    float big_m = -kInf;
-    bool any = false;
-    const auto visit = [&](auto&& fn) {
-      if (sink) fn(p_.sinks[h], 1.0f, static_cast<const float*>(zero_));
-      for (std::size_t k = 0; k < count; ++k) {
-        fn(m[k * stride], l[k * stride], accs != nullptr ? accs[k] : m + k * stride + 2);
-      }
-    };
-    visit([&](float ms, float, const float*) {
-      if (ms == -kInf) return;
-      big_m = any ? NanMax(big_m, ms) : ms;
-      any = true;
-    });
     const std::size_t dv = sh_.dv;
-    float lse_value = -kInf;
-    if (!any) {
-      std::fill(a_, a_ + dv, 0.0f);
-    } else {
-      float big_l = 0.0f;
-      std::fill(a_, a_ + dv, 0.0f);
-      visit([&](float ms, float ls, const float* acc) {
-        if (ms == -kInf) return;
-        const float w = FixedExp(ms - big_m);
-        big_l = big_l + ls * w;
-        for (std::size_t d = 0; d < dv; ++d) a_[d] = a_[d] + acc[d] * w;
-      });
-      for (std::size_t d = 0; d < dv; ++d) a_[d] = a_[d] / big_l;
-      lse_value = big_m + FixedLog(big_l);
-    }
+    const float lse_value = CombineStates(
+        [&](auto&& fn) {
+          if (sink) fn(p_.sinks[h], 1.0f, static_cast<const float*>(zero_));
+          for (std::size_t k = 0; k < count; ++k) {
+            fn(m[k * stride], l[k * stride], accs != nullptr ? accs[k] : m + k * stride + 2);
+          }
+        },
+        dv, a_);
     const std::size_t on = sh_.QueryN(b);
     const std::size_t os = sh_.QueryRow0(b) + i;
     const std::size_t at = on * o_.n_stride + os * o_.s_stride + h * o_.h_stride;
@@ -1054,6 +1091,82 @@ Status Attention(const AttnOperand& q, const AttnOperand& k, const AttnOperand& 
     });
     if (layout.state_floats == 0) break;  // No split sequence: nothing to combine.
   }
+  return OkStatus();
+}
+
+Status AttentionTile(const AttnOperand& q, const AttnOperand& k, const AttnOperand& v,
+                     const AttentionParams& params, std::size_t b, std::size_t g,
+                     std::size_t row_begin, std::size_t row_end, std::size_t key_begin,
+                     std::size_t key_end, std::span<AttnRowState> states) {
+  internal::AttnShape sh;
+  TRNMX_RETURN_IF_ERROR(internal::ValidateAttention(q, k, v, nullptr, params, nullptr, &sh));
+  const auto range = [](const char* what, std::size_t lo, std::size_t hi, std::size_t limit) {
+    return InvalidArgumentError("AttentionTile: " + std::string(what) + " [" + std::to_string(lo) +
+                                ", " + std::to_string(hi) + ") is not within [0, " +
+                                std::to_string(limit) + ")");
+  };
+  if (b >= sh.batch) return range("sequence", b, b + 1, sh.batch);
+  if (g >= sh.hkv) return range("KV head", g, g + 1, sh.hkv);
+  const std::size_t rows = sh.Queries(b) * sh.group;
+  if (row_end < row_begin || row_end > rows) return range("rows", row_begin, row_end, rows + 1);
+  const std::size_t keys = sh.Keys(b);
+  if (key_end < key_begin || key_end > keys) return range("keys", key_begin, key_end, keys + 1);
+  if (key_end - key_begin > params.kv_tile) {
+    return InvalidArgumentError("AttentionTile: " + std::to_string(key_end - key_begin) +
+                                " keys are more than kv_tile (" + std::to_string(params.kv_tile) +
+                                ")");
+  }
+  if (states.size() != row_end - row_begin) {
+    return InvalidArgumentError("AttentionTile: " + std::to_string(states.size()) +
+                                " states for " + std::to_string(row_end - row_begin) + " rows");
+  }
+  for (std::size_t r = 0; r < states.size(); ++r) {
+    if (states[r].acc.size() != sh.dv) {
+      return InvalidArgumentError("AttentionTile: states[" + std::to_string(r) + "].acc holds " +
+                                  std::to_string(states[r].acc.size()) + " floats, Dv is " +
+                                  std::to_string(sh.dv));
+    }
+  }
+  if (row_begin == row_end || key_begin == key_end) return OkStatus();
+  const std::size_t floats = internal::AttentionLayout(sh, 1).worker_bytes / sizeof(float);
+  std::vector<float> scratch(floats + 16);  // The worker's tiles want 64-byte alignment.
+  auto* aligned = reinterpret_cast<float*>(
+      internal::RoundUp(reinterpret_cast<std::uintptr_t>(scratch.data()), 64));
+  const AttnOutput no_o{};
+  const AttnLse no_lse{};
+  internal::Worker worker(sh, no_o, no_lse, aligned);
+  for (std::size_t u = row_begin; u < row_end; u += internal::kRows) {
+    const std::size_t n = std::min(internal::kRows, row_end - u);
+    worker.TileStep(b, g, u, n, key_begin, key_end, states.data() + (u - row_begin));
+  }
+  return OkStatus();
+}
+
+Status AttentionCombine(std::span<const AttnRowState> states, const AttentionParams& params,
+                        std::size_t h, std::span<float> o, float* lse) {
+  const bool sink = !params.sinks.empty();
+  if (sink && (h >= params.sinks.size() || !std::isfinite(params.sinks[h]))) {
+    return InvalidArgumentError("AttentionCombine: head " + std::to_string(h) +
+                                " has no finite sink among params.sinks (" +
+                                std::to_string(params.sinks.size()) + " given)");
+  }
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    if (states[k].acc.size() != o.size()) {
+      return InvalidArgumentError("AttentionCombine: states[" + std::to_string(k) +
+                                  "].acc holds " + std::to_string(states[k].acc.size()) +
+                                  " floats, o holds " + std::to_string(o.size()));
+    }
+  }
+  const std::vector<float> zero(o.size(), 0.0f);
+  std::vector<float> out(o.size());
+  const float lse_value = internal::CombineStates(
+      [&](auto&& fn) {
+        if (sink) fn(params.sinks[h], 1.0f, zero.data());
+        for (const AttnRowState& st : states) fn(st.m, st.l, st.acc.data());
+      },
+      o.size(), out.data());
+  std::copy(out.begin(), out.end(), o.begin());
+  if (lse != nullptr) *lse = lse_value;
   return OkStatus();
 }
 

@@ -456,6 +456,138 @@ TEST(Attention, QuantizeAttnOperand) {
   EXPECT_FALSE(QuantizeAttnOperand(op, MxFormat::kMxfp8E4M3, BlockAxis::kRows).ok());
 }
 
+// AttentionTile over the contract's tiles of every split (rows in pieces of
+// three), then AttentionCombine per row, gives Attention()'s O and LSE bits.
+TEST(Attention, TilesAndCombineReplayTheCall) {
+  const auto same = [](float x, float y) {
+    return (std::isnan(x) && std::isnan(y)) ||
+           std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y);
+  };
+  for (const Spec& spec : Cases()) {
+    SCOPED_TRACE(spec.name);
+    const Inputs in(spec);
+    const Result want = RunAttention(in, false);
+    ASSERT_TRUE(want.status.ok()) << want.status.message();
+    const std::vector<float> o_all = testing::OutputFloats(in, want);
+    const AttentionParams p = in.params();
+    const AttnOutput o = in.o(nullptr);
+    const AttnLse l = in.lse(nullptr);
+    const std::size_t group = spec.hq / spec.hkv;
+    const std::size_t tile = p.kv_tile;
+    for (std::size_t b = 0; b < spec.batch; ++b) {
+      const auto sq = static_cast<std::size_t>(in.q_lens()[b]);
+      const auto keys = static_cast<std::size_t>(in.kv_lens()[b]);
+      const std::size_t rows = sq * group;
+      // Step 3 as attention.h words it.
+      const std::size_t nb = AttentionKvSplits(sq, keys, p);
+      const std::size_t chunk = (keys + nb - 1) / nb == 0 ? tile
+                                                          : ((keys + nb - 1) / nb + tile - 1) /
+                                                                tile * tile;
+      for (std::size_t g = 0; g < spec.hkv; ++g) {
+        std::vector<std::vector<AttnRowState>> st(nb);
+        for (std::size_t sp = 0; sp < nb; ++sp) {
+          st[sp].assign(rows, AttnRowState{-kInf, 0.0f, std::vector<float>(spec.dv, 0.0f)});
+          const std::size_t k0 = std::min(keys, sp * chunk);
+          const std::size_t k1 = std::min(keys, k0 + chunk);
+          for (std::size_t t = k0 / tile; t * tile < k1; ++t) {
+            const std::size_t a = std::max(t * tile, k0);
+            const std::size_t e = std::min((t + 1) * tile, k1);
+            for (std::size_t u = 0; u < rows; u += 3) {
+              const std::size_t u1 = std::min(rows, u + 3);
+              const Status s = AttentionTile(in.q(), in.k(), in.v(), p, b, g, u, u1, a, e,
+                                             std::span(st[sp]).subspan(u, u1 - u));
+              ASSERT_TRUE(s.ok()) << s.message();
+            }
+          }
+        }
+        for (std::size_t u = 0; u < rows; ++u) {
+          const std::size_t i = u / group;
+          const std::size_t h = g * group + u % group;
+          std::vector<AttnRowState> states;
+          for (std::size_t sp = 0; sp < nb; ++sp) states.push_back(st[sp][u]);
+          std::vector<float> row(spec.dv);
+          float lse = 0.0f;
+          const Status s = AttentionCombine(states, p, h, row, &lse);
+          ASSERT_TRUE(s.ok()) << s.message();
+          const std::size_t n = p.q_offsets.empty() ? b : 0;
+          const std::size_t at_s =
+              (p.q_offsets.empty() ? 0 : static_cast<std::size_t>(p.q_offsets[b])) + i;
+          const std::size_t at = n * o.n_stride + at_s * o.s_stride + h * o.h_stride;
+          for (std::size_t d = 0; d < spec.dv; ++d) {
+            const float x =
+                spec.ot == OutputType::kBf16 ? testing::Widen(Fp32ToBf16Rne(row[d])) : row[d];
+            ASSERT_TRUE(same(x, o_all[at + d])) << "b " << b << " h " << h << " i " << i << " d "
+                                                << d << ": " << x << " vs " << o_all[at + d];
+          }
+          ASSERT_TRUE(same(lse, want.lse[n * l.n_stride + h * l.h_stride + at_s * l.s_stride]))
+              << "LSE of b " << b << " h " << h << " i " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, TileAndCombineErrorsNameTheProblemAndWriteNothing) {
+  Spec spec;
+  spec.sq = 4, spec.skv = 40, spec.hq = 4, spec.hkv = 2, spec.dv = 8, spec.sinks = true;
+  spec.params.kv_tile = 32;
+  const Inputs in(spec);
+  const AttentionParams p = in.params();
+  const std::vector<AttnRowState> fresh(
+      2, AttnRowState{-kInf, 0.0f, std::vector<float>(spec.dv, 0.0f)});
+  const auto tile_error = [&](std::size_t b, std::size_t g, std::size_t r0, std::size_t r1,
+                              std::size_t k0, std::size_t k1, std::size_t n_states,
+                              std::size_t acc, const std::string& what) {
+    std::vector<AttnRowState> st(n_states,
+                                 AttnRowState{1.5f, 2.0f, std::vector<float>(acc, 3.0f)});
+    const Status s = AttentionTile(in.q(), in.k(), in.v(), p, b, g, r0, r1, k0, k1, st);
+    EXPECT_FALSE(s.ok()) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+    for (const AttnRowState& x : st) {
+      EXPECT_EQ(x.m, 1.5f);
+      EXPECT_EQ(x.l, 2.0f);
+      EXPECT_EQ(x.acc, std::vector<float>(acc, 3.0f));
+    }
+  };
+  tile_error(1, 0, 0, 2, 0, 32, 2, 8, "sequence [1, 2)");
+  tile_error(0, 2, 0, 2, 0, 32, 2, 8, "KV head [2, 3)");
+  tile_error(0, 0, 7, 9, 0, 32, 2, 8, "rows [7, 9)");  // G * Sq = 8 rows.
+  tile_error(0, 0, 0, 2, 32, 41, 2, 8, "keys [32, 41)");
+  tile_error(0, 0, 0, 2, 0, 33, 2, 8, "33 keys are more than kv_tile (32)");
+  tile_error(0, 0, 0, 2, 0, 32, 3, 8, "3 states for 2 rows");
+  tile_error(0, 0, 0, 2, 0, 32, 2, 7, "states[0].acc holds 7 floats, Dv is 8");
+  AttentionParams bad = p;
+  bad.kv_tile = 0;
+  std::vector<AttnRowState> st = fresh;
+  EXPECT_FALSE(AttentionTile(in.q(), in.k(), in.v(), bad, 0, 0, 0, 2, 0, 32, st).ok());
+  EXPECT_EQ(st[0].m, -kInf);
+  // An empty range changes nothing; a tile changes the states.
+  EXPECT_TRUE(AttentionTile(in.q(), in.k(), in.v(), p, 0, 1, 6, 8, 5, 5, st).ok());
+  EXPECT_EQ(st[0].m, -kInf);
+  EXPECT_TRUE(AttentionTile(in.q(), in.k(), in.v(), p, 0, 1, 6, 8, 32, 40, st).ok());
+  EXPECT_NE(st[0].m, -kInf);
+  EXPECT_NE(st[1].l, 0.0f);
+
+  std::vector<float> row(spec.dv, 9.0f);
+  float lse = 9.0f;
+  const auto combine_error = [&](const std::vector<AttnRowState>& states, std::size_t h,
+                                 const std::string& what) {
+    const Status s = AttentionCombine(states, p, h, row, &lse);
+    EXPECT_FALSE(s.ok()) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+    EXPECT_EQ(row, std::vector<float>(spec.dv, 9.0f));
+    EXPECT_EQ(lse, 9.0f);
+  };
+  combine_error(fresh, 4, "head 4 has no finite sink among params.sinks (4 given)");
+  std::vector<AttnRowState> short_acc = fresh;
+  short_acc[1].acc.pop_back();
+  combine_error(short_acc, 0, "states[1].acc holds 7 floats, o holds 8");
+  // Only the sink: O = +0 (acc 0 / l 1), LSE = the sink.
+  ASSERT_TRUE(AttentionCombine(fresh, p, 3, row, &lse).ok());
+  EXPECT_EQ(row, std::vector<float>(spec.dv, 0.0f));
+  EXPECT_EQ(lse, in.sinks()[3]);
+}
+
 // Each mutation must fail with a message containing `what`, in the kernel
 // and the reference alike, and write nothing.
 struct ErrorCase {
