@@ -1,5 +1,6 @@
 // trnmx-emu attention: lower flash attention onto one chip's cores,
 // simulate it, print the report.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,10 +52,82 @@ int CheckSchedule(const LoweredAttention& a) {
 // AttentionParams::kv_tile and kv_splits set to the lowering's (P in BF16,
 // or Q, K, V and P in MXFP8 E4M3 with Trainium's scale rule). The library's
 // split rule must give the lowering's split count; the call must succeed
-// and give finite O. With part 1 this shows that the library runs the
-// lowered program's online-softmax tile sequence; its O is what the lowered
-// program computes under the contract (the library exposes no tile-level
-// building blocks to replay the tiles one by one).
+// and give finite O. Then the lowered program's steps are replayed one by
+// one, in program order, through the library's tile-level building blocks
+// (trnmx::AttentionTile per (row tile, KV tile) step on the state of its
+// split, trnmx::AttentionCombine per row over the splits in order, as the
+// final exchange does), and the replayed O must equal the call's bit for
+// bit.
+// --check, part 3 (see part 2): the lowered steps through AttentionTile,
+// the splits through AttentionCombine; O (BHSD, BF16) must match.
+int ReplaySteps(const LoweredAttention& a, const AttnOperand& q, const AttnOperand& k,
+                const AttnOperand& v, const AttentionParams& params, const std::vector<Bf16>& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const AttentionConfig& c = a.plan.config;
+  const size_t hq = static_cast<size_t>(c.heads), hkv = static_cast<size_t>(c.kv_heads),
+               sq = static_cast<size_t>(c.seq), l = static_cast<size_t>(c.kv_seq),
+               d = static_cast<size_t>(c.head_dim), nb = static_cast<size_t>(c.kv_splits);
+  const size_t group = hq / hkv, rows = group * sq;
+  // The states of every packed row, per (sequence, KV head, split).
+  AttnRowState initial;  // m = -Inf, l = 0, acc = +0.
+  initial.acc.assign(d, 0.0f);
+  std::vector<std::vector<AttnRowState>> states(static_cast<size_t>(c.batch) * hkv * nb,
+                                                std::vector<AttnRowState>(rows, initial));
+  for (const AttentionStep& s : a.steps) {
+    const size_t u0 = static_cast<size_t>(s.row0);
+    const size_t u1 = std::min(rows, u0 + static_cast<size_t>(s.rows));
+    const size_t k0 = static_cast<size_t>(s.key0);
+    const size_t k1 = std::min(l, k0 + static_cast<size_t>(s.keys));
+    std::vector<AttnRowState>& st =
+        states[(static_cast<size_t>(s.batch) * hkv + static_cast<size_t>(s.kv_head)) * nb +
+               static_cast<size_t>(s.split)];
+    const Status status =
+        AttentionTile(q, k, v, params, static_cast<size_t>(s.batch),
+                      static_cast<size_t>(s.kv_head), u0, u1, k0, k1,
+                      std::span<AttnRowState>(st).subspan(u0, u1 - u0));
+    if (!status.ok()) {
+      std::printf("check             FAILED: trnmx::AttentionTile on the step of core %d, batch "
+                  "%lld, KV head %lld, rows %zu.., KV tile %lld: %s\n",
+                  s.core, static_cast<long long>(s.batch), static_cast<long long>(s.kv_head), u0,
+                  static_cast<long long>(s.tile), status.ToString().c_str());
+      return 1;
+    }
+  }
+  std::vector<AttnRowState> row_states(nb);
+  std::vector<float> row(d);
+  for (size_t b = 0; b < static_cast<size_t>(c.batch); ++b) {
+    for (size_t g = 0; g < hkv; ++g) {
+      for (size_t u = 0; u < rows; ++u) {
+        const size_t i = u / group, h = g * group + u % group;
+        for (size_t sp = 0; sp < nb; ++sp) row_states[sp] = states[(b * hkv + g) * nb + sp][u];
+        const Status status = AttentionCombine(row_states, params, h, row);
+        if (!status.ok()) {
+          std::printf("check             FAILED: trnmx::AttentionCombine: %s\n",
+                      status.ToString().c_str());
+          return 1;
+        }
+        const Bf16* want = o.data() + ((b * hq + h) * sq + i) * d;
+        for (size_t x = 0; x < d; ++x) {
+          const Bf16 got = Fp32ToBf16Rne(row[x]);
+          if (got.bits != want[x].bits) {
+            std::printf("check             FAILED: the replayed steps give O[%zu, %zu, %zu, %zu] = "
+                        "0x%04x, trnmx::Attention 0x%04x\n",
+                        b, h, i, x, static_cast<unsigned>(got.bits),
+                        static_cast<unsigned>(want[x].bits));
+            return 1;
+          }
+        }
+      }
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "check             %zu lowered steps replayed through trnmx::AttentionTile, %zu splits "
+      "through trnmx::AttentionCombine: O equals trnmx::Attention bit for bit (%.3f s)\n",
+      a.steps.size(), nb, secs);
+  return 0;
+}
+
 int CheckLibrary(const LoweredAttention& a, uint64_t seed) {
   const AttentionConfig& c = a.plan.config;
   const auto t0 = std::chrono::steady_clock::now();
@@ -133,7 +207,7 @@ int CheckLibrary(const LoweredAttention& a, uint64_t seed) {
       "rule), P %s: %zu finite O, bits FNV-1a %016llx (seed %llu, %.3f s)\n",
       params.kv_tile, params.kv_splits, splits, mx ? "MXFP8 E4M3" : "BF16", o.size(),
       static_cast<unsigned long long>(hash), static_cast<unsigned long long>(seed), secs);
-  return 0;
+  return ReplaySteps(a, qo, ko, vo, params, o);
 }
 
 int RunAttention(const AttentionArgs& args) {
