@@ -170,10 +170,43 @@ HWY_INLINE void LoadBlock(DI di, const float* HWY_RESTRICT in, BlockVecs<DI>& x)
   }
 }
 
+// The same for BF16 input (bit patterns): each widened exactly to FP32 bits
+// (<< 16) in the lane the float version would fill.
+template <int kBits, class DI>
+HWY_INLINE void LoadBlock(DI di, const std::uint16_t* HWY_RESTRICT in, BlockVecs<DI>& x) {
+  const hn::Rebind<std::uint16_t, DI> d16;
+  const hn::RebindToUnsigned<DI> du;
+  const auto widen = [&](hn::Vec<decltype(d16)> h) HWY_ATTR {
+    return hn::ShiftLeft<16>(hn::BitCast(di, hn::PromoteTo(du, h)));
+  };
+  TRNMX_LANES_CONSTEXPR std::size_t N = LanesOf(di);
+  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / N;
+  if constexpr (kBits == 8) {
+    for (std::size_t v = 0; v < kV; ++v) x.Set(v, widen(hn::LoadU(d16, in + v * N)));
+  } else if constexpr (kBits == 4) {
+    for (std::size_t p = 0; p < kV / 2; ++p) {
+      hn::Vec<decltype(d16)> even, odd;
+      hn::LoadInterleaved2(d16, in + p * 2 * N, even, odd);
+      x.Set(2 * p, widen(even));
+      x.Set(2 * p + 1, widen(odd));
+    }
+  } else {
+    static_assert(kBits == 6);
+    for (std::size_t q = 0; q < kV / 4; ++q) {
+      hn::Vec<decltype(d16)> a, b, c, d;
+      hn::LoadInterleaved4(d16, in + q * 4 * N, a, b, c, d);
+      x.Set(4 * q, widen(a));
+      x.Set(4 * q + 1, widen(b));
+      x.Set(4 * q + 2, widen(c));
+      x.Set(4 * q + 3, widen(d));
+    }
+  }
+}
+
 // Quantizes the 32 values at `in` into kBits * 4 bytes at `out` and one
 // scale byte.
-template <class Traits, Rounding R, int kBits, bool kNT = false, class DI>
-HWY_INLINE void QuantizeBlock(DI di, const float* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
+template <class Traits, Rounding R, int kBits, bool kNT = false, class DI, class TIn>
+HWY_INLINE void QuantizeBlock(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
                               std::uint8_t* HWY_RESTRICT scale,
                               const internal::MxQuantizeArgs& args, const EncodeVecs<Traits, DI>& k,
                               const EncodeVecs<Traits, DI>& k_sat) {
@@ -242,8 +275,8 @@ using IndicesFor = decltype(hn::SetTableIndices(DI(), static_cast<const std::int
 // reduction tree gives the four amax (about 7 ops per block instead of 14)
 // and one vector computes the four scales. Falls back to QuantizeBlock when a
 // block holds a NaN or Inf.
-template <class Traits, Rounding R, int kBits, bool kNT, class DI>
-HWY_INLINE void QuantizeGroup4(DI di, const float* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
+template <class Traits, Rounding R, int kBits, bool kNT, class DI, class TIn>
+HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
                                std::uint8_t* HWY_RESTRICT scales,
                                const internal::MxQuantizeArgs& args,
                                const EncodeVecs<Traits, DI>& k, const EncodeVecs<Traits, DI>& k_sat,
@@ -302,8 +335,8 @@ inline constexpr std::size_t kPrefetchBlocks = 64;
 // Elements per streaming round: 64 blocks (at most 2 KiB of codes in L1).
 inline constexpr std::size_t kMxStageBlocks = 64;
 
-template <class Traits, Rounding R, int kBits>
-HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float* HWY_RESTRICT src,
+template <class Traits, Rounding R, int kBits, class TIn>
+HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* HWY_RESTRICT src,
                                std::size_t n, std::uint8_t* HWY_RESTRICT codes,
                                std::uint8_t* HWY_RESTRICT scales) {
   using DI = MxTag<kBits>;
@@ -335,8 +368,10 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
             hn::SetTableIndices(di, lanes[2]), hn::SetTableIndices(di, lanes[3])};
         for (; b + 4 <= count; b += 4) {
           if constexpr (kNT) {
-            const float* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
-            for (std::size_t line = 0; line < 4 * kMxBlock; line += 16) hwy::Prefetch(ahead + line);
+            const TIn* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
+            for (std::size_t line = 0; line < 4 * kMxBlock; line += 64 / sizeof(TIn)) {
+              hwy::Prefetch(ahead + line);
+            }
           }
           QuantizeGroup4<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock,
                                                 dst + b * kBlockBytes, scales + first + b, args, k,
@@ -347,9 +382,9 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
 #endif
     for (; b < count; ++b) {
       if constexpr (kNT) {
-        const float* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
+        const TIn* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
         hwy::Prefetch(ahead);
-        hwy::Prefetch(ahead + 16);
+        if constexpr (sizeof(TIn) == 4) hwy::Prefetch(ahead + 16);
       }
       QuantizeBlock<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
                                            scales + first + b, args, k, k_sat);
@@ -373,25 +408,27 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const float
     hwy::FlushStream();
   }
   if (const std::size_t rem = n - full * kMxBlock; rem != 0) {
-    HWY_ALIGN float buf[kMxBlock] = {};
-    std::memcpy(buf, src + full * kMxBlock, rem * sizeof(float));
+    HWY_ALIGN TIn buf[kMxBlock] = {};
+    std::memcpy(buf, src + full * kMxBlock, rem * sizeof(TIn));
     QuantizeBlock<Traits, R, kBits>(di, buf, codes + full * kBlockBytes, scales + full, args, k,
                                     k_sat);
   }
 }
 
-template <class Traits, int kBits>
-HWY_INLINE void QuantizeByRounding(const internal::MxQuantizeArgs& args, const float* src,
+template <class Traits, int kBits, class TIn>
+HWY_INLINE void QuantizeByRounding(const internal::MxQuantizeArgs& args, const TIn* src,
                                    std::size_t n, std::uint8_t* codes, std::uint8_t* scales) {
   WithRounding(args.rounding, [&](auto rounding_tag) {
-    QuantizeLine<Traits, decltype(rounding_tag)::value, kBits>(args, src, n, codes, scales);
+    QuantizeLine<Traits, decltype(rounding_tag)::value, kBits, TIn>(args, src, n, codes, scales);
   });
 }
 
-// Exported. args.format is an MX format with 32-element blocks (not NVFP4).
-void QuantizeMxLineKernel(const internal::MxQuantizeArgs& args, const float* HWY_RESTRICT src,
-                          std::size_t n, std::uint8_t* HWY_RESTRICT codes,
-                          std::uint8_t* HWY_RESTRICT scales) {
+// Exported. args.format is an MX format with 32-element blocks (not NVFP4);
+// src holds FP32 values or BF16 bit patterns.
+template <class TIn>
+HWY_INLINE void QuantizeMxLine(const internal::MxQuantizeArgs& args, const TIn* HWY_RESTRICT src,
+                               std::size_t n, std::uint8_t* HWY_RESTRICT codes,
+                               std::uint8_t* HWY_RESTRICT scales) {
   VisitMxFormat(args.format, [&](auto tag) HWY_ATTR {
     using Tag = decltype(tag);
     if constexpr (Tag::kIsOcpMx) {
@@ -399,6 +436,16 @@ void QuantizeMxLineKernel(const internal::MxQuantizeArgs& args, const float* HWY
                                                                         scales);
     }
   });
+}
+void QuantizeMxLineKernel(const internal::MxQuantizeArgs& args, const float* HWY_RESTRICT src,
+                          std::size_t n, std::uint8_t* HWY_RESTRICT codes,
+                          std::uint8_t* HWY_RESTRICT scales) {
+  QuantizeMxLine(args, src, n, codes, scales);
+}
+void QuantizeMxLineKernelBf16(const internal::MxQuantizeArgs& args,
+                              const std::uint16_t* HWY_RESTRICT src, std::size_t n,
+                              std::uint8_t* HWY_RESTRICT codes, std::uint8_t* HWY_RESTRICT scales) {
+  QuantizeMxLine(args, src, n, codes, scales);
 }
 
 // Writes the 32 values of one block to `out`.

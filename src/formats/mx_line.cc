@@ -22,6 +22,7 @@
 namespace trnmx::internal {
 
 HWY_EXPORT(QuantizeMxLineKernel);
+HWY_EXPORT(QuantizeMxLineKernelBf16);
 HWY_EXPORT(DequantizeMxLineKernel);
 
 namespace {
@@ -38,15 +39,13 @@ bool Resolve(const MxLineParams& params, MxQuantizeArgs& args) {
   return true;
 }
 
-}  // namespace
-
-bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_t n,
-                        std::uint8_t* codes, std::uint8_t* scales) {
+// The kernel's arguments for `params`; false when the vector path does not
+// implement them.
+bool PrepareQuantizeArgs(const MxLineParams& params, std::size_t n, MxQuantizeArgs& args) {
   if (!SimdSupportsRounding(params.element.rounding)) return false;  // stochastic: scalar
   if (params.special != SpecialBlock::kDefault && params.special != SpecialBlock::kSatFiniteBlock) {
     return false;
   }
-  MxQuantizeArgs args;
   args.format = params.format;
   args.rule = params.rule;
   args.rounding = params.element.rounding;
@@ -63,7 +62,28 @@ bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_
   if (!ok) return false;
   const std::size_t blocks = (n + kMxBlockSize - 1) / kMxBlockSize;
   args.stream = blocks * GetMxFormatInfo(params.format).block_bytes >= kStreamMinBytes;
+  return true;
+}
+
+}  // namespace
+
+bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_t n,
+                        std::uint8_t* codes, std::uint8_t* scales) {
+  MxQuantizeArgs args;
+  if (!PrepareQuantizeArgs(params, n, args)) return false;
   if (n != 0) HWY_DYNAMIC_DISPATCH(QuantizeMxLineKernel)(args, src, n, codes, scales);
+  return true;
+}
+
+bool QuantizeMxLineSimd(const MxLineParams& params, const Bf16* src, std::size_t n,
+                        std::uint8_t* codes, std::uint8_t* scales) {
+  static_assert(sizeof(Bf16) == 2 && alignof(Bf16) <= 2);
+  MxQuantizeArgs args;
+  if (!PrepareQuantizeArgs(params, n, args)) return false;
+  if (n != 0) {
+    HWY_DYNAMIC_DISPATCH(QuantizeMxLineKernelBf16)
+    (args, reinterpret_cast<const std::uint16_t*>(src), n, codes, scales);
+  }
   return true;
 }
 

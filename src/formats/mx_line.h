@@ -19,6 +19,7 @@
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/stochastic.h"
+#include "trnmx/formats/types.h"
 
 namespace trnmx::internal {
 
@@ -47,6 +48,10 @@ struct MxLineParams {
 std::uint8_t QuantizeMxLineScalar(const MxLineParams& params, const float* src, std::size_t n,
                                   std::uint8_t* codes, std::uint8_t* scales);
 bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_t n,
+                        std::uint8_t* codes, std::uint8_t* scales);
+// The same from BF16 values (each widened exactly to FP32): the codes and
+// scales of their FP32 values, without an FP32 copy.
+bool QuantizeMxLineSimd(const MxLineParams& params, const Bf16* src, std::size_t n,
                         std::uint8_t* codes, std::uint8_t* scales);
 
 // Writes n values; tensor_scale is NVFP4's decode scale (1 otherwise).

@@ -4,9 +4,10 @@
 // Tiling. A tensor is num_lines lines of line_length elements. Work items are
 // (group of lines) x (segment of a line): segments are kSegment elements, a
 // multiple of every block size, so each block lies in one work item and every
-// line function call starts at a block boundary. Row-axis FP32 lines are
-// passed to the line function in place; column-axis lines (and BF16 sources)
-// are gathered kChunk elements at a time into a contiguous scratch tile
+// line function call starts at a block boundary. Row-axis lines are passed
+// to the line function in place (BF16 ones to its BF16 overload when the
+// SIMD kernel implements the options); column-axis lines (and the other BF16
+// rows) are gathered kChunk elements at a time into a contiguous scratch tile
 // (a transpose of kChunk rows x up to kMaxColGroup columns), so the line
 // function always sees stride 1. The line functions are pure per element
 // position, and stochastic rounding is indexed by (r * cols + c), so the
@@ -214,7 +215,7 @@ Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
   const std::size_t num_lines = shape.num_lines();
   const std::size_t len = shape.line_length();
   const std::size_t bs = info.block_size;
-  const Tiling t = MakeTiling(num_lines, len, cols_axis || sizeof(T) != 4);
+  const Tiling t = MakeTiling(num_lines, len, cols_axis);
   if (num_lines != 0 && len != 0) {
     RunTasks(ex, t.tasks(), [&](std::size_t task) {
       const std::size_t l0 = (task / t.segments) * t.lines_per_group;
@@ -235,6 +236,18 @@ Status QuantizeIntoImpl(const StridedMatrix<const T>& src, MxTensorSpan& dst,
             p.index_step = 1;
             QuantizeLine(p, src.data + r * src.row_stride + s0, s1 - s0, out_codes(r, s0),
                          out_scales(r, s0));
+          }
+          return;
+        }
+      } else {
+        // BF16 rows: in place by the SIMD line kernel when it implements
+        // the options (the same for every row), else widened below.
+        if (!cols_axis && internal::QuantizeMxLineSimd(p, src.data + l0 * src.row_stride + s0,
+                                                       s1 - s0, out_codes(l0, s0),
+                                                       out_scales(l0, s0))) {
+          for (std::size_t r = l0 + 1; r < l1; ++r) {
+            internal::QuantizeMxLineSimd(p, src.data + r * src.row_stride + s0, s1 - s0,
+                                         out_codes(r, s0), out_scales(r, s0));
           }
           return;
         }

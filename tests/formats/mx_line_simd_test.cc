@@ -361,6 +361,45 @@ TEST_P(MxLineSimdPerTarget, StreamingLine) {
   }
 }
 
+// BF16 input: the codes and scales of the widened FP32 values, for every
+// format, rule and special policy, tails, and a streaming (>= 8 MiB of
+// codes) MXFP8 line.
+TEST_P(MxLineSimdPerTarget, Bf16InputEqualsItsFp32Values) {
+  std::mt19937_64 rng(TestSeed() + 14);
+  const auto check = [](const MxLineParams& prm, std::span<const float> x) {
+    std::vector<Bf16> xb(x.size());
+    std::vector<float> wide(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      // Truncation keeps NaN payloads and makes many exact ties.
+      xb[i].bits = static_cast<std::uint16_t>(Bits(x[i]) >> 16);
+      wide[i] = std::bit_cast<float>(std::uint32_t{xb[i].bits} << 16);
+    }
+    const Line want = Reference(prm, wide);
+    std::vector<std::uint8_t> codes(want.codes.size() + 1, 0xA5);
+    std::vector<std::uint8_t> scales(want.scales.size() + 1, 0xA5);
+    ASSERT_TRUE(QuantizeMxLineSimd(prm, xb.data(), xb.size(), codes.data(), scales.data()));
+    EXPECT_EQ(codes.back(), 0xA5);
+    EXPECT_EQ(scales.back(), 0xA5);
+    codes.pop_back();
+    scales.pop_back();
+    ASSERT_EQ(codes, want.codes) << Describe(prm) << " n=" << x.size();
+    ASSERT_EQ(scales, want.scales) << Describe(prm) << " n=" << x.size();
+  };
+  for (const MxFormat f : kFormats) {
+    const std::vector<float> x = MakeMxLine(32 * 40 + 17, MaxNormal(f), rng);
+    for (std::size_t n = 0; n <= 200; n += 13) check(Params(f), std::span(x).subspan(5, n));
+    for (const ScaleRule rule : kRules) {
+      if (!RuleDefined(f, rule)) continue;
+      for (const SpecialBlock special : {SpecialBlock::kDefault, SpecialBlock::kSatFiniteBlock}) {
+        check(Params(f, rule, {}, special), x);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+  const MxFormat f = MxFormat::kMxfp8E4M3;
+  check(Params(f), MakeMxLine((std::size_t{8} << 20) + 40, MaxNormal(f), rng));
+}
+
 // MXFP4 (direct non-temporal stores on 16-lane targets) and MXFP6 (staged)
 // lines of >= 8 MiB of codes, best target.
 TEST(MxLineSimdTest, StreamingLinesFp4Fp6) {
