@@ -72,6 +72,18 @@
 //     FailedPrecondition where the CPU lacks AMX-TILE/AMX-BF16 or the
 //     operating system does not let the process use the tile registers
 //     (Linux 5.16+ grants them on request).
+//   MxGemmMode::kViaBf16 (opt-in, MX x MX only): every element of A and B
+//     becomes its MX value (element times 2^(scale - 127)) as a BF16,
+//     which is exact for MX elements (at most 8 significant bits) when the
+//     value is zero or a normal finite BF16; then the dense BF16 x BF16
+//     contract of params.bf16_mode (kExactFma, kNativeDot or kAmxTile)
+//     and the epilogue. If any value of A or B is not (a subnormal, an
+//     overflow to Inf, a NaN element or a NaN scale), the call computes
+//     the kExact contract instead, so a result never rests on a rounded
+//     operand. Decided per call, not per block: the BF16 contracts chain
+//     products across blocks, so a block cannot be swapped for its exact
+//     sum without a third contract. Allocates (M + N) x K BF16 values per
+//     call (ResourceExhausted when it cannot).
 //   NaN: a NaN output is some NaN; its sign and payload are not specified
 //     (they depend on which NaN operand an FMA propagates).
 //
@@ -81,8 +93,10 @@
 // C overlapping A, B or the bias, invalid enum values, MX operands not
 // blocked along K, with a shape differing from their view or line strides
 // shorter than a line, NVFP4 operands, FP8 operands whose fp8_format is not
-// an FP8 format, Bf16Mode::kNativeDot or kAmxTile with a non-BF16 pair or
-// without CPU support. The bias must hold N floats (a pointer's length cannot be
+// an FP8 format, Bf16Mode::kNativeDot or kAmxTile with a pair other than
+// BF16 x BF16 (or MX x MX under MxGemmMode::kViaBf16) or without CPU
+// support, MxGemmMode::kViaBf16 with a pair other than MX x MX or with
+// accumulate. The bias must hold N floats (a pointer's length cannot be
 // checked).
 //
 // Threads: the executor runs tasks that each own a block of outputs (M
@@ -183,13 +197,14 @@ struct GemmParams {
   float beta = 0.0f;
   const float* bias = nullptr;  // N values added to every row, or nullptr.
   Bf16Mode bf16_mode = Bf16Mode::kExactFma;
+  MxGemmMode mx_mode = MxGemmMode::kExact;  // MX x MX only (see the contract).
   // Continue the accumulation already in C (like a PSUM accumulation group):
   // each output's chain starts from C's FP32 value instead of +0.0f, so
   // splitting K into consecutive ranges, the first call with accumulate =
   // false and the next ones with true, gives the same bits as one call over
   // all of K (MX: split at multiples of 32). Needs an FP32 C with
-  // col_stride 1, alpha = 1, beta = 0, no bias and Bf16Mode::kExactFma
-  // (InvalidArgument otherwise).
+  // col_stride 1, alpha = 1, beta = 0, no bias, Bf16Mode::kExactFma and
+  // MxGemmMode::kExact (InvalidArgument otherwise).
   bool accumulate = false;
 };
 

@@ -150,6 +150,12 @@ enum class Bf16Mode : std::uint8_t {
   kAmxTile,    // Opt-in: AMX-BF16 TDPBF16PS semantics (gemm.h).
 };
 
+// MX x MX GEMM contract (gemm.h).
+enum class MxGemmMode : std::uint8_t {
+  kExact,    // Default: exact 32-block sums, scaled, added in block order.
+  kViaBf16,  // Opt-in: both operands' values as BF16, then the Bf16Mode contract.
+};
+
 }  // namespace trnmx
 
 #endif  // TRNMX_OPTIONS_H_

@@ -74,9 +74,28 @@ Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
   const std::size_t m = c.rows;
   const std::size_t n = c.cols;
   const std::size_t k_len = a.cols;
-  const bool mx_mx = a.type == OperandType::kMx && b.type == OperandType::kMx;
-  const bool native = params.bf16_mode == Bf16Mode::kNativeDot;
-  const bool amx = params.bf16_mode == Bf16Mode::kAmxTile;
+  const bool mx_pair = a.type == OperandType::kMx && b.type == OperandType::kMx;
+  // MxGemmMode::kViaBf16: the values as BF16 when every one of A and B is
+  // its own BF16; else the exact MX x MX contract.
+  const auto all_bf16 = [&](const GemmOperand& x) {
+    for (std::size_t i = 0; i < x.rows; ++i) {
+      for (std::size_t j = 0; j < x.cols; ++j) {
+        if (!internal::MxValueIsBf16(std::bit_cast<std::uint32_t>(OperandValue(x, i, j)))) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  const bool folded =
+      mx_pair && params.mx_mode == MxGemmMode::kViaBf16 && all_bf16(a) && all_bf16(b);
+  const bool mx_mx = mx_pair && !folded;
+  const bool native = params.bf16_mode == Bf16Mode::kNativeDot && !mx_mx;
+  const bool amx = params.bf16_mode == Bf16Mode::kAmxTile && !mx_mx;
+  const auto bf16_bits = [&](const GemmOperand& x, std::size_t i, std::size_t j) {
+    return folded ? static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(OperandValue(x, i, j)) >> 16)
+                  : Bf16Bits(x, i, j);
+  };
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
       float acc = params.accumulate ? ReadOutput(c, i, j) : 0.0f;
@@ -84,10 +103,10 @@ Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
         acc = MxDot(a.mx, i, b.mx, j, acc);
       } else if (native) {
         for (std::size_t k = 0; k < k_len; k += 2) {
-          const std::uint16_t a0 = Bf16Bits(a, i, k);
-          const std::uint16_t b0 = Bf16Bits(b, k, j);
-          const std::uint16_t a1 = k + 1 < k_len ? Bf16Bits(a, i, k + 1) : 0;
-          const std::uint16_t b1 = k + 1 < k_len ? Bf16Bits(b, k + 1, j) : 0;
+          const std::uint16_t a0 = bf16_bits(a, i, k);
+          const std::uint16_t b0 = bf16_bits(b, k, j);
+          const std::uint16_t a1 = k + 1 < k_len ? bf16_bits(a, i, k + 1) : 0;
+          const std::uint16_t b1 = k + 1 < k_len ? bf16_bits(b, k + 1, j) : 0;
           acc = Vdpbf16psStep(acc, a0, a1, b0, b1);
         }
       } else if (amx) {
@@ -96,8 +115,8 @@ Status Gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
           const std::size_t count = std::min<std::size_t>(32, k_len - k0);
           std::uint16_t av[32], bv[32];
           for (std::size_t t = 0; t < count; ++t) {
-            av[t] = Bf16Bits(a, i, k0 + t);
-            bv[t] = Bf16Bits(b, k0 + t, j);
+            av[t] = bf16_bits(a, i, k0 + t);
+            bv[t] = bf16_bits(b, k0 + t, j);
           }
           acc = Tdpbf16psLane(acc, av, bv, count);
         }

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "formats/mx_decode.h"
+#include "kernels/gemm/gemm_bf16_amx.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
 #include "kernels/gemm/gemv_mx.h"
@@ -667,6 +669,164 @@ TEST(GemmMxMx, WidePathKeepsTheStickyBitOfTheExactSum) {
             .ok());
     EXPECT_EQ(c, 268435488.0f) << target.name;
   }
+}
+
+
+// ---------------------------------------------------------------------------
+// MxGemmMode::kViaBf16.
+// ---------------------------------------------------------------------------
+
+// Runs Gemm() (or with B packed) into a fresh FP32 C.
+std::vector<float> RunPublic(const GemmOperand& a, const GemmOperand& b, std::size_t m,
+                             std::size_t n, const GemmParams& p, bool packed = false) {
+  std::vector<float> c(m * n, -1.0f);
+  Status s;
+  if (packed) {
+    StatusOr<PackedWeights> w = PackedWeights::Pack(b);
+    EXPECT_TRUE(w.ok());
+    s = Gemm(a, *w, GemmOutput::Fp32(c.data(), m, n, n), p);
+  } else {
+    s = Gemm(a, b, GemmOutput::Fp32(c.data(), m, n, n), p);
+  }
+  EXPECT_TRUE(s.ok()) << s.message();
+  return c;
+}
+
+bool SameVectorBits(const std::vector<float>& x, const std::vector<float>& y) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!SameBits(x[i], y[i])) {
+      ADD_FAILURE() << "element " << i << ": " << Hex(x[i]) << " vs " << Hex(y[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The Bf16Modes this machine runs.
+std::vector<Bf16Mode> RunnableBf16Modes() {
+  std::vector<Bf16Mode> modes = {Bf16Mode::kExactFma};
+  if (internal::CpuHasAvx512Bf16()) modes.push_back(Bf16Mode::kNativeDot);
+  if (internal::AmxBf16Usable()) modes.push_back(Bf16Mode::kAmxTile);
+  return modes;
+}
+
+// Quantized Gaussian A (19 x 300) and B (300 x 37) of the given formats.
+std::pair<MxTestTensor, MxTestTensor> QuantizedPair(MxFormat fa, MxFormat fb, std::mt19937_64& rng,
+                                                    std::size_t m, std::size_t n, std::size_t k) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> va(m * k), vb(k * n);
+  for (auto& v : va) v = normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 16) - 8);
+  for (auto& v : vb) v = normal(rng);
+  return {QuantizeMxScalar(fa, BlockAxis::kRows, m, k,
+                           [&](std::size_t i, std::size_t kk) { return va[i * k + kk]; }, 0),
+          QuantizeMxScalar(fb, BlockAxis::kCols, k, n,
+                           [&](std::size_t j, std::size_t kk) { return vb[kk * n + j]; }, 4)};
+}
+
+// Folded: the same bits as the reference, as Gemm() on the BF16 values
+// (formed here from ref::MxElement), and with B packed, in each Bf16Mode.
+TEST(GemmMxViaBf16, EqualsTheBf16ContractOnTheValues) {
+  std::mt19937_64 rng(TestSeed() ^ 0x2101);
+  const std::pair<MxFormat, MxFormat> pairs[] = {{MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E4M3},
+                                                 {MxFormat::kMxfp8E5M2, MxFormat::kMxfp4},
+                                                 {MxFormat::kMxfp6E2M3, MxFormat::kMxint8},
+                                                 {MxFormat::kMxfp4, MxFormat::kMxfp6E3M2}};
+  const std::size_t m = 19, n = 37, k = 300;
+  for (const auto& [fa, fb] : pairs) {
+    SCOPED_TRACE(PairName(fa, fb));
+    const auto [ta, tb] = QuantizedPair(fa, fb, rng, m, n, k);
+    const GemmOperand a = GemmOperand::Mx(ta.view());
+    const GemmOperand b = GemmOperand::Mx(tb.view());
+    std::vector<Bf16> a16(m * k), b16(k * n);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t kk = 0; kk < k; ++kk)
+        a16[i * k + kk] = Fp32ToBf16Rne(internal::MxMatrixElement(ta.view(), i, kk));
+    for (std::size_t kk = 0; kk < k; ++kk)
+      for (std::size_t j = 0; j < n; ++j)
+        b16[kk * n + j] = Fp32ToBf16Rne(internal::MxMatrixElement(tb.view(), kk, j));
+    const GemmOperand a_dense = GemmOperand::Bf16(a16.data(), m, k, k);
+    const GemmOperand b_dense = GemmOperand::Bf16(b16.data(), k, n, n);
+    GemmParams exact;
+    const std::vector<float> exact_c = RunPublic(a, b, m, n, exact);
+    for (const Bf16Mode mode : RunnableBf16Modes()) {
+      SCOPED_TRACE(static_cast<int>(mode));
+      GemmParams p;
+      p.mx_mode = MxGemmMode::kViaBf16;
+      p.bf16_mode = mode;
+      const std::vector<float> got = RunPublic(a, b, m, n, p);
+      GemmParams dense_p;
+      dense_p.bf16_mode = mode;
+      ASSERT_TRUE(SameVectorBits(got, RunPublic(a_dense, b_dense, m, n, dense_p)));
+      ASSERT_TRUE(SameVectorBits(got, RunPublic(a, b, m, n, p, /*packed=*/true)));
+      std::vector<float> want(m * n);
+      ASSERT_TRUE(ref::Gemm(a, b, GemmOutput::Fp32(want.data(), m, n, n), p).ok());
+      ASSERT_TRUE(SameVectorBits(got, want));
+      // The 8-bit FP8 products round in the FP32 chains: not the exact
+      // contract's bits, so the fold took effect (the FP6 / FP4 / INT8
+      // pairs' few-bit products may sum exactly either way).
+      if (GetMxFormatInfo(fa).element_bits == 8 && fb != MxFormat::kMxint8) {
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) differ += SameBits(got[i], exact_c[i]) ? 0 : 1;
+        EXPECT_GT(differ, 0u);
+      }
+    }
+  }
+}
+
+// A value that is not its own BF16 (subnormal, NaN scale, Inf element):
+// the whole call computes the exact contract.
+TEST(GemmMxViaBf16, AValueNotABf16GivesTheExactContract) {
+  std::mt19937_64 rng(TestSeed() ^ 0x2102);
+  const std::size_t m = 5, n = 9, k = 96;
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    auto [ta, tb] = QuantizedPair(MxFormat::kMxfp8E5M2, MxFormat::kMxfp8E4M3, rng, m, n, k);
+    if (variant == 0) ta.line_scales(3)[1] = 0x02;  // 2^-125 x elements: subnormal values.
+    if (variant == 1) tb.line_scales(7)[2] = 0xFF;  // NaN scale.
+    if (variant == 2) ta.line_codes(1)[5] = 0x7C;   // E5M2 +Inf.
+    const GemmOperand a = GemmOperand::Mx(ta.view());
+    const GemmOperand b = GemmOperand::Mx(tb.view());
+    const std::vector<float> exact_c = RunPublic(a, b, m, n, {});
+    for (const Bf16Mode mode : RunnableBf16Modes()) {
+      GemmParams p;
+      p.mx_mode = MxGemmMode::kViaBf16;
+      p.bf16_mode = mode;
+      const std::vector<float> got = RunPublic(a, b, m, n, p);
+      ASSERT_TRUE(SameVectorBits(got, exact_c));
+      std::vector<float> want(m * n);
+      ASSERT_TRUE(ref::Gemm(a, b, GemmOutput::Fp32(want.data(), m, n, n), p).ok());
+      ASSERT_TRUE(SameVectorBits(got, want));
+    }
+  }
+}
+
+TEST(GemmMxViaBf16, ErrorsNameTheProblem) {
+  std::mt19937_64 rng(TestSeed() ^ 0x2103);
+  const auto [ta, tb] = QuantizedPair(MxFormat::kMxfp8E4M3, MxFormat::kMxfp8E4M3, rng, 4, 4, 64);
+  const GemmOperand a = GemmOperand::Mx(ta.view());
+  const GemmOperand b = GemmOperand::Mx(tb.view());
+  std::vector<float> dense(64 * 4, 1.0f), c(16, 7.0f);
+  const GemmOutput out = GemmOutput::Fp32(c.data(), 4, 4, 4);
+  const auto expect_error = [&](const GemmOperand& x, const GemmOperand& y, const GemmParams& p,
+                                const std::string& what) {
+    const Status s = Gemm(x, y, out, p);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+    EXPECT_EQ(c, std::vector<float>(16, 7.0f));
+  };
+  GemmParams via;
+  via.mx_mode = MxGemmMode::kViaBf16;
+  expect_error(GemmOperand::Fp32(dense.data(), 4, 64, 64), b, via,
+               "MxGemmMode::kViaBf16 needs MX x MX operands");
+  GemmParams bad;
+  bad.mx_mode = static_cast<MxGemmMode>(9);
+  expect_error(a, b, bad, "invalid MxGemmMode value 9");
+  GemmParams acc = via;
+  acc.accumulate = true;
+  expect_error(a, b, acc, "MxGemmMode::kExact");
+  GemmParams native;  // kNativeDot on MX x MX needs kViaBf16.
+  native.bf16_mode = Bf16Mode::kNativeDot;
+  expect_error(a, b, native, "Bf16Mode::kNativeDot needs BF16 x BF16 operands");
 }
 
 }  // namespace

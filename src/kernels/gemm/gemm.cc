@@ -165,18 +165,37 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
   }
   if (params.accumulate &&
       (c.type != OutputType::kFp32 || c.col_stride != 1 || params.alpha != 1.0f ||
-       params.beta != 0.0f || params.bias != nullptr || params.bf16_mode != Bf16Mode::kExactFma)) {
+       params.beta != 0.0f || params.bias != nullptr || params.bf16_mode != Bf16Mode::kExactFma ||
+       params.mx_mode != MxGemmMode::kExact)) {
     return InvalidArgumentError(
-        "GemmParams::accumulate needs an FP32 output with col_stride 1, alpha 1, beta 0, no bias "
-        "and Bf16Mode::kExactFma");
+        "GemmParams::accumulate needs an FP32 output with col_stride 1, alpha 1, beta 0, no bias, "
+        "Bf16Mode::kExactFma and MxGemmMode::kExact");
   }
+  const bool mx_pair = a.type == OperandType::kMx && b_type == OperandType::kMx;
+  switch (params.mx_mode) {
+    case MxGemmMode::kExact:
+      break;
+    case MxGemmMode::kViaBf16:
+      if (!mx_pair) {
+        return InvalidArgumentError(
+            "MxGemmMode::kViaBf16 needs MX x MX operands (A and B both OperandType::kMx)");
+      }
+      break;
+    default:
+      return InvalidArgumentError("invalid MxGemmMode value " +
+                                  std::to_string(static_cast<int>(params.mx_mode)));
+  }
+  // The BF16 x BF16 products of a Bf16Mode: BF16 operands, or MX ones as BF16.
+  const bool bf16_pair = (a.type == OperandType::kBf16 && b_type == OperandType::kBf16) ||
+                         (mx_pair && params.mx_mode == MxGemmMode::kViaBf16);
   switch (params.bf16_mode) {
     case Bf16Mode::kExactFma:
       break;
     case Bf16Mode::kNativeDot:
-      if (a.type != OperandType::kBf16 || b_type != OperandType::kBf16) {
+      if (!bf16_pair) {
         return InvalidArgumentError(
-            "Bf16Mode::kNativeDot needs BF16 x BF16 operands (A and B both OperandType::kBf16)");
+            "Bf16Mode::kNativeDot needs BF16 x BF16 operands (A and B both OperandType::kBf16, or "
+            "both MX with MxGemmMode::kViaBf16)");
       }
       if (check_cpu && !CpuHasAvx512Bf16()) {
         return FailedPreconditionError(
@@ -185,9 +204,10 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
       }
       break;
     case Bf16Mode::kAmxTile:
-      if (a.type != OperandType::kBf16 || b_type != OperandType::kBf16) {
+      if (!bf16_pair) {
         return InvalidArgumentError(
-            "Bf16Mode::kAmxTile needs BF16 x BF16 operands (A and B both OperandType::kBf16)");
+            "Bf16Mode::kAmxTile needs BF16 x BF16 operands (A and B both OperandType::kBf16, or "
+            "both MX with MxGemmMode::kViaBf16)");
       }
       if (check_cpu && !AmxBf16Usable()) {
         return FailedPreconditionError(
@@ -314,7 +334,21 @@ Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_
   Executor& ex = internal::ExecutorOrCallingThread(executor);
   if (a.type == OperandType::kMx && b_for_mx.type == OperandType::kMx) {
     if (c.rows == 0 || c.cols == 0) return OkStatus();
-    return GemmMxMx(a, b_for_mx, c, params, ex);
+    if (params.mx_mode == MxGemmMode::kViaBf16) {
+      MxAsBf16 folded;
+      TRNMX_RETURN_IF_ERROR(FoldMxPairToBf16(a, b_for_mx, ex, &folded));
+      if (folded.exact) {
+        GemmParams dense = params;
+        dense.mx_mode = MxGemmMode::kExact;
+        DenseSource src;
+        src.kind = DenseSourceKind::kPairsBf16;
+        src.panels = folded.b_panels.get();
+        return RunGemm(folded.a, src, GemmOperand{}, c, dense, &ex, blocking);
+      }
+    }
+    GemmParams exact = params;
+    exact.bf16_mode = Bf16Mode::kExactFma;  // Not used by the MX x MX kernels.
+    return GemmMxMx(a, b_for_mx, c, exact, ex);
   }
   // Dense activations x MXFP4 weights with M = 1: stream the weights once
   // (gemv_mx.h; it declines, writing nothing, when it does not apply).

@@ -6,6 +6,10 @@
 #define TRNMX_SRC_KERNELS_GEMM_GEMM_INTERNAL_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <hwy/aligned_allocator.h>
 
 #include "trnmx/executor.h"
 #include "trnmx/gemm.h"
@@ -48,6 +52,29 @@ Status GemmWithBlocking(const GemmOperand& a, const GemmOperand& b, const GemmOu
 Status GemmWithBlocking(const GemmOperand& a, const PackedWeights& b, const GemmOutput& c,
                         const GemmParams& params, Executor* executor,
                         const GemmBlocking& blocking);
+
+// MxGemmMode::kViaBf16: an MX value (FP32, exact) is its own BF16 when it
+// is a zero or a normal finite number whose low 16 bits are 0 (always the
+// case for MX elements, at most 8 significant bits).
+inline bool MxValueIsBf16(std::uint32_t bits) {
+  const std::uint32_t mag = bits & 0x7FFFFFFFu;
+  return mag == 0 || (mag >= 0x00800000u && mag < 0x7F800000u && (bits & 0xFFFFu) == 0);
+}
+
+// MX x MX operands as BF16 (gemm_mx_via_bf16.cc): exact = every value of
+// both passed MxValueIsBf16, and then `a` (M x K, row-major) views
+// a_values and b_panels holds B in BF16 pair panels (gemm_dense.h, as
+// PackedWeights packs BF16).
+struct MxAsBf16 {
+  bool exact = false;
+  std::vector<Bf16> a_values;
+  hwy::AlignedFreeUniquePtr<std::uint16_t[]> b_panels;
+  GemmOperand a;
+};
+// Preconditions: a and b are validated MX operands of Gemm(). Fails only
+// when the copies cannot be allocated.
+Status FoldMxPairToBf16(const GemmOperand& a, const GemmOperand& b, Executor& executor,
+                        MxAsBf16* out);
 
 }  // namespace trnmx::internal
 
