@@ -265,18 +265,10 @@ class Worker {
     const std::size_t span = sh_.Chunk(b);
     const std::size_t k0 = std::min(keys, split * span);
     const std::size_t k1 = std::min(keys, k0 + span);
-    std::size_t ulo = keys;
+    std::size_t ulo = 0;
     std::size_t uhi = 0;
+    RowKeyRanges(b, u0, rows, k0, k1, &ulo, &uhi);
     for (std::size_t r = 0; r < rows; ++r) {
-      std::size_t lo = 0;
-      std::size_t hi = 0;
-      sh_.AllowedKeys(b, (u0 + r) / group, &lo, &hi);
-      lo_[r] = std::max(lo, k0);
-      hi_[r] = std::min(hi, k1);
-      if (lo_[r] < hi_[r]) {
-        ulo = std::min(ulo, lo_[r]);
-        uhi = std::max(uhi, hi_[r]);
-      }
       m_[r] = -kInf;
       l_[r] = 0.0f;
       std::fill(acc_ + r * dims_.dv_p, acc_ + r * dims_.dv_p + sh_.dv, 0.0f);
@@ -327,18 +319,10 @@ class Worker {
   // and back into their states.
   void TileStep(std::size_t b, std::size_t g, std::size_t u0, std::size_t rows, std::size_t a,
                 std::size_t e, AttnRowState* states) {
-    std::size_t ulo = e;
-    std::size_t uhi = a;
+    std::size_t ulo = 0;
+    std::size_t uhi = 0;
+    RowKeyRanges(b, u0, rows, a, e, &ulo, &uhi);
     for (std::size_t r = 0; r < rows; ++r) {
-      std::size_t lo = 0;
-      std::size_t hi = 0;
-      sh_.AllowedKeys(b, (u0 + r) / sh_.group, &lo, &hi);
-      lo_[r] = std::max(lo, a);
-      hi_[r] = std::min(hi, e);
-      if (lo_[r] < hi_[r]) {
-        ulo = std::min(ulo, lo_[r]);
-        uhi = std::max(uhi, hi_[r]);
-      }
       m_[r] = states[r].m;
       l_[r] = states[r].l;
       std::copy_n(states[r].acc.data(), sh_.dv, acc_ + r * dims_.dv_p);
@@ -354,6 +338,25 @@ class Worker {
   }
 
  private:
+  // lo_[r], hi_[r]: row u0 + r's allowed keys within [k0, k1); [*ulo, *uhi)
+  // spans those of every row (empty, *ulo >= *uhi, when none has one).
+  void RowKeyRanges(std::size_t b, std::size_t u0, std::size_t rows, std::size_t k0,
+                    std::size_t k1, std::size_t* ulo, std::size_t* uhi) {
+    *ulo = k1;
+    *uhi = k0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::size_t lo = 0;
+      std::size_t hi = 0;
+      sh_.AllowedKeys(b, (u0 + r) / sh_.group, &lo, &hi);
+      lo_[r] = std::max(lo, k0);
+      hi_[r] = std::min(hi, k1);
+      if (lo_[r] < hi_[r]) {
+        *ulo = std::min(*ulo, lo_[r]);
+        *uhi = std::max(*uhi, hi_[r]);
+      }
+    }
+  }
+
   // Q rows u0 .. u0 + rows - 1 of the task, as FP32.
   void LoadQ(std::size_t b, std::size_t g, std::size_t u0, std::size_t rows) {
     const AttnOperand& q = *sh_.q;

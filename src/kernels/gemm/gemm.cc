@@ -346,9 +346,7 @@ Status RunGemm(const GemmOperand& a, const DenseSource& b, const GemmOperand& b_
         return RunGemm(folded.a, src, GemmOperand{}, c, dense, &ex, blocking);
       }
     }
-    GemmParams exact = params;
-    exact.bf16_mode = Bf16Mode::kExactFma;  // Not used by the MX x MX kernels.
-    return GemmMxMx(a, b_for_mx, c, exact, ex);
+    return GemmMxMx(a, b_for_mx, c, params, ex);
   }
   // Dense activations x MXFP4 weights with M = 1: stream the weights once
   // (gemv_mx.h; it declines, writing nothing, when it does not apply).

@@ -69,13 +69,14 @@ Status FoldMxPairToBf16(const GemmOperand& a, const GemmOperand& b, Executor& ex
   const std::size_t m = a.rows, k = a.cols, n = b.cols;
   const std::size_t panels = (n + kGemmPanelCols - 1) / kGemmPanelCols;
   const std::size_t panel_stride = PanelStrideBf16(k);
+  bool allocated = true;
   try {
     out->a_values.resize(m * k);
   } catch (const std::bad_alloc&) {
-    out->a_values.clear();
+    allocated = false;
   }
   out->b_panels = hwy::AllocateAligned<std::uint16_t>(std::max<std::size_t>(1, panels * panel_stride));
-  if ((m * k != 0 && out->a_values.empty()) || out->b_panels == nullptr) {
+  if (!allocated || out->b_panels == nullptr) {
     return ResourceExhaustedError("MxGemmMode::kViaBf16: cannot allocate the BF16 copies of A (" +
                                   std::to_string(m) + " x " + std::to_string(k) + ") and B (" +
                                   std::to_string(k) + " x " + std::to_string(n) + ")");
