@@ -59,16 +59,18 @@ class Check {
   Check(const char* name, const FormatSpec& spec) : expect_(name, spec, kOptions) {}
 
   void operator()(std::span<const float> x, Mismatches& m) const {
-    std::vector<Code> out(x.size());
+    // Per thread, allocated once (zero-filling a fresh one per chunk was 7 %
+    // of the sweep).
+    thread_local std::vector<Code> out;
+    out.resize(x.size());
     SerialExecutor serial;
     ASSERT_TRUE(BulkEncode(x, out, kOptions, &serial).ok());
     const std::uint32_t first = std::bit_cast<std::uint32_t>(x[0]);
     ASSERT_EQ(std::bit_cast<std::uint32_t>(x.back()), first + (x.size() - 1));
-    expect_.Check(
-        first, x.size(), [&](std::size_t k) -> std::uint32_t { return out[k].bits; },
-        [&](std::uint32_t bits, std::uint32_t got, std::uint32_t want) {
-          m.Add(expect_.name(), bits, got, want);
-        });
+    expect_.CheckCodes(first, x.size(), out.data(),
+                       [&](std::uint32_t bits, std::uint32_t got, std::uint32_t want) {
+                         m.Add(expect_.name(), bits, got, want);
+                       });
   }
 
  private:

@@ -105,24 +105,33 @@ TEST(PeerConversions, EigenBfloat16) {
   EXPECT_EQ(mismatches.count(), 0u);
 }
 
-// Mismatches over the patterns [first, last] | sign (a run of 16 at a time;
-// the last group of a run repeats its last pattern to fill the vector).
-#define TRNMX_HARDWARE_SWEEP(TARGET)                                                         \
-  [[gnu::flatten, gnu::target(TARGET)]] static std::uint64_t Mismatches(                     \
-      std::uint32_t first, std::uint32_t last, std::uint32_t sign) {                        \
-    std::uint64_t bad = 0;                                                                  \
-    for (std::uint64_t u = first; u <= last; u += 16) {                                     \
-      alignas(64) std::uint32_t in[16];                                                     \
-      alignas(32) std::uint16_t out[16];                                                    \
-      for (std::uint32_t i = 0; i < 16; ++i) {                                              \
-        in[i] = static_cast<std::uint32_t>(std::min<std::uint64_t>(u + i, last)) | sign;    \
-      }                                                                                     \
-      Hardware(in, out);                                                                    \
-      for (std::uint32_t i = 0; i < 16; ++i) {                                              \
-        bad += u + i <= last && out[i] != Ours(std::bit_cast<float>(in[i]));                \
-      }                                                                                     \
-    }                                                                                       \
-    return bad;                                                                             \
+// Mismatches over the patterns [first, last] | sign, 16 at a time: whole
+// groups with no per-lane test (so that the comparison vectorises), then
+// the last, partial group with its last pattern repeated to fill the vector.
+#define TRNMX_HARDWARE_SWEEP(TARGET)                                                          \
+  [[gnu::flatten, gnu::target(TARGET)]] static std::uint64_t Mismatches(                      \
+      std::uint32_t first, std::uint32_t last, std::uint32_t sign) {                         \
+    std::uint64_t bad = 0;                                                                   \
+    alignas(64) std::uint32_t in[16];                                                        \
+    alignas(32) std::uint16_t out[16];                                                       \
+    std::uint64_t u = first;                                                                 \
+    for (; u + 15 <= last; u += 16) {                                                        \
+      for (std::uint32_t i = 0; i < 16; ++i) in[i] = static_cast<std::uint32_t>(u + i) | sign; \
+      Hardware(in, out);                                                                     \
+      for (std::uint32_t i = 0; i < 16; ++i) {                                               \
+        bad += out[i] != Ours(std::bit_cast<float>(in[i]));                                  \
+      }                                                                                      \
+    }                                                                                        \
+    if (u <= last) {                                                                         \
+      for (std::uint32_t i = 0; i < 16; ++i) {                                               \
+        in[i] = static_cast<std::uint32_t>(std::min<std::uint64_t>(u + i, last)) | sign;     \
+      }                                                                                      \
+      Hardware(in, out);                                                                     \
+      for (std::uint32_t i = 0; u + i <= last; ++i) {                                        \
+        bad += out[i] != Ours(std::bit_cast<float>(in[i]));                                  \
+      }                                                                                      \
+    }                                                                                        \
+    return bad;                                                                              \
   }
 
 // AVX512_BF16 VCVTNEPS2BF16 against Encode<Bf16> with Subnormals::kFlush.
@@ -135,7 +144,7 @@ struct Vcvtneps2bf16 {
   static std::uint16_t Ours(float x) {
     return Encode<Bf16>(x, {.subnormals = Subnormals::kFlush}).bits;
   }
-  TRNMX_HARDWARE_SWEEP("avx512f,avx512bf16")
+  TRNMX_HARDWARE_SWEEP(TRNMX_SWEEP_AVX512_TARGET ",avx512bf16")
 };
 
 // AVX-512F VCVTPS2PH (round to nearest even) against Encode<Fp16>.
@@ -148,17 +157,18 @@ struct Vcvtps2ph {
     _mm256_store_si256(reinterpret_cast<__m256i*>(out), r);
   }
   static std::uint16_t Ours(float x) { return Encode<Fp16>(x).bits; }
-  TRNMX_HARDWARE_SWEEP("avx512f")
+  TRNMX_HARDWARE_SWEEP(TRNMX_SWEEP_AVX512_TARGET)
 };
 #undef TRNMX_HARDWARE_SWEEP
 
 TEST(PeerConversions, Avx512Bf16Instruction) {
-  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "CPU has no AVX512_BF16";
+  if (!test::CpuHasSweepAvx512() || !__builtin_cpu_supports("avx512bf16"))
+    GTEST_SKIP() << "CPU has no AVX512_BF16";
   SweepHardware<Vcvtneps2bf16>("vcvtneps2bf16");
 }
 
 TEST(PeerConversions, Avx512Fp16ConvertInstruction) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "CPU has no AVX-512F";
+  if (!test::CpuHasSweepAvx512()) GTEST_SKIP() << "CPU has no AVX-512 (F, BW, VL, DQ)";
   SweepHardware<Vcvtps2ph>("vcvtps2ph");
 }
 

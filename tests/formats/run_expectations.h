@@ -16,6 +16,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "formats/oracle.h"
@@ -55,6 +56,54 @@ class RunExpectations {
   template <class CodeOf, class Report>
   void Check(std::uint32_t first, std::size_t n, const CodeOf& code_of,
              const Report& report) const {
+    const auto count = [&](std::size_t begin, std::size_t end, std::uint32_t want) {
+      std::size_t bad = 0;
+      for (std::size_t k = begin; k < end; ++k) bad += code_of(k) != want;
+      return bad;
+    };
+    CheckWith(first, n, count, code_of, report);
+  }
+
+  // Check for codes in memory: codes[i] (an integer code, or a code struct
+  // with member `bits`) is the code of input first + i. The comparisons run
+  // as a SweepLoop (compiled for this CPU's widest vectors), which made the
+  // bulk codec's sweeps a third faster than Check's baseline loop.
+  template <class Code, class Report>
+  void CheckCodes(std::uint32_t first, std::size_t n, const Code* codes,
+                  const Report& report) const {
+    static const auto count_loop =
+        SweepLoop<CountCodesNot<Code>, const Code*, std::size_t, std::uint32_t>();
+    const auto count = [&](std::size_t begin, std::size_t end, std::uint32_t want) {
+      return count_loop(codes + begin, end - begin, want);
+    };
+    const auto code_of = [&](std::size_t k) { return CodeBits(codes[k]); };
+    CheckWith(first, n, count, code_of, report);
+  }
+
+ private:
+  template <class Code>
+  static std::uint32_t CodeBits(const Code& c) {
+    if constexpr (std::is_integral_v<Code>) {
+      return c;
+    } else {
+      return c.bits;
+    }
+  }
+
+  // Codes of codes[0, n) unequal to want (a SweepLoop).
+  template <class Code>
+  struct CountCodesNot {
+    std::uint64_t operator()(const Code* codes, std::size_t n, std::uint32_t want) const {
+      std::uint64_t bad = 0;
+      for (std::size_t k = 0; k < n; ++k) bad += CodeBits(codes[k]) != want;
+      return bad;
+    }
+  };
+
+  // count(begin, end, want): the inputs in [begin, end) whose code is not want.
+  template <class Count, class CodeOf, class Report>
+  void CheckWith(std::uint32_t first, std::size_t n, const Count& count, const CodeOf& code_of,
+                 const Report& report) const {
     const int s = static_cast<int>(first >> 31);
     auto run = std::lower_bound(runs_.begin(), runs_.end(), first & 0x7FFFFFFFu,
                                 [](const BitRun& r, std::uint32_t v) { return r.last < v; });
@@ -63,9 +112,7 @@ class RunExpectations {
       const std::size_t end = std::min<std::size_t>(n, i + std::size_t{run->last - abs_bits} + 1);
       const bool nan = run + 1 == runs_.end();
       const std::uint32_t want = nan ? 0 : want_[s][static_cast<std::size_t>(run - runs_.begin())];
-      std::size_t bad = 0;
-      for (std::size_t k = i; k < end; ++k) bad += code_of(k) != want;
-      if (nan || bad != 0) {  // Per input, with the scalar codec's own answer.
+      if (nan || count(i, end, want) != 0) {  // Per input, with the scalar codec's own answer.
         for (std::size_t k = i; k < end; ++k) {
           const std::uint32_t bits = first + static_cast<std::uint32_t>(k);
           const std::uint32_t w = nan ? Scalar(bits) : want;
@@ -77,7 +124,6 @@ class RunExpectations {
     }
   }
 
- private:
   const char* name_;
   EncodeOptions options_;
   std::vector<BitRun> runs_;

@@ -103,8 +103,9 @@ void ParallelOverRuns(const std::vector<BitRun>& runs, Fn&& fn) {
 // data, so a compiler vectorises such a loop where the ISA has per-lane
 // variable shifts: AVX2, not the x86-64 baseline the tests are built for.
 // SweepLoop<Loop, Args...>() returns the loop Loop{}(args...) compiled with
-// the code under test inlined into it (flatten), for AVX2 when this CPU has
-// it (about 4x faster), else for the baseline. Same C++, same answers.
+// the code under test inlined into it (flatten), for AVX-512 or else AVX2
+// when this CPU has them (about 10x and 4x faster), else for the baseline.
+// Same C++, same answers.
 template <class Loop, class... Args>
 [[gnu::flatten]] std::uint64_t RunSweepLoop(Args... args) {
   return Loop{}(args...);
@@ -114,11 +115,29 @@ template <class Loop, class... Args>
 [[gnu::flatten, gnu::target("avx2")]] std::uint64_t RunSweepLoopAvx2(Args... args) {
   return Loop{}(args...);
 }
+// AVX-512 (F, BW, VL, DQ: Skylake-SP and later) with 512-bit vectors, which
+// GCC does not prefer by default: about 2.5x the AVX2 loop's rate. Clang has
+// no prefer-vector-width in target attributes (it would drop the attribute).
+#if defined(__clang__)
+#define TRNMX_SWEEP_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq"
+#else
+#define TRNMX_SWEEP_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512"
+#endif
+inline bool CpuHasSweepAvx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+template <class Loop, class... Args>
+[[gnu::flatten, gnu::target(TRNMX_SWEEP_AVX512_TARGET)]] std::uint64_t RunSweepLoopAvx512(
+    Args... args) {
+  return Loop{}(args...);
+}
 #endif
 
 template <class Loop, class... Args>
 auto SweepLoop() -> std::uint64_t (*)(Args...) {
 #if defined(__x86_64__) && defined(__GNUC__)
+  if (CpuHasSweepAvx512()) return &RunSweepLoopAvx512<Loop, Args...>;
   if (__builtin_cpu_supports("avx2")) return &RunSweepLoopAvx2<Loop, Args...>;
 #endif
   return &RunSweepLoop<Loop, Args...>;
