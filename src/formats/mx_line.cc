@@ -78,6 +78,9 @@ bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_
 bool QuantizeMxLineSimd(const MxLineParams& params, const Bf16* src, std::size_t n,
                         std::uint8_t* codes, std::uint8_t* scales) {
   static_assert(sizeof(Bf16) == 2 && alignof(Bf16) <= 2);
+  // The BF16 kernels round to nearest even only (mx_line-inl.h); the caller
+  // widens other roundings' lines to FP32.
+  if (params.element.rounding != Rounding::kNearestEven) return false;
   MxQuantizeArgs args;
   if (!PrepareQuantizeArgs(params, n, args)) return false;
   if (n != 0) {

@@ -50,7 +50,8 @@ std::uint8_t QuantizeMxLineScalar(const MxLineParams& params, const float* src, 
 bool QuantizeMxLineSimd(const MxLineParams& params, const float* src, std::size_t n,
                         std::uint8_t* codes, std::uint8_t* scales);
 // The same from BF16 values (each widened exactly to FP32): the codes and
-// scales of their FP32 values, without an FP32 copy.
+// scales of their FP32 values, without an FP32 copy. Round to nearest even
+// only: false for the other roundings (the caller widens to FP32).
 bool QuantizeMxLineSimd(const MxLineParams& params, const Bf16* src, std::size_t n,
                         std::uint8_t* codes, std::uint8_t* scales);
 

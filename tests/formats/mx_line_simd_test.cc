@@ -398,6 +398,15 @@ TEST_P(MxLineSimdPerTarget, Bf16InputEqualsItsFp32Values) {
   }
   const MxFormat f = MxFormat::kMxfp8E4M3;
   check(Params(f), MakeMxLine((std::size_t{8} << 20) + 40, MaxNormal(f), rng));
+  // Roundings other than nearest-even are FP32-only: false, nothing written.
+  for (const Rounding r : {Rounding::kTiesAway, Rounding::kTowardZero}) {
+    const std::vector<Bf16> xb(64, Bf16{0x3F80});
+    std::vector<std::uint8_t> codes(64, 0xA5), scales(2, 0xA5);
+    EXPECT_FALSE(QuantizeMxLineSimd(Params(f, ScaleRule::kOcpFloor, {.rounding = r}), xb.data(),
+                                    xb.size(), codes.data(), scales.data()));
+    EXPECT_EQ(codes, std::vector<std::uint8_t>(64, 0xA5));
+    EXPECT_EQ(scales, std::vector<std::uint8_t>(2, 0xA5));
+  }
 }
 
 // MXFP4 (direct non-temporal stores on 16-lane targets) and MXFP6 (staged)
