@@ -1,8 +1,8 @@
-// Per-target array forms of the fixed exp and sigmoid (fixed_math.h): the
-// same IEEE double operations in the same order, lane by lane, so every
-// lane equals the scalar FixedExp / FixedSigmoid bit for bit on every target
-// (checked per target by tests/kernels/moe/fixed_math_test.cc). Included
-// through hwy/foreach_target.h by fixed_math_array.cc.
+// Per-target array forms of the fixed exp and sigmoid (fixed_math.h), from
+// the lanes of fixed_math_vec-inl.h: every element equals the scalar
+// FixedExp / FixedSigmoid bit for bit on every target (checked per target by
+// tests/kernels/moe/fixed_math_test.cc). Included through
+// hwy/foreach_target.h by fixed_math_array.cc.
 #if defined(TRNMX_SRC_INTERNAL_FIXED_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TRNMX_SRC_INTERNAL_FIXED_MATH_INL_H_
 #undef TRNMX_SRC_INTERNAL_FIXED_MATH_INL_H_
@@ -13,10 +13,9 @@
 #include <hwy/highway.h>
 
 #include <cstddef>
-#include <cstdint>
-#include <limits>
 
 #include "internal/fixed_math.h"
+#include "internal/fixed_math_vec-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace trnmx {
@@ -25,67 +24,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_HAVE_FLOAT64
 
-// internal::ExpDouble, lane by lane (x within its domain).
-template <class D>
-HWY_INLINE hn::Vec<D> ExpDoubleV(D d, hn::Vec<D> x) {
-  const hn::RebindToSigned<D> di;
-  const auto round = hn::Set(d, 6755399441055744.0);  // 1.5 * 2^52
-  // t holds N in its low mantissa bits: bits(t) - bits(1.5 * 2^52) = N.
-  const auto t = hn::Add(hn::Mul(x, hn::Set(d, 92.332482616893656)), round);
-  const auto n = hn::Sub(t, round);
-  const auto big_n = hn::Sub(hn::BitCast(di, t), hn::BitCast(di, round));
-  const auto r = hn::Sub(hn::Sub(x, hn::Mul(n, hn::Set(d, internal::kLn2Hi / 64.0))),
-                         hn::Mul(n, hn::Set(d, internal::kLn2Lo / 64.0)));
-  auto p = hn::Set(d, 1.0 / 120.0);
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.0 / 24.0));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.0 / 6.0));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 0.5));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.0));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.0));
-  const auto j = hn::And(big_n, hn::Set(di, 63));
-  // (N - j) is a multiple of 64: the arithmetic shift is the exact m.
-  const auto m = hn::ShiftRight<6>(hn::Sub(big_n, j));
-  const auto pow2 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(m, hn::Set(di, 1023))));
-  return hn::Mul(hn::Mul(hn::GatherIndex(d, internal::kExp2Table, j), p), pow2);
-}
-
 // y[i] = FixedExp(x[i]) (kSigmoid = false) or FixedSigmoid(x[i]); x == y allowed.
 template <bool kSigmoid>
 HWY_INLINE void FixedArray(const float* x, float* y, std::size_t n) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<float, decltype(d)> df;
   const std::size_t lanes = hn::Lanes(d);
-  const float hi = kSigmoid ? 40.0f : 100.0f;
-  const auto lo_v = hn::Set(df, -110.0f);
-  const auto hi_v = hn::Set(df, hi);
-  const auto above = hn::Set(df, kSigmoid ? 1.0f : std::numeric_limits<float>::infinity());
   std::size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const auto xf = hn::LoadU(df, x + i);
-    const auto nan = hn::IsNaN(xf);
-    const auto xc = hn::IfThenElseZero(hn::Not(nan), hn::Min(hn::Max(xf, lo_v), hi_v));
-    const auto xd = hn::PromoteTo(d, xc);
-    hn::Vec<decltype(d)> r;
-    if constexpr (kSigmoid) {
-      const auto one = hn::Set(d, 1.0);
-      const auto pos = hn::Ge(xd, hn::Zero(d));
-      const auto e = ExpDoubleV(d, hn::IfThenElse(pos, hn::Neg(xd), xd));
-      const auto den = hn::Add(one, e);
-      r = hn::IfThenElse(pos, hn::Div(one, den), hn::Div(e, den));
-    } else {
-      r = ExpDoubleV(d, xd);
-    }
-    auto rf = hn::DemoteTo(df, r);
-    // Above: 1 for the sigmoid; +Inf for exp from x = 0x1.62e43p+6 =
-    // 88.72283935546875 on, the least FP32 whose exp reaches FLT_MAX + half
-    // an ulp (its predecessor's exp is 3e-7 relative below, far beyond
-    // ExpDouble's error). On x86 the demotion rounds those to +Inf already;
-    // Highway's EMU128 demotion saturates to FLT_MAX instead.
-    rf = hn::IfThenElse(kSigmoid ? hn::Gt(xf, hi_v) : hn::Ge(xf, hn::Set(df, 0x1.62e43p+6f)), above,
-                        rf);
-    rf = hn::IfThenElseZero(hn::Not(hn::Lt(xf, lo_v)), rf);
-    rf = hn::IfThenElse(nan, xf, rf);
-    hn::StoreU(rf, df, y + i);
+    hn::StoreU(FixedLanes<kSigmoid>(d, hn::LoadU(df, x + i)), df, y + i);
   }
   for (; i < n; ++i) y[i] = kSigmoid ? internal::FixedSigmoid(x[i]) : internal::FixedExp(x[i]);
 }

@@ -23,10 +23,13 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "formats/mx_line.h"
+#include "internal/fixed_math.h"
+#include "internal/fixed_math_vec-inl.h"
 #include "kernels/attention/attention_args.h"
 #include "trnmx/formats/e8m0.h"
 #include "trnmx/formats/mx_format.h"
@@ -457,15 +460,64 @@ HWY_NOINLINE float ScaleMax(float* HWY_RESTRICT s, std::size_t n, float scale) {
     vmax = hn::Max(vmax, v);
     nan = hn::Or(nan, hn::VecFromMask(df, hn::IsNaN(v)));
   }
-  float m = hn::GetLane(hn::MaxOfLanes(df, vmax));
-  bool any_nan = !hn::AllFalse(df, hn::MaskFromVec(nan));
-  for (; j < n; ++j) {
-    const float x = s[j] * scale;
-    s[j] = x;
-    any_nan = any_nan || std::isnan(x);
-    m = x > m ? x : m;
+  if (j < n) {  // The last, partial vector, through a buffer (nothing past n touched).
+    HWY_ALIGN float buf[hn::MaxLanes(df)] = {};
+    std::memcpy(buf, s + j, (n - j) * sizeof(float));
+    const auto in = hn::FirstN(df, n - j);
+    const auto v = hn::Mul(hn::Load(df, buf), vs);
+    hn::Store(v, df, buf);
+    std::memcpy(s + j, buf, (n - j) * sizeof(float));
+    vmax = hn::Max(vmax, hn::IfThenElse(in, v, hn::Set(df, -std::numeric_limits<float>::infinity())));
+    nan = hn::Or(nan, hn::VecFromMask(df, hn::IsNaN(v)));
   }
+  const float m = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  const bool any_nan = !hn::AllFalse(df, hn::MaskFromVec(nan));
   return any_nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+// dst[i] = the FP32 value of the BF16 bit pattern src[i] (exact), i < n.
+HWY_NOINLINE void WidenBf16(const std::uint16_t* HWY_RESTRICT src, std::size_t n,
+                            float* HWY_RESTRICT dst) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::Rebind<std::uint16_t, decltype(df)> d16;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto bits = hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, src + i)));
+    hn::StoreU(hn::BitCast(df, bits), df, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = std::bit_cast<float>(std::uint32_t{src[i]} << 16);
+}
+
+// Step 4 on one row's scores s[0, n) with the row's new max m:
+// s[j] = FixedExp(fl32(s[j] - m)), then values below 2^-126 flushed to +0
+// (FlushSubnormalProbs; NaN stays). Lanes equal the scalar functions' bits
+// (fixed_math_vec-inl.h); the last, partial vector goes through a buffer,
+// so nothing past n is read or written.
+HWY_NOINLINE void ExpRow(float* HWY_RESTRICT s, std::size_t n, float m) {
+#if HWY_HAVE_FLOAT64
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const std::size_t lanes = hn::Lanes(df);
+  const auto vm = hn::Set(df, m);
+  const auto min_normal = hn::Set(df, std::numeric_limits<float>::min());
+  const auto p_of = [&](hn::Vec<decltype(df)> x) HWY_ATTR {
+    const auto p = FixedLanes<false>(dd, hn::Sub(x, vm));
+    return hn::IfThenZeroElse(hn::Lt(p, min_normal), p);
+  };
+  std::size_t j = 0;
+  for (; j + lanes <= n; j += lanes) hn::StoreU(p_of(hn::LoadU(df, s + j)), df, s + j);
+  if (j < n) {
+    HWY_ALIGN float buf[hn::MaxLanes(df)] = {};
+    std::memcpy(buf, s + j, (n - j) * sizeof(float));
+    hn::Store(p_of(hn::Load(df, buf)), df, buf);
+    std::memcpy(s + j, buf, (n - j) * sizeof(float));
+  }
+#else
+  for (std::size_t j = 0; j < n; ++j) s[j] = internal::FixedExp(s[j] - m);
+  internal::FlushSubnormalProbs(s, n);
+#endif
 }
 
 }  // namespace attn

@@ -36,6 +36,10 @@ void AttnScoreRows(const float* q, std::size_t ldq, std::size_t rows, const floa
   attn::ScoreRows(q, ldq, rows, kt, ldk, dqk, n, s, lds);
 }
 float AttnScaleMax(float* s, std::size_t n, float scale) { return attn::ScaleMax(s, n, scale); }
+void AttnExpRow(float* s, std::size_t n, float m) { attn::ExpRow(s, n, m); }
+void AttnWidenBf16(const std::uint16_t* src, std::size_t n, float* dst) {
+  attn::WidenBf16(src, n, dst);
+}
 void AttnPvRows(const float* p, std::size_t ldp, std::size_t rows, std::size_t j0, std::size_t j1,
                 const float* v, std::size_t ldv, std::size_t dv, float* acc, std::size_t lda) {
   attn::PvRows(p, ldp, rows, j0, j1, v, ldv, dv, acc, lda);
@@ -106,7 +110,6 @@ HWY_AFTER_NAMESPACE();
 #include "internal/calling_thread.h"
 #include "internal/checks.h"
 #include "internal/fixed_math.h"
-#include "internal/fixed_math_array.h"
 #include "internal/status_macros.h"
 #include "kernels/attention/attention_args.h"
 #include "kernels/gemm/gemm_mx_internal.h"
@@ -119,6 +122,8 @@ namespace trnmx {
 HWY_EXPORT(AttnScoreRows);
 HWY_EXPORT(AttnPvRows);
 HWY_EXPORT(AttnScaleMax);
+HWY_EXPORT(AttnExpRow);
+HWY_EXPORT(AttnWidenBf16);
 HWY_EXPORT(AttnMxKScoreRows);
 HWY_EXPORT(AttnMxVRows);
 HWY_EXPORT(AttnHasMxfp8Decode);
@@ -159,8 +164,10 @@ float NanMax(float a, float b) {
   return a > b ? a : b;
 }
 
-float Bf16Value(const Bf16* p, std::size_t at) {
-  return std::bit_cast<float>(std::uint32_t{p[at].bits} << 16);
+// dst[d] = the FP32 value of p[at + d], d < n (the dispatched widening).
+void WidenBf16Row(const Bf16* p, std::size_t at, std::size_t n, float* dst) {
+  static_assert(sizeof(Bf16) == 2 && alignof(Bf16) <= 2);
+  HWY_DYNAMIC_DISPATCH(AttnWidenBf16)(reinterpret_cast<const std::uint16_t*>(p + at), n, dst);
 }
 
 // Scratch sizes of one worker, in floats.
@@ -375,8 +382,7 @@ class Worker {
       if (q.type == OperandType::kFp32) {
         std::memcpy(dst, static_cast<const float*>(q.data) + at, sh_.dqk * sizeof(float));
       } else {
-        const auto* src = static_cast<const Bf16*>(q.data);
-        for (std::size_t d = 0; d < sh_.dqk; ++d) dst[d] = Bf16Value(src, at + d);
+        WidenBf16Row(static_cast<const Bf16*>(q.data), at, sh_.dqk, dst);
       }
     }
   }
@@ -476,8 +482,7 @@ class Worker {
     if (k.type == OperandType::kFp32) {
       std::memcpy(dst, static_cast<const float*>(k.data) + at, sh_.dqk * sizeof(float));
     } else {
-      const auto* src = static_cast<const Bf16*>(k.data);
-      for (std::size_t d = 0; d < sh_.dqk; ++d) dst[d] = Bf16Value(src, at + d);
+      WidenBf16Row(static_cast<const Bf16*>(k.data), at, sh_.dqk, dst);
     }
   }
 
@@ -498,8 +503,7 @@ class Worker {
       if (v.type == OperandType::kFp32) {
         std::memcpy(dst, static_cast<const float*>(v.data) + at, sh_.dv * sizeof(float));
       } else {
-        const auto* src = static_cast<const Bf16*>(v.data);
-        for (std::size_t d = 0; d < sh_.dv; ++d) dst[d] = Bf16Value(src, at + d);
+        WidenBf16Row(static_cast<const Bf16*>(v.data), at, sh_.dv, dst);
       }
     }
   }
@@ -694,9 +698,7 @@ class Worker {
       if (m_new == -kInf) continue;
       alpha_[r] = m_[r] == -kInf ? 0.0f : FixedExp(m_[r] - m_new);
       m_[r] = m_new;
-      for (std::size_t j = ra; j < re; ++j) s[j] = s[j] - m_new;
-      FixedExpArray(s + ra, s + ra, re - ra);
-      FlushSubnormalProbs(s + ra, re - ra);
+      HWY_DYNAMIC_DISPATCH(AttnExpRow)(s + ra, re - ra, m_new);
       updated_[r] = true;
     }
     SumRows(a, e, rows);
@@ -771,10 +773,10 @@ class Worker {
   }
 
   // l = fl32(l * alpha), then l = fl32(l + p_j) for j increasing, for every
-  // updated row; four rows with the same keys at a time, so that four
-  // independent addition chains hide the latency of each.
+  // updated row; eight (then four, then one) rows with the same keys at a
+  // time, so that independent addition chains hide each one's latency (eight
+  // fill both FP adders of a core with a 4-cycle add).
   void SumRows(std::size_t a, std::size_t e, std::size_t rows) {
-    const std::size_t ld = dims_.tile_p;
     for (std::size_t r = 0; r < rows;) {
       if (!updated_[r]) {
         ++r;
@@ -782,34 +784,25 @@ class Worker {
       }
       const std::size_t ra = std::max(a, lo_[r]);
       const std::size_t re = std::min(e, hi_[r]);
-      const bool four = r + 4 <= rows && updated_[r + 1] && updated_[r + 2] && updated_[r + 3] &&
-                        lo_[r + 3] == lo_[r] && hi_[r + 3] == hi_[r] && lo_[r + 1] == lo_[r] &&
-                        hi_[r + 1] == hi_[r] && lo_[r + 2] == lo_[r] && hi_[r + 2] == hi_[r];
-      if (!four) {
-        const float* s = sc_ + r * ld - a;
-        float l = l_[r] * alpha_[r];
-        for (std::size_t j = ra; j < re; ++j) l = l + s[j];
-        l_[r] = l;
-        ++r;
-        continue;
-      }
-      const float* s0 = sc_ + r * ld - a;
-      const float* s1 = s0 + ld;
-      const float* s2 = s1 + ld;
-      const float* s3 = s2 + ld;
-      float l0 = l_[r] * alpha_[r];
-      float l1 = l_[r + 1] * alpha_[r + 1];
-      float l2 = l_[r + 2] * alpha_[r + 2];
-      float l3 = l_[r + 3] * alpha_[r + 3];
-      for (std::size_t j = ra; j < re; ++j) {
-        l0 = l0 + s0[j];
-        l1 = l1 + s1[j];
-        l2 = l2 + s2[j];
-        l3 = l3 + s3[j];
-      }
-      l_[r] = l0, l_[r + 1] = l1, l_[r + 2] = l2, l_[r + 3] = l3;
-      r += 4;
+      const std::size_t r1 =
+          SameKeysRunEnd(r, rows, a, e, [&](std::size_t x) { return updated_[x]; });
+      for (; r + 8 <= r1; r += 8) SumChains<8>(r, a, ra, re);
+      for (; r + 4 <= r1; r += 4) SumChains<4>(r, a, ra, re);
+      for (; r < r1; ++r) SumChains<1>(r, a, ra, re);
     }
+  }
+
+  // SumRows for rows r .. r + kChains - 1, whose keys are [ra, re).
+  template <std::size_t kChains>
+  void SumChains(std::size_t r, std::size_t a, std::size_t ra, std::size_t re) {
+    const std::size_t ld = dims_.tile_p;
+    const float* s = sc_ + r * ld - a;
+    float l[kChains];
+    for (std::size_t c = 0; c < kChains; ++c) l[c] = l_[r + c] * alpha_[r + c];
+    for (std::size_t j = ra; j < re; ++j) {
+      for (std::size_t c = 0; c < kChains; ++c) l[c] = l[c] + s[c * ld + j];
+    }
+    for (std::size_t c = 0; c < kChains; ++c) l_[r + c] = l[c];
   }
 
   // Step 2's scale, soft-cap and ALiBi on the raw products s[ra .. re) of
