@@ -137,10 +137,11 @@ TEST(ThreadPoolExecutor, NestedCallsRunEveryTaskInsteadOfWaiting) {
 // report (in a child process; TSan's default exit code after a report is 66).
 // TSan's detection is not certain for one racy pair: it keeps four accesses
 // per 8 bytes and evicts one when full, and two writes at the same instant
-// can each check the shadow before the other stores it (CI missed the race
-// about once in 300 runs under load). So each int has a cache line of its
-// own, task 1 writes 20 ms after task 0 (a sleep orders nothing), and the
-// meeting is repeated on 8 ints: a miss in all of them is what fails.
+// can each check the shadow before the other stores it (one CI run saw no
+// report for a single pair; with the 20 ms stagger alone, 1 of 300 runs under
+// load here). So each int has a cache line of its own, task 1 writes 20 ms
+// after task 0 (a sleep orders nothing), and the meeting is repeated on 8
+// ints: a miss in all of them is what fails (0 of 300 runs under load).
 #ifdef TRNMX_TSAN
 [[noreturn]] void RaceBetweenTasksThenExit() {
   struct alignas(64) Line {
