@@ -16,6 +16,10 @@
 //   BitDigest.Gemm/<target>   gemm.h: dense FP32/BF16 pairings and outputs,
 //                             the epilogue, every MX x MX pairing, dense x MX
 //                             and MX x dense, packed weights
+//   BitDigest.Attention/<target>  attention.h: causal GQA prefill (BF16; FP32
+//                             with window, soft-cap, sinks, ALiBi and BF16 P;
+//                             MXFP8 KV with MXFP8 P) and split-KV decode (MX
+//                             and FP32 caches), O and the log-sum-exp
 //
 // The inputs are generated from fixed seeds (not TRNMX_TEST_SEED) with the
 // standard's exactly specified std::mt19937_64 and integer arithmetic; the
@@ -47,6 +51,7 @@
 #include "formats/mx_tensor_test_support.h"
 #include "kernels/gemm_test_util.h"
 #include "support/hwy_targets.h"
+#include "trnmx/attention.h"
 #include "trnmx/formats/bulk.h"
 #include "trnmx/formats/registry.h"
 #include "trnmx/formats/visit.h"
@@ -465,6 +470,113 @@ TEST_P(BitDigest, Gemm) {
     add(name + "xbf16", a8.op, b16.op);
   }
   CheckDigests(GetParam(), "gemm.", got);
+}
+
+// Attention: the bits of O and the log-sum-exp for each case below. B = 2,
+// Hq = 4 over Hkv = 2 (GQA), D = 64; prefill S = 150 (two KV tiles of 128,
+// the second partial), decode Sq = 1 over 2500 keys (three splits by the
+// step-3 rule).
+constexpr std::size_t kAttnB = 2, kAttnHq = 4, kAttnHkv = 2, kAttnD = 64;
+
+void DigestAttention(const AttnOperand& q, const AttnOperand& k, const AttnOperand& v,
+                     OutputType out_type, const AttentionParams& params, Digest& d) {
+  const std::size_t elements = q.n * q.s * kAttnHq * kAttnD;
+  std::vector<float> o32(elements, 0.0f);
+  std::vector<Bf16> o16(elements, Bf16::FromBits(0));
+  std::vector<float> lse(q.n * kAttnHq * q.s, 0.0f);
+  const AttnOutput o =
+      out_type == OutputType::kFp32
+          ? AttnOutput::Bshd(OutputType::kFp32, o32.data(), q.n, q.s, kAttnHq, kAttnD)
+          : AttnOutput::Bshd(OutputType::kBf16, o16.data(), q.n, q.s, kAttnHq, kAttnD);
+  const Status status =
+      Attention(q, k, v, o, params, nullptr, AttnLse{lse.data(), kAttnHq * q.s, q.s, 1});
+  EXPECT_TRUE(status.ok()) << status.ToString();  // Every case is a valid call.
+  d.StatusCode(status);
+  if (out_type == OutputType::kFp32) {
+    d.Values(std::span<const std::uint32_t>(CanonicalNaNs(o32)));
+  } else {
+    for (Bf16 x : o16) {
+      d.Value(static_cast<std::uint16_t>((x.bits & 0x7FFF) > 0x7F80 ? 0x7FC0 : x.bits));
+    }
+  }
+  d.Values(std::span<const std::uint32_t>(CanonicalNaNs(lse)));
+}
+
+TEST_P(BitDigest, Attention) {
+  Digests got;
+  testing::Rng rng(0xB17D'16E5'7000'0004ull);
+  Digest inputs;
+  // [n, s, h, d] values with exponents in [-1, 1], as FP32 and as BF16.
+  const auto values = [&](std::size_t n, std::size_t s, std::size_t h) {
+    std::vector<float> x(n * s * h * kAttnD);
+    for (float& e : x) e = testing::RandomFloat(rng, 1);
+    inputs.Values(std::span<const float>(x));
+    return x;
+  };
+  const auto to_bf16 = [](const std::vector<float>& x) {
+    std::vector<Bf16> out(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) out[i] = Fp32ToBf16Rne(x[i]);
+    return out;
+  };
+  constexpr std::size_t kS = 150, kL = 2500;
+  const std::vector<float> q = values(kAttnB, kS, kAttnHq);
+  const std::vector<float> k = values(kAttnB, kS, kAttnHkv);
+  const std::vector<float> v = values(kAttnB, kS, kAttnHkv);
+  const std::vector<float> q1 = values(kAttnB, 1, kAttnHq);
+  const std::vector<float> kl = values(kAttnB, kL, kAttnHkv);
+  const std::vector<float> vl = values(kAttnB, kL, kAttnHkv);
+  std::vector<float> sinks(kAttnHq);
+  for (float& e : sinks) e = testing::RandomFloat(rng, 1);
+  inputs.Values(std::span<const float>(sinks));
+  got.emplace_back("attention.inputs", inputs.Hex());
+  const std::vector<Bf16> q16 = to_bf16(q), k16 = to_bf16(k), v16 = to_bf16(v);
+  std::vector<float> slopes(kAttnHq);
+  ASSERT_TRUE(AlibiSlopes(kAttnHq, slopes).ok());
+
+  const auto bshd = [](OperandType t, const void* data, std::size_t s, std::size_t h) {
+    return AttnOperand::Bshd(t, data, kAttnB, s, h, kAttnD);
+  };
+  const AttnOperand q32 = bshd(OperandType::kFp32, q.data(), kS, kAttnHq);
+  const AttnOperand k32 = bshd(OperandType::kFp32, k.data(), kS, kAttnHkv);
+  const AttnOperand v32 = bshd(OperandType::kFp32, v.data(), kS, kAttnHkv);
+  const auto add = [&](const std::string& name, const AttnOperand& aq, const AttnOperand& ak,
+                       const AttnOperand& av, const AttentionParams& params,
+                       OutputType out = OutputType::kFp32) {
+    Digest d;
+    DigestAttention(aq, ak, av, out, params, d);
+    got.emplace_back("attention." + name, d.Hex());
+  };
+  add("prefill.bf16.causal", bshd(OperandType::kBf16, q16.data(), kS, kAttnHq),
+      bshd(OperandType::kBf16, k16.data(), kS, kAttnHkv),
+      bshd(OperandType::kBf16, v16.data(), kS, kAttnHkv), {.causal = true},
+      OutputType::kBf16);
+  add("prefill.fp32.window-softcap-sinks-alibi.p-bf16", q32, k32, v32,
+      {.causal = true,
+       .window_left = 40,
+       .softcap = 30.0f,
+       .sinks = sinks,
+       .alibi_slopes = slopes,
+       .p_type = AttnPType::kBf16});
+
+  // MX KV caches: K blocked along d, V along the sequence.
+  const auto mx = [&](const AttnOperand& dense, MxFormat f, BlockAxis axis) {
+    StatusOr<AttnMxTensor> t = QuantizeAttnOperand(dense, f, axis);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return std::move(t).value();
+  };
+  const AttnMxTensor k8 = mx(k32, MxFormat::kMxfp8E4M3, BlockAxis::kRows);
+  const AttnMxTensor v8 = mx(v32, MxFormat::kMxfp8E4M3, BlockAxis::kCols);
+  add("prefill.mxfp8-kv.p-mxfp8", q32, k8.operand(), v8.operand(),
+      {.causal = true, .p_type = AttnPType::kMxfp8E4M3});
+  const AttnOperand q1op = bshd(OperandType::kFp32, q1.data(), 1, kAttnHq);
+  const AttnMxTensor kl8 =
+      mx(bshd(OperandType::kFp32, kl.data(), kL, kAttnHkv), MxFormat::kMxfp8E5M2, BlockAxis::kRows);
+  const AttnMxTensor vl4 =
+      mx(bshd(OperandType::kFp32, vl.data(), kL, kAttnHkv), MxFormat::kMxfp4, BlockAxis::kCols);
+  add("decode.mxfp8-k.mxfp4-v", q1op, kl8.operand(), vl4.operand(), {}, OutputType::kBf16);
+  add("decode.fp32", q1op, bshd(OperandType::kFp32, kl.data(), kL, kAttnHkv),
+      bshd(OperandType::kFp32, vl.data(), kL, kAttnHkv), {});
+  CheckDigests(GetParam(), "attention.", got);
 }
 
 }  // namespace
