@@ -475,21 +475,6 @@ HWY_NOINLINE float ScaleMax(float* HWY_RESTRICT s, std::size_t n, float scale) {
   return any_nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
-// dst[i] = the FP32 value of the BF16 bit pattern src[i] (exact), i < n.
-HWY_NOINLINE void WidenBf16(const std::uint16_t* HWY_RESTRICT src, std::size_t n,
-                            float* HWY_RESTRICT dst) {
-  const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du;
-  const hn::Rebind<std::uint16_t, decltype(df)> d16;
-  const std::size_t lanes = hn::Lanes(df);
-  std::size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto bits = hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, src + i)));
-    hn::StoreU(hn::BitCast(df, bits), df, dst + i);
-  }
-  for (; i < n; ++i) dst[i] = std::bit_cast<float>(std::uint32_t{src[i]} << 16);
-}
-
 // Step 4 on one row's scores s[0, n) with the row's new max m:
 // s[j] = FixedExp(fl32(s[j] - m)), then values below 2^-126 flushed to +0
 // (FlushSubnormalProbs; NaN stays). Lanes equal the scalar functions' bits

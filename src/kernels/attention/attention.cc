@@ -37,9 +37,6 @@ void AttnScoreRows(const float* q, std::size_t ldq, std::size_t rows, const floa
 }
 float AttnScaleMax(float* s, std::size_t n, float scale) { return attn::ScaleMax(s, n, scale); }
 void AttnExpRow(float* s, std::size_t n, float m) { attn::ExpRow(s, n, m); }
-void AttnWidenBf16(const std::uint16_t* src, std::size_t n, float* dst) {
-  attn::WidenBf16(src, n, dst);
-}
 void AttnPvRows(const float* p, std::size_t ldp, std::size_t rows, std::size_t j0, std::size_t j1,
                 const float* v, std::size_t ldv, std::size_t dv, float* acc, std::size_t lda) {
   attn::PvRows(p, ldp, rows, j0, j1, v, ldv, dv, acc, lda);
@@ -101,6 +98,7 @@ HWY_AFTER_NAMESPACE();
 #include <limits>
 #include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,6 +112,7 @@ HWY_AFTER_NAMESPACE();
 #include "kernels/attention/attention_args.h"
 #include "kernels/gemm/gemm_mx_internal.h"
 #include "trnmx/attention.h"
+#include "trnmx/formats/bulk.h"
 #include "trnmx/formats/codec.h"
 #include "trnmx/formats/mx_block.h"
 
@@ -123,7 +122,6 @@ HWY_EXPORT(AttnScoreRows);
 HWY_EXPORT(AttnPvRows);
 HWY_EXPORT(AttnScaleMax);
 HWY_EXPORT(AttnExpRow);
-HWY_EXPORT(AttnWidenBf16);
 HWY_EXPORT(AttnMxKScoreRows);
 HWY_EXPORT(AttnMxVRows);
 HWY_EXPORT(AttnHasMxfp8Decode);
@@ -164,10 +162,11 @@ float NanMax(float a, float b) {
   return a > b ? a : b;
 }
 
-// dst[d] = the FP32 value of p[at + d], d < n (the dispatched widening).
+// dst[d] = the FP32 value of p[at + d], d < n: the bulk codec's BF16 decode
+// (exact; dispatched, and one chunk, so on the calling thread).
 void WidenBf16Row(const Bf16* p, std::size_t at, std::size_t n, float* dst) {
-  static_assert(sizeof(Bf16) == 2 && alignof(Bf16) <= 2);
-  HWY_DYNAMIC_DISPATCH(AttnWidenBf16)(reinterpret_cast<const std::uint16_t*>(p + at), n, dst);
+  // Equal sizes: the one error BulkDecode reports cannot occur.
+  static_cast<void>(BulkDecode(std::span<const Bf16>(p + at, n), std::span<float>(dst, n)));
 }
 
 // Scratch sizes of one worker, in floats.
