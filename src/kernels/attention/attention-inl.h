@@ -445,6 +445,19 @@ HWY_INLINE bool WithMxfp8(MxFormat format, F&& fn) {
 }
 #endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 
+// p[i] = f(p[i]) for i < n, n less than a vector: through an aligned buffer
+// whose lanes past n are +0 (computed, then dropped), so nothing past p + n
+// is read or written. Returns f's whole vector.
+template <class D, class F>
+HWY_INLINE hn::Vec<D> PartialInPlace(D d, float* HWY_RESTRICT p, std::size_t n, const F& f) {
+  HWY_ALIGN float buf[hn::MaxLanes(d)] = {};
+  std::memcpy(buf, p, n * sizeof(float));
+  const hn::Vec<D> v = f(hn::Load(d, buf));
+  hn::Store(v, d, buf);
+  std::memcpy(p, buf, n * sizeof(float));
+  return v;
+}
+
 // s[j] = fl32(s[j] * scale) for j < n; returns the max of the results, NaN
 // if any is NaN, -Inf for n = 0 (the max is exact, so any order gives it).
 HWY_NOINLINE float ScaleMax(float* HWY_RESTRICT s, std::size_t n, float scale) {
@@ -460,13 +473,9 @@ HWY_NOINLINE float ScaleMax(float* HWY_RESTRICT s, std::size_t n, float scale) {
     vmax = hn::Max(vmax, v);
     nan = hn::Or(nan, hn::VecFromMask(df, hn::IsNaN(v)));
   }
-  if (j < n) {  // The last, partial vector, through a buffer (nothing past n touched).
-    HWY_ALIGN float buf[hn::MaxLanes(df)] = {};
-    std::memcpy(buf, s + j, (n - j) * sizeof(float));
+  if (j < n) {
     const auto in = hn::FirstN(df, n - j);
-    const auto v = hn::Mul(hn::Load(df, buf), vs);
-    hn::Store(v, df, buf);
-    std::memcpy(s + j, buf, (n - j) * sizeof(float));
+    const auto v = PartialInPlace(df, s + j, n - j, [&](auto x) HWY_ATTR { return hn::Mul(x, vs); });
     vmax = hn::Max(vmax, hn::IfThenElse(in, v, hn::Set(df, -std::numeric_limits<float>::infinity())));
     nan = hn::Or(nan, hn::VecFromMask(df, hn::IsNaN(v)));
   }
@@ -478,8 +487,7 @@ HWY_NOINLINE float ScaleMax(float* HWY_RESTRICT s, std::size_t n, float scale) {
 // Step 4 on one row's scores s[0, n) with the row's new max m:
 // s[j] = FixedExp(fl32(s[j] - m)), then values below 2^-126 flushed to +0
 // (FlushSubnormalProbs; NaN stays). Lanes equal the scalar functions' bits
-// (fixed_math_vec-inl.h); the last, partial vector goes through a buffer,
-// so nothing past n is read or written.
+// (fixed_math_vec-inl.h); nothing past n is read or written (PartialInPlace).
 HWY_NOINLINE void ExpRow(float* HWY_RESTRICT s, std::size_t n, float m) {
 #if HWY_HAVE_FLOAT64
   const hn::ScalableTag<double> dd;
@@ -493,12 +501,7 @@ HWY_NOINLINE void ExpRow(float* HWY_RESTRICT s, std::size_t n, float m) {
   };
   std::size_t j = 0;
   for (; j + lanes <= n; j += lanes) hn::StoreU(p_of(hn::LoadU(df, s + j)), df, s + j);
-  if (j < n) {
-    HWY_ALIGN float buf[hn::MaxLanes(df)] = {};
-    std::memcpy(buf, s + j, (n - j) * sizeof(float));
-    hn::Store(p_of(hn::Load(df, buf)), df, buf);
-    std::memcpy(s + j, buf, (n - j) * sizeof(float));
-  }
+  if (j < n) PartialInPlace(df, s + j, n - j, p_of);
 #else
   for (std::size_t j = 0; j < n; ++j) s[j] = internal::FixedExp(s[j] - m);
   internal::FlushSubnormalProbs(s, n);
