@@ -34,7 +34,9 @@
 // (QuantizeGgmlMxfp4, DequantizeGgmlMxfp4: ggml's own bytes). Each function's contract is at its
 // declaration. The bits of every element and scale are those of the scalar
 // reference (mx_block.h, formats.md sections 6-8) for every thread count and
-// SIMD target.
+// SIMD target, in the default floating-point environment (round to nearest,
+// FTZ and DAZ off), which the scaling multiply needs as the reference does
+// (formats.md section 11).
 //
 //   std::vector<float> x(rows * cols);                       // row-major
 //   trnmx::Fp32MatrixView src{x.data(), rows, cols, cols};

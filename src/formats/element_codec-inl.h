@@ -1,6 +1,6 @@
 // Per-target vector FP32 <-> element codecs, shared by bulk_codec-inl.h and
-// mx_line-inl.h. Integer ops only on the encode side, identical bits to
-// codec.h (EncodeWithFlags / DecodeBits) and int8.h on every target.
+// mx_line-inl.h. Identical bits to codec.h (EncodeWithFlags / DecodeBits)
+// and int8.h on every target.
 //
 // Encoding, lane by lane, for |x| bits a (sign handled apart), m mantissa
 // bits, bias b, emin = 1 - b:
@@ -23,7 +23,9 @@
 // overflow code, +-Inf and NaN -> their policy codes (element_consts.h), the
 // sign OR-ed on top. Non-finite inputs are handled in a branch taken only for
 // vectors that contain one, so the common case is a fixed, branch-free
-// sequence of about 20 integer ops per vector. MXINT8 is the same rounding of
+// sequence of about 20 integer ops per vector. Round to nearest even, the
+// default, takes about 12 instead (RoundToCodeNearestEven: the constant shift
+// in the normal range, one FP32 add below it). MXINT8 is the same rounding of
 // sig with sh = 144 - E' (a fixed-point conversion), then a clamp.
 #if defined(TRNMX_SRC_FORMATS_ELEMENT_CODEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TRNMX_SRC_FORMATS_ELEMENT_CODEC_INL_H_
@@ -76,6 +78,13 @@ struct EncodeShape {
   static constexpr std::uint32_t kMaxCode = Traits::kMaxMagnitudeCode;
   static constexpr std::uint32_t kSignMask = Traits::kSignMask;
   static constexpr std::uint32_t kRebias = static_cast<std::uint32_t>(127 - Traits::kBias) << 23;
+  // Round to nearest even (RoundToCodeNearestEven): 2^(kShMin - 1) - 1 -
+  // kRebias (mod 2^32), FP32 bits of the target's smallest normal 2^emin,
+  // and of 2^(emin - m + 23), whose ulp is the target's subnormal spacing.
+  static constexpr std::uint32_t kRneAdd = (1u << (kShMin - 1)) - 1u - kRebias;
+  static constexpr std::uint32_t kMinNormal = static_cast<std::uint32_t>(127 + Traits::kEmin) << 23;
+  static constexpr std::uint32_t kSubMagic =
+      static_cast<std::uint32_t>(127 + Traits::kEmin - kM + 23) << 23;
 };
 // MXINT8: n = round(|x| * 64) drops 144 - E' bits, at least 1; limit 127.
 template <>
@@ -86,6 +95,8 @@ struct EncodeShape<MxInt8Traits> {
   static constexpr std::uint32_t kSignMask = 0;
   // No normal range: v = a - min((E' - 1) << 23, kRebias) must always be sig.
   static constexpr std::uint32_t kRebias = 0x7FFFFFFF;
+  // Unused: MXINT8 rounds through RoundToCode.
+  static constexpr std::uint32_t kRneAdd = 0, kMinNormal = 0, kSubMagic = 0;
 };
 
 // Every vector constant of one encoder, broadcast once per call (kept in
@@ -124,7 +135,10 @@ struct EncodeVecs {
         emax_(Make(di, Traits::kEmax)),
         k254_(Make(di, 254)),
         exp_one_(Make(di, 0x00800000)),
-        rebias_(Make(di, I(Shape::kRebias))) {}
+        rebias_(Make(di, I(Shape::kRebias))),
+        rne_add_(Make(di, I(Shape::kRneAdd))),
+        min_normal_(Make(di, I(Shape::kMinNormal))),
+        sub_magic_(Make(di, I(Shape::kSubMagic))) {}
 
   bool flush;
   HWY_INLINE V flush_below() const { return Use(flush_below_); }
@@ -151,6 +165,9 @@ struct EncodeVecs {
   HWY_INLINE V k254() const { return Use(k254_); }
   HWY_INLINE V exp_one() const { return Use(exp_one_); }
   HWY_INLINE V rebias() const { return Use(rebias_); }
+  HWY_INLINE V rne_add() const { return Use(rne_add_); }
+  HWY_INLINE V min_normal() const { return Use(min_normal_); }
+  HWY_INLINE V sub_magic() const { return Use(sub_magic_); }
 
  private:
 #if TRNMX_SIZELESS_VECTORS
@@ -165,7 +182,7 @@ struct EncodeVecs {
   Stored flush_below_, overflow_finite_, overflow_inf_, nan_keep_, nan_xor_, nan_mag_, nan_payload_,
       int8_negative_limit_;
   Stored one_, abs_mask_, below_inf_, inf_, sh_base_, sh_min_, sh_max_, k32_, low31_, max_code_,
-      sign_mask_, byte_mask_, emax_, k254_, exp_one_, rebias_;
+      sign_mask_, byte_mask_, emax_, k254_, exp_one_, rebias_, rne_add_, min_normal_, sub_magic_;
 };
 
 // Logical right shift by per-lane counts of non-negative int32 lanes; u32
@@ -238,24 +255,46 @@ HWY_INLINE V RoundToCode(DI di, V a, const EncodeVecs<Traits, DI>& k) {
   return RoundShiftVar<R>(di, v, sh, k);
 }
 
-// FP32 bits -> codes of the float format Traits (low bits of each int32
-// lane). kMaybeSpecial = false promises finite inputs (MX blocks whose amax
-// is finite) and drops the non-finite check.
+// RoundToCode for round to nearest even in two parts, with about half the
+// ops and one shift fewer. In the target's normal range (a >= 2^emin) the
+// exponent is rebased and the mantissa shifted with the usual carry:
+//   code = (a - rebias + 2^(sh-1) - 1 + odd) >> sh,  sh = 23 - m
+// (bit sh of a - rebias is bit sh of a: rebias is a multiple of 2^23). Below
+// it the FPU rounds: a + 2^(emin - m + 23) is exact up to one rounding to
+// nearest even at the ulp 2^(emin - m), the subnormal spacing, so the sum's
+// bits minus the constant's are the code (0 .. 2^m, the last being the
+// smallest normal). FP32 subnormal inputs give 0 with or without DAZ.
+template <class Traits, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V RoundToCodeNearestEven(DI di, V a, const EncodeVecs<Traits, DI>& k) {
+  const hn::Rebind<float, DI> df;
+  constexpr int kSh = EncodeShape<Traits>::kShMin;
+  const V odd = hn::And(hn::ShiftRight<kSh>(a), k.one());
+  const V normal = hn::ShiftRight<kSh>(hn::Add(hn::Add(a, k.rne_add()), odd));
+  const V sum = hn::BitCast(di, hn::Add(hn::BitCast(df, a), hn::BitCast(df, k.sub_magic())));
+  return hn::IfThenElse(hn::Lt(a, k.min_normal()), hn::Sub(sum, k.sub_magic()), normal);
+}
+
+// EncodeFloatCodes after its first step: `a` is |x|'s bits, already flushed
+// where the options flush, and `bits` gives the sign (only its top bit is
+// read, so any value of x's sign will do).
 template <class Traits, Rounding R, bool kMaybeSpecial = true, class DI, class V = hn::Vec<DI>>
-HWY_INLINE V EncodeFloatCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
+HWY_INLINE V EncodeFloatFromAbs(DI di, V bits, V a, const EncodeVecs<Traits, DI>& k) {
   constexpr int m = Traits::kMantissaBits;
   static_assert(Traits::kEmin >= -126 && m <= 10);
-  V a = hn::And(bits, k.abs_mask());
-  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below()), a);
   V mag;
   if constexpr (Traits::kBias == 127) {
     // BF16: FP32's exponent range, so the rounding of a itself carries into
     // the exponent and FP32 subnormals map to BF16 subnormals (section 4).
     mag = RoundShiftConst<R, 23 - m>(di, a);
+  } else if constexpr (R == Rounding::kNearestEven) {
+    mag = RoundToCodeNearestEven(di, a, k);
   } else {
     mag = RoundToCode<R>(di, a, k);
   }
-  mag = hn::IfThenElse(hn::Gt(mag, k.max_code()), k.overflow_finite(), mag);
+  // code > MAX -> overflow_finite in one op: overflow_finite is MAX or the
+  // code right above it (Inf or NaN, NonSatOverflowCode), so no code lies
+  // strictly between the two.
+  mag = hn::Min(mag, k.overflow_finite());
   // The sign by a compare and a masked OR (no shift).
   const auto negative = hn::Lt(bits, hn::Zero(di));
   V code = hn::IfThenElse(negative, hn::Or(mag, k.sign_mask()), mag);
@@ -270,6 +309,16 @@ HWY_INLINE V EncodeFloatCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
     }
   }
   return code;
+}
+
+// FP32 bits -> codes of the float format Traits (low bits of each int32
+// lane). kMaybeSpecial = false promises finite inputs (MX blocks whose amax
+// is finite) and drops the non-finite check.
+template <class Traits, Rounding R, bool kMaybeSpecial = true, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V EncodeFloatCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
+  V a = hn::And(bits, k.abs_mask());
+  if (k.flush) a = hn::IfThenZeroElse(hn::Lt(a, k.flush_below()), a);
+  return EncodeFloatFromAbs<Traits, R, kMaybeSpecial>(di, bits, a, k);
 }
 
 // FP32 bits -> MXINT8 codes (int8 n = round(x * 64), clamped; int8.h).

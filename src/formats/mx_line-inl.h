@@ -58,15 +58,6 @@ using MxTag = hn::CappedTag<std::int32_t, kBits == 6 ? 8 : 16>;
 template <class DI>
 using BlockVecs = VecArray<DI, kMxBlock / kMinLanes<DI>>;
 
-template <class Traits, Rounding R, bool kMaybeSpecial, class DI, class V = hn::Vec<DI>>
-HWY_INLINE V EncodeMxCodes(DI di, V bits, const EncodeVecs<Traits, DI>& k) {
-  if constexpr (detail::kIsMxInt8<Traits>) {
-    return EncodeInt8Codes<R, kMaybeSpecial>(di, bits, k);
-  } else {
-    return EncodeFloatCodes<Traits, R, kMaybeSpecial>(di, bits, k);
-  }
-}
-
 template <class Traits, class DI, class V = hn::Vec<DI>>
 HWY_INLINE hn::Vec<hn::Rebind<float, DI>> DecodeMxCodes(DI di, V codes) {
   if constexpr (detail::kIsMxInt8<Traits>) {
@@ -97,9 +88,26 @@ HWY_INLINE void EncodeAndPack(DI di, const BlockVecs<DI>& x, hn::Vec<hn::Rebind<
   TRNMX_LANES_CONSTEXPR std::size_t N = LanesOf(di);
   TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / N;
   BlockVecs<DI> c;
-  for (std::size_t v = 0; v < kV; ++v) {
-    const V y = hn::BitCast(di, hn::Mul(hn::BitCast(df, x.Get(v)), r));
-    c.Set(v, EncodeMxCodes<Traits, R, kMaybeSpecial>(di, y, k));
+  if constexpr (detail::kIsMxInt8<Traits>) {
+    for (std::size_t v = 0; v < kV; ++v) {
+      const V y = hn::BitCast(di, hn::Mul(hn::BitCast(df, x.Get(v)), r));
+      c.Set(v, EncodeInt8Codes<R, kMaybeSpecial>(di, y, k));
+    }
+  } else {
+    // |x * r| as |x| * r (r > 0: the same bits), reusing the |x| of the amax
+    // step, x's sign for the code's, and the flush option tested once a block.
+    BlockVecs<DI> a;
+    for (std::size_t v = 0; v < kV; ++v) {
+      a.Set(v, hn::BitCast(di, hn::Mul(hn::BitCast(df, hn::And(x.Get(v), k.abs_mask())), r)));
+    }
+    if (k.flush) {
+      for (std::size_t v = 0; v < kV; ++v) {
+        a.Set(v, hn::IfThenZeroElse(hn::Lt(a.Get(v), k.flush_below()), a.Get(v)));
+      }
+    }
+    for (std::size_t v = 0; v < kV; ++v) {
+      c.Set(v, EncodeFloatFromAbs<Traits, R, kMaybeSpecial>(di, x.Get(v), a.Get(v), k));
+    }
   }
   if constexpr (kBits == 8) {
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL

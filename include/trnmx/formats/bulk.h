@@ -25,6 +25,11 @@
 //     chunks of whole elements that executor->ParallelFor runs; nullptr runs
 //     them all on the calling thread (executor.h). Each chunk writes only its
 //     own outputs, so the bits never depend on the thread count.
+//   - Floating-point environment: the round-to-nearest-even encoders round
+//     values below the target's smallest normal with one FP32 add, so their
+//     bits need the default rounding mode (round to nearest, as every thread
+//     starts with); FTZ and DAZ do not change them. The other roundings and
+//     the decoders are integer arithmetic, independent of the environment.
 //   - Caches: outputs of 8 MiB or more are written with non-temporal
 //     (streaming) stores, which do not fill the caches with the result.
 //   - Decoders are exact. Code bits above the format's width (bits 7..6 of an
