@@ -293,7 +293,7 @@ HWY_INLINE V EncodeFloatFromAbs(DI di, V bits, V a, const EncodeVecs<Traits, DI>
   }
   // code > MAX -> overflow_finite in one op: overflow_finite is MAX or the
   // code right above it (Inf or NaN, NonSatOverflowCode), so no code lies
-  // strictly between the two.
+  // strictly between the two (static_asserts in element_consts.h).
   mag = hn::Min(mag, k.overflow_finite());
   // The sign by a compare and a masked OR (no shift).
   const auto negative = hn::Lt(bits, hn::Zero(di));

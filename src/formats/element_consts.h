@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "trnmx/formats/codec.h"
+#include "trnmx/formats/format_list.h"
 #include "trnmx/formats/policy.h"
 #include "trnmx/formats/scale_rule.h"
 #include "trnmx/formats/traits.h"
@@ -83,6 +84,29 @@ static_assert(MakeElementEncodeConsts<Fp8E4M3Traits>({.overflow = Overflow::kNon
                   .overflow_finite_mag == 0x7F);
 static_assert(MakeElementEncodeConsts<Bf16Traits>({}).overflow_finite_mag == 0x7F80);
 static_assert(MakeElementEncodeConsts<Bf16Traits>({}).nan_mag == 0x7FC0);
+
+// The vector encoders clamp a finite overflow with one Min(code,
+// overflow_finite_mag) (element_codec-inl.h), which is exact only while that
+// code is MAX or MAX + 1: no code may lie strictly between. Checked here for
+// every float format, overflow policy and rounding.
+template <class Traits>
+constexpr bool OverflowCodeIsMaxOrNext() {
+  for (Overflow o : {Overflow::kFormatDefault, Overflow::kSatFinite, Overflow::kNonSat,
+                     Overflow::kMlDtypesSat}) {
+    for (Rounding r : {Rounding::kNearestEven, Rounding::kTiesAway, Rounding::kTowardZero}) {
+      EncodeOptions options;
+      options.overflow = o;
+      options.rounding = r;
+      const std::uint32_t code = MakeElementEncodeConsts<Traits>(options).overflow_finite_mag;
+      if (code != Traits::kMaxMagnitudeCode && code != Traits::kMaxMagnitudeCode + 1) return false;
+    }
+  }
+  return true;
+}
+#define TRNMX_CHECK_OVERFLOW_CODE(Name, ...) \
+  static_assert(OverflowCodeIsMaxOrNext<Name##Traits>(), #Name);
+TRNMX_FOREACH_FLOAT_FORMAT(TRNMX_CHECK_OVERFLOW_CODE)
+#undef TRNMX_CHECK_OVERFLOW_CODE
 
 }  // namespace trnmx::internal
 
