@@ -207,8 +207,9 @@ TEST(CollectiveRdh, MovesTheRingsBytesInFewerSteps) {
 // KangaRing (S17) on all 64 ranks of trn2-server (16 chips x 4, LNC 2): two
 // cycles of M = 32 primaries, each visiting the chips along one of the
 // torus's two edge-disjoint Hamiltonian cycles, two primaries per chip. At
-// 8 KiB a half transfer moves 64 B, so every transfer holds its 16 DMA
-// engines for E = 211 ns fixed + ceil(64 B / 16 / 27.2 GB/s) = 211,148 ps
+// 8 KiB a half transfer moves 64 B, so every transfer holds one DMA engine
+// (HBM to HBM: one per 4 KiB) for E = 211 ns fixed + ceil(64 B / 27.2
+// GB/s) = 213,353 ps
 // and its links and HBM stacks for a few ps. Step k of a primary waits for
 // the arrival of its upstream's step k - 1 and starts w = 1.3 us later (the
 // DMA semaphore-to-start latency); an arrival from another chip comes
@@ -221,10 +222,10 @@ TEST(CollectiveRdh, MovesTheRingsBytesInFewerSteps) {
 //   slowest starts lat earlier).
 TEST(CollectiveKangaRing, TinyIsTheClosedForm) {
   const System& sys = Trn2Server();
-  const int64_t e = 211148, w = 1300000, lat = 1500000, M = 32;
+  const int64_t e = 213353, w = 1300000, lat = 1500000, M = 32;
   ASSERT_EQ(RouteLatencyPs(sys, sys.Route(0, 1)), lat);
   const int64_t one = (M - 1) * (e + w) + 16 * lat + e;
-  EXPECT_EQ(one, 71056736);
+  EXPECT_EQ(one, 71127296);
   for (CollectiveOp op :
        {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
     SCOPED_TRACE(std::string(CollectiveOpName(op)));
@@ -241,6 +242,54 @@ TEST(CollectiveKangaRing, TinyIsTheClosedForm) {
     EXPECT_EQ(l.plan.steps, ar ? 2 * M : M);
     EXPECT_EQ(r.end_ps, ar ? 2 * one - lat : one);
   }
+}
+
+// Mesh on one chip of trn2-server: 4 ranks at LNC 2, 8 KiB. Each half
+// sends its 1 KiB piece of a 2 KiB chunk to each of the R - 1 = 3 peers on
+// a DMA ring of its own (plan.rings = 3), all at once on different engines,
+// each E = 211 ns + 1,024 B / 27.2 GB/s = 248,648 ps (on the chip: no
+// route latency). The 3 arrivals are there at E; w = 1.3 us later one DMA
+// compute adds the 3 slots (E: it writes 1 KiB). Then ring 0 sends the
+// reduced piece at once (it keeps order), rings 1 and 2 w after the
+// `reduced` semaphore: all-reduce = 3 E + 2 w; reduce-scatter = 2 E + w;
+// all-gather = E.
+TEST(CollectiveMesh, RingsSendSideBySideAndOneComputeAddsThreeSlots) {
+  const System& sys = Trn2Server();
+  const int64_t e = 248648, w = 1300000;
+  struct Case {
+    CollectiveOp op;
+    int64_t end_ps, per_half, completions;
+  };
+  for (const Case& k : {Case{CollectiveOp::kAllReduce, 3 * e + 2 * w, 3 + 1 + 3, 2 * (1 + 3)},
+                        Case{CollectiveOp::kReduceScatter, 2 * e + w, 3 + 1, 2 * 1},
+                        Case{CollectiveOp::kAllGather, e, 3, 2 * 3}}) {
+    SCOPED_TRACE(std::string(CollectiveOpName(k.op)));
+    const LoweredCollective l =
+        LowerCollective(sys, Config(k.op, 8 << 10, 4, 2, 4, CollectiveAlgorithm::kMesh)).value();
+    EXPECT_EQ(l.plan.rings, 3);
+    EXPECT_EQ(l.plan.instructions, 4 * 2 * k.per_half);
+    EXPECT_EQ(l.plan.completions, k.completions);
+    int rings = 0;
+    for (const Stream& q : l.program.streams()) {
+      if (q.engine != EngineKind::kCollective) {
+        EXPECT_TRUE(q.instructions.empty()) << q.name;
+        continue;
+      }
+      ++rings;
+      for (const Instruction& in : q.instructions) {
+        ASSERT_EQ(in.bytes, 1024);
+        ASSERT_EQ(DmaCostOf(l.program, in).engine_ps, e);
+      }
+    }
+    EXPECT_EQ(rings, 4 * 2 * 3);  // a stream per rank, half and ring
+    EXPECT_EQ(Simulate(l.program).value().end_ps, k.end_ps);
+  }
+  // 64 ranks: one ring per DMA engine (16), and 63 received chunks in 21 computes.
+  const CollectivePlan p =
+      PlanCollective(sys, Config(CollectiveOp::kAllReduce, 32 << 10, 0, 2, 0)).value();
+  EXPECT_EQ(p.algorithm, CollectiveAlgorithm::kMesh);
+  EXPECT_EQ(p.rings, 16);
+  EXPECT_EQ(p.completions, 2 * (21 + 63));
 }
 
 // The cycles' chips: each chip once, every hop one torus link, and no link
@@ -522,9 +571,9 @@ TEST(CollectiveLinks, TheReportNamesTheBusiestLink) {
 // switch). Steps, instructions and done counts are the closed forms of the
 // header; the time is bounded below by its links alone.
 // The same two servers at 8 KiB, exact: every transfer and reduction holds
-// its 16 DMA engines for E = 211 ns + ceil(bytes / 16 / 38.4 GB/s) (intra:
-// the 2 KiB pieces, E_i = 214,334 ps; inter: 1 KiB sub-pieces, E_x =
-// 212,667 ps) and the ports for a few ps. Each route (through the server
+// one DMA engine (HBM to HBM: one per 4 KiB) for E = 211 ns + ceil(bytes /
+// 38.4 GB/s) (intra: the 2 KiB pieces, E_i = 264,334 ps; inter: 1 KiB
+// sub-pieces, E_x = 237,667 ps) and the ports for a few ps. Each route (through the server
 // switch, or the rack's) lands lat = 1.5 us after the data, and a transfer
 // that waits starts w = 1.3 us after its semaphore. All ranks run in step.
 // A reduce-scatter ring step is a send (E + lat) then the reduction of what
@@ -537,7 +586,7 @@ TEST(CollectiveLinks, TheReportNamesTheBusiestLink) {
 // the intra all-gather waits w for the inter ring's last arrival).
 TEST(CollectiveHierarchical, TinyIsTheClosedFormForEveryOp) {
   const System gen2 = LoadSystem("trn3-ultraserver-gen2").value();
-  const int64_t L = 4, S = 2, ei = 214334, ex = 212667, w = 1300000, lat = 1500000;
+  const int64_t L = 4, S = 2, ei = 264334, ex = 237667, w = 1300000, lat = 1500000;
   ASSERT_EQ(RouteLatencyPs(gen2, gen2.Route(0, 1)), lat);  // chip0 -> l1switch0 -> chip1
   ASSERT_EQ(RouteLatencyPs(gen2, gen2.Route(0, 4)), lat);  // chip0 -> rack switch -> chip4
   struct Case {

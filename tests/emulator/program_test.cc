@@ -366,6 +366,27 @@ TEST(ProgramQueues, CollectiveQueuesAreTheCcCores) {
   EXPECT_TRUE(p.Append(a, Instruction::DmaCopy(x, y, 128 * 2048, 128)).ok());
 }
 
+// A CC-core drives more DMA rings: streams of its core that take the
+// core's DMA queues (16 engines x 16 queues), not CC-cores.
+TEST(ProgramQueues, CollectiveRingsTakeTheCoresDmaQueues) {
+  Program p = Program::Create(LoadPresetMachine("trn3").value(), 2).value();
+  const StreamId cc = p.AddCollectiveQueue(1, "tp").value();
+  const StreamId ring = p.AddCollectiveRing(cc, "tp.ring1").value();
+  EXPECT_EQ(p.streams()[ring].name, "core1.cc.tp.ring1");
+  EXPECT_EQ(p.streams()[ring].engine, EngineKind::kCollective);
+  EXPECT_EQ(p.streams()[ring].core, 1);
+  EXPECT_TRUE(p.AddCollectiveQueue(1, "fsdp").ok());  // still a CC-core left
+  ExpectError(p.AddCollectiveRing(p.EngineStream(1, EngineKind::kVector), "x").status(),
+              StatusCode::kInvalidArgument, "is not a collective queue");
+  ExpectError(p.AddCollectiveRing(-1, "x").status(), StatusCode::kInvalidArgument,
+              "is not a collective queue");
+  for (int i = 1; i < 256; ++i) ASSERT_TRUE(p.AddDmaQueue(1, "q" + std::to_string(i)).ok());
+  ExpectError(p.AddCollectiveRing(cc, "more").status(), StatusCode::kResourceExhausted,
+              "core1 already has all 256 queues");
+  ExpectError(p.AddDmaQueue(1, "more").status(), StatusCode::kResourceExhausted,
+              "already has all 256 queues");
+}
+
 TEST(ProgramSemaphores, SignalsCrossCoresWaitsDoNot) {
   Program p = Program::Create(LoadPresetMachine("trn3").value(), 2, 2).value();
   const SemId other_core = p.AddSemaphore(1, "on_core1").value();

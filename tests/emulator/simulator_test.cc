@@ -261,18 +261,58 @@ TEST(SimExact, DmaMatchesPublishedTrn2Example) {
   EXPECT_EQ(r.dma_engine_busy_ps[1], 0);
 }
 
-// An HBM -> HBM copy uses all 16 engines; 1000 bytes do not divide evenly,
-// so each engine carries ceil(1000 / 16) = 63 bytes: 211 ns fixed + 63 B /
-// 27.2 GB/s = 213,317 ps on trn2 (62 bytes, a floor, would give 213,280).
+// An HBM -> HBM copy takes one engine per 4 KiB (the efficiency knee):
+// 40,001 bytes take ceil(40,001 / 4,096) = 10 engines, which do not divide
+// them evenly, so each carries ceil(40,001 / 10) = 4,001 bytes: 211 ns
+// fixed + 4,001 B / 27.2 GB/s = 358,096 ps on trn2 (4,000 bytes, a floor,
+// would give 358,059). Engines 0-9 serve it, 10-15 stay idle.
 TEST(SimExact, DmaBytesPerEngineRoundUp) {
   Program p = MakeProgram("trn2");
-  BufferId src = p.AllocHbm("src", 1000).value();
-  BufferId dst = p.AllocHbm("dst", 1000).value();
+  BufferId src = p.AllocHbm("src", 40001).value();
+  BufferId dst = p.AllocHbm("dst", 40001).value();
   const StreamId q = p.AddDmaQueue(0, "copy").value();
-  ASSERT_TRUE(p.Append(q, Instruction::DmaCopy(src, dst, 1000, 128)).ok());
+  ASSERT_TRUE(p.Append(q, Instruction::DmaCopy(src, dst, 40001, 128)).ok());
   SimResult r = Simulate(p).value();
-  EXPECT_EQ(r.end_ps, 213317);
-  EXPECT_EQ(r.dma_engine_busy_ps[15], r.end_ps);
+  EXPECT_EQ(r.end_ps, 358096);
+  EXPECT_EQ(r.dma_engine_busy_ps[0], r.end_ps);
+  EXPECT_EQ(r.dma_engine_busy_ps[9], r.end_ps);
+  EXPECT_EQ(r.dma_engine_busy_ps[10], 0);
+}
+
+// Small HBM -> HBM copies take one engine each, any engine: three of 1,000
+// bytes on three queues run side by side on engines 0, 1 and 2, each 211
+// ns + 1,000 B / 27.2 GB/s = 247,765 ps. On one queue they run in order
+// (a queue keeps order) though engines are free. A copy of 64 KiB needs
+// all 16 engines and starts when the three are done.
+TEST(SimExact, SmallHbmCopiesRunSideBySideOnlyOnSeveralQueues) {
+  constexpr int64_t kSmall = 247765, kWhole = 211000 + 150589;  // 4 KiB per engine
+  for (const bool one_queue : {false, true}) {
+    SCOPED_TRACE(one_queue ? "one queue" : "three queues");
+    Program p = MakeProgram("trn2");
+    BufferId src = p.AllocHbm("src", 64 << 10).value();
+    BufferId dst = p.AllocHbm("dst", 64 << 10).value();
+    std::vector<StreamId> q;
+    for (int i = 0; i < (one_queue ? 1 : 3); ++i) {
+      q.push_back(p.AddDmaQueue(0, "copy" + std::to_string(i)).value());
+    }
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(p.Append(q[one_queue ? 0 : i],
+                           Instruction::DmaCopy(src, dst, 1000, 128, 1000 * i, 1000 * i))
+                      .ok());
+    }
+    SimResult r = Simulate(p).value();
+    EXPECT_EQ(r.end_ps, one_queue ? 3 * kSmall : kSmall);
+    int64_t busy = 0;
+    for (int64_t b : r.dma_engine_busy_ps) busy += b;
+    EXPECT_EQ(busy, 3 * kSmall);
+    if (!one_queue) {
+      for (int e = 0; e < 3; ++e) EXPECT_EQ(r.dma_engine_busy_ps[e], kSmall) << e;
+    }
+    ASSERT_TRUE(p.Append(q[0], Instruction::DmaCopy(src, dst, 64 << 10, 128)).ok());
+    r = Simulate(p).value();
+    EXPECT_EQ(r.end_ps, (one_queue ? 3 * kSmall : kSmall) + kWhole);
+    EXPECT_EQ(r.dma_engine_busy_ps[15], kWhole);
+  }
 }
 
 TEST(SimExact, DependencyChainAcrossEngines) {

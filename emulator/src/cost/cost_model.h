@@ -179,7 +179,7 @@ class CostModel {
     const Buffer& dst = p.buffers()[in.dst];
     DmaCost c;
     // The on-chip side decides which engines serve the transfer (engine e
-    // serves partitions [8e, 8e + 8)); HBM to HBM uses all of them.
+    // serves partitions [8e, 8e + 8)).
     const Buffer* chip = src.space != MemSpace::kHbm   ? &src
                          : dst.space != MemSpace::kHbm ? &dst
                                                        : nullptr;
@@ -192,8 +192,14 @@ class CostModel {
           (last + dma_partitions_per_engine_ - 1) / dma_partitions_per_engine_ - c.first_engine;
       bytes_per_partition = static_cast<double>(in.bytes) / in.partitions;
     } else {
-      c.first_engine = 0;
-      c.engines = dma_engines_;
+      // HBM to HBM: one engine per knee's worth of bytes (each share stays
+      // at full efficiency), at most all of them; which ones is the
+      // simulator's choice (kAnyEngines), so that small transfers, a mesh
+      // collective's, run side by side on different engines.
+      c.first_engine = kAnyEngines;
+      c.engines = static_cast<int>(std::clamp<int64_t>(
+          (in.bytes + static_cast<int64_t>(dma_knee_) - 1) / static_cast<int64_t>(dma_knee_), 1,
+          dma_engines_));
     }
     c.engine_ps = DmaEnginePs(in.bytes, c.engines, bytes_per_partition);
     // A write into another chip's HBM holds a stack of that chip instead.

@@ -20,6 +20,15 @@ std::pair<int64_t, int64_t> Part(int64_t n, int64_t parts, int64_t i) {
   return {begin, end - begin};
 }
 
+// Received chunks one mesh reduction adds into the rank's buffer: a DMA
+// compute reads up to three inputs besides its destination (program.h).
+constexpr int kMeshSlotsPerReduction = 3;
+
+// Mesh reductions per rank and half: R - 1 received chunks, three at a time.
+int64_t MeshReductions(int64_t ranks) {
+  return (ranks - 1 + kMeshSlotsPerReduction - 1) / kMeshSlotsPerReduction;
+}
+
 bool IsReduction(CollectiveOp op) {
   return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter;
 }
@@ -38,12 +47,15 @@ std::vector<int> KangaRingChips(int n, int cycle) {
   return chips;
 }
 
-// One rank: its chip, one CC-core queue and one arrival semaphore on each of
-// its physical cores, its buffers.
+// One rank: its chip, one CC-core queue (and its further DMA rings) and one
+// arrival semaphore on each of its physical cores, its buffers.
 struct Rank {
   int chip = 0;
-  std::vector<StreamId> queues;  // [half]
-  std::vector<SemId> arrived;    // [half]: +1 when a transfer into this rank lands
+  std::vector<std::vector<StreamId>> rings;  // [half][ring]: ring 0 is the CC-core's queue
+  std::vector<SemId> arrived;                // [half]: +1 when a transfer into this rank lands
+  // Mesh all-reduce: [half], +1 when the reductions are done (the other
+  // rings' all-gather sends wait for it).
+  std::vector<SemId> reduced;
   // Hierarchical: [half], +1 per arrival of the inter-server all-reduce
   // (`arrived` counts the intra-server rings').
   std::vector<SemId> inter_arrived;
@@ -53,7 +65,8 @@ struct Rank {
   BufferId data = -1;  // the collective's buffer, its bytes from data_offset
   int64_t data_offset = 0;
   BufferId staging = -1;      // received chunks (reductions, all-to-all, permute, send-recv)
-  std::vector<bool> started;  // [half]: its queue holds an instruction (start_after is on it)
+  // [half][ring]: the ring holds an instruction (start_after is on it).
+  std::vector<std::vector<bool>> started;
 };
 
 class Lowering {
@@ -97,17 +110,30 @@ class Lowering {
     for (int r = 0; r < ranks; ++r) {
       Rank rank;
       rank.chip = r / c_.ranks_per_chip;
-      rank.started.assign(lnc, false);
+      rank.started.assign(lnc, std::vector<bool>(plan_.rings, false));
       const std::string name = ops_.name_prefix + "rank" + std::to_string(r);
       for (int h = 0; h < lnc; ++h) {
         const int core = p_.CoreId(rank.chip, (r % c_.ranks_per_chip) * lnc + h);
         StatusOr<StreamId> q = p_.AddCollectiveQueue(core, name);
         if (!q.ok()) return q.status();
         if (Status st = p_.Reserve(*q, queue_instructions_); !st.ok()) return st;
-        rank.queues.push_back(*q);
+        rank.rings.push_back({*q});
+        for (int i = 1; i < plan_.rings; ++i) {  // a share of the sends each
+          StatusOr<StreamId> ring = p_.AddCollectiveRing(*q, name + ".ring" + std::to_string(i));
+          if (!ring.ok()) return ring.status();
+          if (Status st = p_.Reserve(*ring, queue_instructions_ / plan_.rings + 1); !st.ok()) {
+            return st;
+          }
+          rank.rings[h].push_back(*ring);
+        }
         StatusOr<SemId> s = p_.AddSemaphore(core, name + ".arrived");
         if (!s.ok()) return s.status();
         rank.arrived.push_back(*s);
+        if (plan_.rings > 1 && c_.op == CollectiveOp::kAllReduce) {
+          StatusOr<SemId> reduced = p_.AddSemaphore(core, name + ".reduced");
+          if (!reduced.ok()) return reduced.status();
+          rank.reduced.push_back(*reduced);
+        }
         if (plan_.algorithm == CollectiveAlgorithm::kHierarchical) {
           StatusOr<SemId> inter = p_.AddSemaphore(core, name + ".arrived.inter");
           if (!inter.ok()) return inter.status();
@@ -264,18 +290,18 @@ class Lowering {
   // The byte offset of rank r's part of buffer b.
   int64_t Base(int r, BufferId b) const { return b == ranks_[r].data ? ranks_[r].data_offset : 0; }
 
-  // Appends `in` to rank r's half-h queue; the queue's first instruction
-  // also waits for the operands' start_after.
-  Status Emit(int r, int h, Instruction in) {
+  // Appends `in` to rank r's half-h queue (or its further DMA ring `ring`);
+  // the first instruction of each also waits for the operands' start_after.
+  Status Emit(int r, int h, Instruction in, int ring = 0) {
     Rank& rank = ranks_[r];
-    if (!rank.started[h]) {
-      rank.started[h] = true;
+    if (!rank.started[h][ring]) {
+      rank.started[h][ring] = true;
       if (!ops_.start_after.empty()) {
         const std::vector<SemWait>& first = ops_.start_after[static_cast<size_t>(r) * c_.lnc + h];
         in.waits.insert(in.waits.begin(), first.begin(), first.end());
       }
     }
-    return p_.Append(rank.queues[h], std::move(in));
+    return p_.Append(rank.rings[h][ring], std::move(in));
   }
 
   // Adds rank r's done signals to an instruction that writes its result.
@@ -290,9 +316,10 @@ class Lowering {
   // data) to rank `to` (at dst_off in dst), after `waits`; signals `to`'s
   // arrival, and its done signals unless the bytes are a reduction's
   // partial sums (staging).
-  // `arrival`: the semaphore of `to` it signals instead of its arrival count.
+  // `arrival`: the semaphore of `to` it signals instead of its arrival count;
+  // `ring`: the DMA ring of `from` it goes on (Emit).
   Status Send(int from, int h, int64_t src_off, int to, BufferId dst, int64_t dst_off, int64_t n,
-              std::vector<SemWait> waits, SemId arrival = -1) {
+              std::vector<SemWait> waits, SemId arrival = -1, int ring = 0) {
     const auto [off, len] = Part(n, c_.lnc, h);
     if (len == 0) return OkStatus();  // all-to-all-v: fewer bytes than physical cores
     const BufferId src = ranks_[from].data;
@@ -301,8 +328,11 @@ class Lowering {
     in.waits = std::move(waits);
     in.signals = {{arrival >= 0 ? arrival : ranks_[to].arrived[h], 1}};
     if (!(IsReduction(c_.op) && dst == ranks_[to].staging)) SignalDone(to, in);
-    return Emit(from, h, std::move(in));
+    return Emit(from, h, std::move(in), ring);
   }
+
+  // Mesh: the ring of rank r's transfer to its k-th peer (k = 1 .. R - 1).
+  int MeshRing(int k) const { return (k - 1) % plan_.rings; }
 
   // Half h of adding `n` received bytes at `staging_off` into the rank's
   // buffer at `data_off` (DMA compute: dst += src), after `waits`.
@@ -315,6 +345,26 @@ class Lowering {
     in.accumulate = true;
     in.waits = std::move(waits);
     SignalDone(r, in);
+    return Emit(r, h, std::move(in));
+  }
+
+  // Mesh: half h of adding the `slots` (at most kMeshSlotsPerReduction)
+  // received chunks from staging slot `first` on into the rank's buffer at
+  // `data_off` in one DMA compute (dst += the slots); `last` also signals
+  // the rank's `reduced` (all-reduce over several rings).
+  Status ReduceSlots(int r, int h, int first, int slots, int64_t data_off, int64_t n,
+                     std::vector<SemWait> waits, bool last) {
+    const auto [off, len] = Part(n, c_.lnc, h);
+    const Rank& rank = ranks_[r];
+    const auto slot = [&](int i) { return (first + i) * SlotBytes() + off; };
+    Instruction in = Instruction::DmaCopy(rank.staging, rank.data, len, 128, slot(0),
+                                          rank.data_offset + data_off + off);
+    if (slots > 1) in.src1 = rank.staging, in.src1_offset = slot(1);
+    if (slots > 2) in.src2 = rank.staging, in.src2_offset = slot(2);
+    in.accumulate = true;
+    in.waits = std::move(waits);
+    SignalDone(r, in);
+    if (last && !rank.reduced.empty()) in.signals.push_back({rank.reduced[h], 1});
     return Emit(r, h, std::move(in));
   }
 
@@ -544,7 +594,7 @@ class Lowering {
         for (int k = 1; k < R; ++k) {  // peer r + k: spreads the writes over the receivers
           const int to = Next(r, k);
           if (Status s = Send(r, h, ChunkOffset(to), to, ranks_[to].staging, r * SlotBytes(),
-                              ChunkBytes(to), {});
+                              ChunkBytes(to), {}, -1, MeshRing(k));
               !s.ok()) {
             return s;
           }
@@ -557,7 +607,9 @@ class Lowering {
           int64_t src = 0, dst = 0;
           for (int t = 0; t < to; ++t) src += Size(r, t);
           for (int f = 0; f < r; ++f) dst += Size(f, to);
-          if (Status s = Send(r, h, src, to, ranks_[to].staging, dst, Size(r, to), {}); !s.ok()) {
+          if (Status s =
+                  Send(r, h, src, to, ranks_[to].staging, dst, Size(r, to), {}, -1, MeshRing(k));
+              !s.ok()) {
             return s;
           }
         }
@@ -575,16 +627,19 @@ class Lowering {
         for (int k = 1; k < R; ++k) {
           const int to = Next(r, k);  // r is k ranks behind `to`: slot R - 1 - k there
           if (Status s = Send(r, h, ChunkOffset(to), to, ranks_[to].staging,
-                              (R - 1 - k) * SlotBytes(), ChunkBytes(to), {});
+                              (R - 1 - k) * SlotBytes(), ChunkBytes(to), {}, -1, MeshRing(k));
               !s.ok()) {
             return s;
           }
         }
-        // The slots fill in any order: add them once all have landed.
-        for (int k = 0; k + 1 < R; ++k) {
+        // The slots fill in any order: once all have landed, add them on
+        // ring 0 in order, kMeshSlotsPerReduction at a time.
+        for (int k = 0; k + 1 < R; k += kMeshSlotsPerReduction) {
           std::vector<SemWait> waits;
           if (k == 0) waits.push_back(Arrived(r, h, R - 1));
-          if (Status s = Reduce(r, h, k * SlotBytes(), ChunkOffset(r), ChunkBytes(r), waits);
+          const int slots = std::min(kMeshSlotsPerReduction, R - 1 - k);
+          if (Status s = ReduceSlots(r, h, k, slots, ChunkOffset(r), ChunkBytes(r),
+                                     std::move(waits), k + slots == R - 1);
               !s.ok()) {
             return s;
           }
@@ -601,8 +656,13 @@ class Lowering {
     } else {
       for (int k = 1; k < R; ++k) {
         const int to = Next(r, k);
+        // The other rings' first sends of the reduced chunk wait for ring 0's reductions.
+        std::vector<SemWait> waits;
+        if (IsReduction(c_.op) && MeshRing(k) > 0 && k <= plan_.rings) {
+          waits.push_back({ranks_[r].reduced[h], 1});
+        }
         if (Status s = Send(r, h, ChunkOffset(own), to, ranks_[to].data, ChunkOffset(own),
-                            ChunkBytes(own), {});
+                            ChunkBytes(own), std::move(waits), -1, MeshRing(k));
             !s.ok()) {
           return s;
         }
@@ -641,6 +701,9 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
     return per_step * ((L - 1) + (S - 1));
   }
   const int64_t R = plan.config.ranks;
+  // Ring: a reduction per received chunk; mesh: per kMeshSlotsPerReduction.
+  const int64_t reductions =
+      plan.algorithm == CollectiveAlgorithm::kMesh ? MeshReductions(R) : R - 1;
   switch (plan.config.op) {
     case CollectiveOp::kPermute:
     case CollectiveOp::kSendRecv:
@@ -650,9 +713,9 @@ int64_t InstructionsPerQueue(const CollectivePlan& plan) {
     case CollectiveOp::kAllGather:
       return R - 1;
     case CollectiveOp::kReduceScatter:
-      return 2 * (R - 1);
+      return (R - 1) + reductions;
     case CollectiveOp::kAllReduce:
-      return 3 * (R - 1);
+      return 2 * (R - 1) + reductions;
   }
   return 0;
 }
@@ -674,11 +737,14 @@ int64_t Completions(const CollectivePlan& plan) {
     const int64_t ag = plan.config.op == CollectiveOp::kReduceScatter ? 0 : R - 1;
     return lnc * (rs + ag);
   }
+  const int64_t reductions =
+      plan.algorithm == CollectiveAlgorithm::kMesh ? MeshReductions(R) : R - 1;
   switch (plan.config.op) {
     case CollectiveOp::kAllReduce:
-      return lnc * 2 * (R - 1);  // its reductions, then the gathered chunks
-    case CollectiveOp::kAllGather:
+      return lnc * (reductions + R - 1);  // its reductions, then the gathered chunks
     case CollectiveOp::kReduceScatter:
+      return lnc * reductions;
+    case CollectiveOp::kAllGather:
     case CollectiveOp::kAllToAll:
       return lnc * (R - 1);
     case CollectiveOp::kPermute:
@@ -1067,6 +1133,11 @@ StatusOr<CollectivePlan> PlanCollective(const System& system, const CollectiveCo
     plan.chunk_bytes = (c.bytes + per_server - 1) / per_server;
   }
   plan.chips = (R + c.ranks_per_chip - 1) / c.ranks_per_chip;
+  // Mesh: a rank's transfers to its peers spread over DMA rings, one per
+  // DMA engine of its core at most (trainium.md section 7).
+  if (plan.algorithm == CollectiveAlgorithm::kMesh && !whole) {
+    plan.rings = std::min(R - 1, static_cast<int>(system.chip.dma.engines.value));
+  }
 
   plan.simulated = kanga ? "every rank (KangaRing: each hop of its cycles takes one link or "
                            "none; symmetric ranks are not simulated once)"

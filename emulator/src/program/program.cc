@@ -488,6 +488,30 @@ StatusOr<StreamId> Program::AddCollectiveQueue(int core, std::string name) {
   return AddQueue(core, EngineKind::kCollective, std::move(name));
 }
 
+StatusOr<StreamId> Program::AddCollectiveRing(StreamId queue, std::string name) {
+  if (queue < 0 || queue >= static_cast<StreamId>(streams_.size()) ||
+      streams_[queue].engine != EngineKind::kCollective) {
+    return InvalidArgumentError("collective ring '" + name + "': stream " + std::to_string(queue) +
+                                " is not a collective queue");
+  }
+  const int core = streams_[queue].core;
+  const int limit =
+      static_cast<int>(machine_.dma.engines.value * machine_.dma.queues_per_engine.value);
+  if (dma_queues_per_core_[core] >= limit) {
+    return ResourceExhaustedError("collective ring '" + name + "': " + CoreName(core) +
+                                  " already has all " + std::to_string(limit) + " queues");
+  }
+  ++dma_queues_per_core_[core];
+  Stream s;
+  s.name = CoreName(core) + ".cc." + name;
+  s.chip = ChipOfCore(core);
+  s.core = core;
+  s.engine = EngineKind::kCollective;
+  streams_.push_back(std::move(s));
+  last_load_stationary_.push_back(-1);
+  return static_cast<StreamId>(streams_.size() - 1);
+}
+
 StatusOr<StreamId> Program::AddQueue(int core, EngineKind engine, std::string name) {
   const bool dma = engine == EngineKind::kDma;
   const std::string what = std::string(dma ? "DMA" : "collective") + " queue '" + name + "'";

@@ -138,7 +138,10 @@ struct StreamState {
   int64_t base = 0;  // index of its first instruction in Sim::ops_
   bool blocked = false;
   bool issue_scheduled = false;
-  int64_t unit_free = 0;                       // Vector/Scalar/GpSimd
+  // Vector/Scalar/GpSimd: when the unit is free. Transfer queues: when the
+  // previous transfer's last byte has left (a queue keeps order,
+  // trainium.md section 7, even where the next one takes other engines).
+  int64_t unit_free = 0;
   CycleMemo duration;                          // Vector/Scalar/GpSimd
   ActTableSet act_table = ActTableSet::kNone;  // ScalarE: the table set loaded
 };
@@ -368,7 +371,7 @@ class Sim {
       // A transfer queue hands its next transfer to the engines once they are
       // free, not before, so that resources are reserved in time order.
       if (transfer) {
-        const int64_t free = EnginesFree(stream.core, *op);
+        const int64_t free = std::max(ss.unit_free, EnginesFree(stream.core, *op));
         if (free > now) {
           ScheduleIssue(ss, s, free);
           return;
@@ -377,7 +380,7 @@ class Sim {
       int64_t start = 0, end = 0;
       StreamStats& stats = res_.streams[s];
       if (transfer) {
-        ExecuteTransfer(s, stream.core, *op, now, start, end);
+        ss.unit_free = ExecuteTransfer(s, stream.core, *op, now, start, end);
         stats.busy_ps += end - start;
       } else {
         const Instruction& in = stream.instructions[ss.pc];
@@ -503,12 +506,30 @@ class Sim {
     }
   }
 
+  // When every DMA engine of the core from `first` to first + n - 1 is free.
+  int64_t WindowFree(int core, int first, int n) const {
+    const int64_t* free_ps = &engine_free_ps_[static_cast<size_t>(core) * engines_ + first];
+    int64_t free = 0;
+    for (int e = 0; e < n; ++e) free = std::max(free, free_ps[e]);
+    return free;
+  }
+
+  // The first DMA engine that serves `op`: its own, or (kAnyEngines) the
+  // first of the adjacent engines free soonest, the lowest on a tie.
+  int FirstEngine(int core, const Op& op) const {
+    if (op.first_engine != kAnyEngines) return op.first_engine;
+    int best = 0;
+    int64_t best_free = WindowFree(core, 0, op.engines);
+    for (int f = 1; f + op.engines <= engines_; ++f) {
+      const int64_t free = WindowFree(core, f, op.engines);
+      if (free < best_free) best = f, best_free = free;
+    }
+    return best;
+  }
+
   // When every DMA engine that serves `op` is free.
   int64_t EnginesFree(int core, const Op& op) const {
-    const size_t first = static_cast<size_t>(core) * engines_ + op.first_engine;
-    int64_t free = 0;
-    for (int e = 0; e < op.engines; ++e) free = std::max(free, engine_free_ps_[first + e]);
-    return free;
+    return WindowFree(core, FirstEngine(core, op), op.engines);
   }
 
   // The DMA engines that serve the transfer are taken together once all are
@@ -516,9 +537,10 @@ class Sim {
   // and a write into another chip's HBM holds every link of the route and
   // the destination stack too (cut through). The engines stay held until the
   // last byte has left; the transfer completes the route's latency later.
-  void ExecuteTransfer(StreamId s, int core, const Op& op, int64_t now, int64_t& start,
-                       int64_t& end) {
-    const size_t first = static_cast<size_t>(core) * engines_ + op.first_engine;
+  // Returns when the last byte has left (the engines are free again).
+  int64_t ExecuteTransfer(StreamId s, int core, const Op& op, int64_t now, int64_t& start,
+                          int64_t& end) {
+    const size_t first = static_cast<size_t>(core) * engines_ + FirstEngine(core, op);
     int64_t* engine_free = &engine_free_ps_[first];
     start = now;  // Issue() hands a transfer over only once its engines are free.
     int64_t data_end = start + op.engine_ps;
@@ -545,6 +567,7 @@ class Sim {
       engine_free[e] = data_end;
     }
     end = data_end + latency;
+    return data_end;
   }
 
   // The links and latency from one chip to another.

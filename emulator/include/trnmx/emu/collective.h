@@ -180,9 +180,15 @@ struct CollectivePlan {
   int ranks_per_server = 0;  // hierarchical: L, the ranks of each server's rings (else 0)
   double bus_factor = 0;     // busbw / algbw (nccom-test)
   int64_t instructions = 0;  // the lowering appends, all ranks
+  // DMA rings per rank and physical core: its CC-core's queue and, mesh,
+  // more (min(R - 1, DMA engines)), its sends to peer r + k on ring
+  // (k - 1) mod rings, each ring in order, side by side with the others.
+  int rings = 1;
   // Instructions per rank that write its result (CollectiveOperands::done_signals):
   // all-reduce 2 (R - 1) x LNC (its reductions, then the gathered chunks);
   // all-gather, reduce-scatter, all-to-all (R - 1) x LNC; permute, send-recv LNC.
+  // Mesh reductions add three received chunks each: ceil((R - 1) / 3)
+  // instead of R - 1 above.
   // rdh: log2 R instead of R - 1; hierarchical: its steps (all-reduce
   // 2 (L - 1) + 2 (S - 1), the others (L - 1) + (S - 1)) for L ranks per
   // server and S servers. kangaring: R - 1 for all-gather (R / 2

@@ -20,11 +20,13 @@
 //                           (back to back after the one it reads; S7, #8).
 //   GpSimdE                 150 + N cycles.
 //   DMA                     over the engines that serve its partitions (8
-//                           partitions per engine): fixed cost + bytes per
-//                           engine / (engine bandwidth x efficiency(bytes per
-//                           partition)); bytes read or written in HBM also
-//                           hold the HBM stack of the core at its sustained
-//                           bandwidth.
+//                           partitions per engine), or, HBM to HBM, over
+//                           ceil(bytes / knee) engines (at most all), any
+//                           adjacent ones: fixed cost + bytes per engine /
+//                           (engine bandwidth x efficiency(bytes per
+//                           partition; HBM to HBM: 1)); bytes read or
+//                           written in HBM also hold the HBM stack of the
+//                           core at its sustained bandwidth.
 //   Between chips           a transfer into another chip's HBM also holds
 //                           every link of the route for bytes / link
 //                           bandwidth (per direction) and the stack of the
@@ -61,8 +63,12 @@ double DmaEfficiency(const Machine& m, double bytes_per_partition);
 // to the transfer starting: dma.dependency_start_ns in picoseconds.
 int64_t DmaWaitLatencyPs(const Machine& m);
 
+// DmaCost::first_engine of an HBM-to-HBM transfer: any `engines` adjacent
+// engines (the simulator takes those free first).
+inline constexpr int kAnyEngines = -1;
+
 struct DmaCost {
-  int first_engine = 0;
+  int first_engine = 0;   // or kAnyEngines
   int engines = 0;        // DMA engines the transfer spreads over
   int64_t engine_ps = 0;  // fixed cost + data time on each engine
   int64_t hbm_bytes = 0;  // bytes read plus bytes written in the HBM of the core's chip

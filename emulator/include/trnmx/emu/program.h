@@ -236,6 +236,12 @@ class Program {
   // A collective queue: a CC-core's stream of DMA transfers, on the same
   // DMA engines as the core's DMA queues (at most sync.cc_cores per core).
   StatusOr<StreamId> AddCollectiveQueue(int core, std::string name);
+  // Another DMA ring driven by the CC-core of collective queue `queue`
+  // (trainium.md section 7: CC-cores drive DMA rings): a collective stream
+  // of the same core that keeps its own order and runs side by side with
+  // the queue; it takes one of the core's DMA queues (RESOURCE_EXHAUSTED
+  // past them; INVALID_ARGUMENT if `queue` is not a collective queue).
+  StatusOr<StreamId> AddCollectiveRing(StreamId queue, std::string name);
   StreamId EngineStream(int core, EngineKind engine) const;
   // Makes room for `instructions` more instructions in `stream`, so that a
   // lowering that knows its counts (a collective: millions of transfers)

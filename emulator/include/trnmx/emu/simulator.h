@@ -13,7 +13,10 @@
 //   Bandwidth    DMA engines, HBM stacks and the links of a system are
 //                bandwidth resources held in (time, seq) order: a DMA or
 //                collective queue hands its next transfer to the engines
-//                when they are free (never reserving ahead), and queues
+//                when they are free (never reserving ahead) and its
+//                previous transfer's last byte has left (a queue keeps
+//                order; small HBM copies on several queues run side by
+//                side on different engines, cost.h), and queues
 //                waiting for the same engines take them in turn, transfer
 //                by transfer; every core of a stack shares its bandwidth,
 //                transfers whose routes share a link share it.
