@@ -993,19 +993,21 @@ TEST(CalibrateTest, CalibratedSystemsLoad) {
   for (const char* name :
        {"trn2-server", "trn2-ultraserver", "trn3-ultraserver-gen1", "trn3-ultraserver-gen2"}) {
     const System s = LoadSystem(name).value();
-    for (const Sourced* p : {&s.runtime.layer_ns, &s.runtime.pass_ns}) {
+    for (const Sourced* p : {&s.runtime.layer_ns, &s.runtime.pass_ns, &s.runtime.prefill_ns}) {
       EXPECT_EQ(p->tag, SourceTag::kInferred) << name;
       EXPECT_EQ(p->source, "12.1 A1 E1") << name;
       EXPECT_EQ(p->unit, "ns") << name;
     }
     EXPECT_DOUBLE_EQ(s.runtime.layer_ns.value, trn2.runtime.layer_ns.value) << name;
     EXPECT_DOUBLE_EQ(s.runtime.pass_ns.value, trn2.runtime.pass_ns.value) << name;
+    EXPECT_DOUBLE_EQ(s.runtime.prefill_ns.value, trn2.runtime.prefill_ns.value) << name;
   }
   nlohmann::json j = nlohmann::json::parse(PresetSystemJson("trn2-server").value());
   j["system"].erase("runtime");
   const System bare = ParseSystem(j.dump(), "test").value();
   EXPECT_EQ(bare.runtime.layer_ns.value, 0);
   EXPECT_EQ(bare.runtime.pass_ns.value, 0);
+  EXPECT_EQ(bare.runtime.prefill_ns.value, 0);
   j = nlohmann::json::parse(PresetSystemJson("trn2-server").value());
   j["system"]["runtime"]["pass_overhead_ns"]["value"] = -1;
   const Status bad = ParseSystem(j.dump(), "test").status();
@@ -1014,8 +1016,9 @@ TEST(CalibrateTest, CalibratedSystemsLoad) {
 }
 
 // Overheads at 0 give exactly the uncalibrated estimate (no overhead op, the
-// same times); otherwise each pass gains layers x layer + pass, in both modes,
-// as one "runtime overhead" op of class "other" in --compare.
+// same times); otherwise each pass gains layers x layer + pass, and each
+// prefill also prefill, in both modes, as one "runtime overhead" op of class
+// "other" in --compare.
 TEST(CalibrateTest, OverheadsAddPerLayerAndPerPass) {
   System sys = LoadSystem("trn2-server").value();
   ServeConfig c;
@@ -1025,21 +1028,27 @@ TEST(CalibrateTest, OverheadsAddPerLayerAndPerPass) {
   const Model m = Tiny(kTinyLlama);
   sys.runtime.layer_ns.value = 0;
   sys.runtime.pass_ns.value = 0;
+  sys.runtime.prefill_ns.value = 0;
   const ServeEstimate zero = EstimateServing(sys, m, c).value();
   for (const OpCost& op : zero.decode.ops) EXPECT_NE(op.name, "runtime overhead");
+  for (const OpCost& op : zero.prefill.ops) EXPECT_NE(op.name, "runtime overhead");
+  const RuntimeOverheads& shipped_rt = LoadSystem("trn2-server").value().runtime;
   const ServeEstimate shipped = EstimateServing(LoadSystem("trn2-server").value(), m, c).value();
-  EXPECT_NEAR(shipped.tpot_s - zero.tpot_s,
-              LoadSystem("trn2-server").value().runtime.pass_ns.value * 1e-9, 1e-15);
+  EXPECT_NEAR(shipped.tpot_s - zero.tpot_s, shipped_rt.pass_ns.value * 1e-9, 1e-15);
+  EXPECT_NEAR(shipped.ttft_s - zero.ttft_s,
+              (shipped_rt.pass_ns.value + shipped_rt.prefill_ns.value) * 1e-9, 1e-15);
   for (ServeMode mode : {ServeMode::kAnalytical, ServeMode::kEvent}) {
     c.mode = mode;
     sys.runtime.layer_ns.value = 0;
     sys.runtime.pass_ns.value = 0;
+    sys.runtime.prefill_ns.value = 0;
     const ServeEstimate base = EstimateServing(sys, m, c).value();
     sys.runtime.layer_ns.value = 1000;
     sys.runtime.pass_ns.value = 5000;
+    sys.runtime.prefill_ns.value = 70000;
     const ServeEstimate e = EstimateServing(sys, m, c).value();
     const double added = (static_cast<double>(m.layers) * 1000 + 5000) * 1e-9;
-    EXPECT_NEAR(e.ttft_s - base.ttft_s, added, 1e-15);
+    EXPECT_NEAR(e.ttft_s - base.ttft_s, added + 70000e-9, 1e-15);
     EXPECT_NEAR(e.tpot_s - base.tpot_s, added, 1e-15);
     auto op = std::find_if(e.decode.ops.begin(), e.decode.ops.end(),
                            [](const OpCost& o) { return o.name == "runtime overhead"; });
@@ -1048,6 +1057,16 @@ TEST(CalibrateTest, OverheadsAddPerLayerAndPerPass) {
     EXPECT_EQ(op->bound, "runtime");
     EXPECT_EQ(CompareClassOf(*op), "other");
   }
+  // A training step's forward is no serving prefill: no prefill overhead.
+  TrainConfig t;
+  t.layout.tp = 2;
+  t.batch = 2;
+  t.seq = 16;
+  const TrainEstimate train = EstimateTraining(sys, m, t).value();
+  auto op = std::find_if(train.forward.ops.begin(), train.forward.ops.end(),
+                         [](const OpCost& o) { return o.name == "runtime overhead"; });
+  ASSERT_NE(op, train.forward.ops.end());
+  EXPECT_NEAR(op->seconds, (static_cast<double>(m.layers) * 1000 + 5000) * 1e-9, 1e-15);
 }
 
 // Event mode (serve.h "Event mode") on a 4-layer gpt-oss-like model (window

@@ -319,6 +319,9 @@ class SystemParser {
     if (r.Optional("pass_overhead_ns") != nullptr) {
       s_.runtime.pass_ns = NonNeg(r, "pass_overhead_ns");
     }
+    if (r.Optional("prefill_overhead_ns") != nullptr) {
+      s_.runtime.prefill_ns = NonNeg(r, "prefill_overhead_ns");
+    }
     r.Finish();
   }
 

@@ -671,7 +671,9 @@ Status BuildPass(PhaseBuilder& b, const System& sys, const Model& m, const Serve
     }
   }
   b.SetLayer(m.layers);
-  b.Overhead(sys.runtime.pass_ns.value * 1e-9);
+  // A serving prefill (past 0) also pays the per-request prefill overhead.
+  const double prefill_ns = past == 0 && !training ? sys.runtime.prefill_ns.value : 0;
+  b.Overhead((sys.runtime.pass_ns.value + prefill_ns) * 1e-9);
   // Pipeline stages hand the hidden state on.
   const int rpc = sys.chip.core_count() / l.lnc;
   for (int stage = 0; stage + 1 < l.pp; ++stage) {

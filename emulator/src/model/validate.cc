@@ -117,6 +117,7 @@ void SetOverheads(System& sys, const std::vector<FittedParameter>& p) {
   const char* source = "trainium.md 12.1 A1 E1 (TTFT, TPOT; trnmx-emu calibrate)";
   sys.runtime.layer_ns = {p[0].value, "ns", SourceTag::kInferred, source, "fitted"};
   sys.runtime.pass_ns = {p[1].value, "ns", SourceTag::kInferred, source, "fitted"};
+  sys.runtime.prefill_ns = {p[2].value, "ns", SourceTag::kInferred, source, "fitted"};
 }
 
 }  // namespace
@@ -232,7 +233,8 @@ StatusOr<CalibrationFit> Calibrate() {
   System sys = std::move(*loaded);
   CalibrationFit fit;
   fit.parameters = {{"layer_overhead_ns", "ns", {0, 200e3}, 0},
-                    {"pass_overhead_ns", "ns", {0, 20e6}, 0}};
+                    {"pass_overhead_ns", "ns", {0, 20e6}, 0},
+                    {"prefill_overhead_ns", "ns", {0, 100e6}, 0}};
   const size_t n = fit.parameters.size();
   // Each row's TTFT and TPOT at the overheads 0 (index 0) and with overhead
   // i alone at 1 ms (index i + 1): the rows are linear in the overheads.

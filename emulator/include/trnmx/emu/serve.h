@@ -29,9 +29,9 @@
 // every expert gets T x top_k / experts tokens, and a step reads the weights
 // of experts x (1 - (1 - top_k / experts)^T) experts. Runtime overheads
 // (system.h RuntimeOverheads, fitted by `trnmx-emu calibrate`, validate.h):
-// every pass adds layers x layer_ns + pass_ns as one op "runtime overhead"
-// (class "overhead", bound "runtime", on no engine or link; --compare counts
-// it in "other"), the same in both modes; none at 0.
+// every pass adds layers x layer_ns + pass_ns (+ prefill_ns for a prefill) as
+// one op "runtime overhead" (class "overhead", bound "runtime", on no engine
+// or link; --compare counts it in "other"), the same in both modes; none at 0.
 //
 //   System sys = LoadSystem("trn3-ultraserver-gen2").value();
 //   Model m = LoadModel("gpt-oss-120b").value();

@@ -138,6 +138,10 @@ struct CollectiveThresholds {
 struct RuntimeOverheads {
   Sourced layer_ns;  // per model layer of a pass: kernel launches and cross-engine semaphores
   Sourced pass_ns;   // per pass: the graph launch and the host's sync of the sampled tokens
+  // Per serving prefill pass, besides pass_ns: the host's work for a new
+  // request before its first token (scheduling and copying in the prompt,
+  // sending the first token back). Not in training steps or decode steps.
+  Sourced prefill_ns;
 };
 
 // AWS's totals for the whole system (a consistency check, never an input).

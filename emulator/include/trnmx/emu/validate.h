@@ -22,14 +22,15 @@
 // shipped trn2-server description as it is, fitted overheads included.
 //
 // Calibrate (`trnmx-emu calibrate`; docs/models.md "Calibration") fits the
-// two runtime overheads, the same for every model and system, never a peak:
-//   layer_overhead_ns  per model layer of a pass, range 0 .. 200 us
-//   pass_overhead_ns   per pass (prefill or decode step), range 0 .. 20 ms
+// three runtime overheads, the same for every model and system, never a peak:
+//   layer_overhead_ns    per model layer of a pass, range 0 .. 200 us
+//   pass_overhead_ns     per pass (prefill or decode step), range 0 .. 20 ms
+//   prefill_overhead_ns  per serving prefill, besides the pass's, 0 .. 100 ms
 // on the rows A1 and E1, TTFT and TPOT, in event mode (in-sample: the rows it
 // is fitted on are the rows it is judged on). Objective: the sum of squared
 // relative errors of those four values. Search: FitCoordinateDescent from 0
 // (below). An overhead adds a fixed time per layer or pass, so each row is
-// linear in the two: each row is costed (EstimateServing on trn2-server) at
+// linear in the three: each row is costed (EstimateServing on trn2-server) at
 // 0, and with each overhead alone at 1 ms, and the search evaluates that
 // exact linear form; the rows after the fit are costed again in full with the
 // fitted values (CalibrationFit::after).
@@ -92,7 +93,8 @@ std::vector<double> FitCoordinateDescent(
     const std::vector<FitRange>& ranges);
 
 struct FittedParameter {
-  std::string name;  // "layer_overhead_ns", "pass_overhead_ns" (/system/runtime/<name>)
+  // "layer_overhead_ns", "pass_overhead_ns", "prefill_overhead_ns" (/system/runtime/<name>)
+  std::string name;
   std::string unit;  // "ns"
   FitRange range;
   double value = 0;
