@@ -572,6 +572,44 @@ TEST(GemmCompose, TwoKernelsChainInOneProgram) {
   EXPECT_EQ(k2.tile_ops.size(), LowerGemm(m, c2).value().tile_ops.size());
 }
 
+// Two kernels planned for a quarter of SBUF and PSUM each (on_chip_share 4)
+// and kept on chip (keep_on_chip) get disjoint buffers, so the second one
+// needs no wait: the two run side by side, each within its share, and the
+// caller frees the buffers. Shares outside [1, banks] are refused.
+TEST(GemmCompose, KeptKernelsShareTheChipSideBySide) {
+  const Machine m = Trn("trn3");
+  GemmConfig c = Config(3, 384, 2880, MatmulDtype::kMxfp4, 2);
+  c.on_chip_share = 4;
+  const GemmPlan plan = PlanGemm(m, c).value();
+  Program p = Program::Create(m, 2).value();
+  std::vector<BufferId> kept;
+  for (int i = 0; i < 2; ++i) {
+    GemmOperands ops = AllocGemmOperands(p, c, 0, "g" + std::to_string(i) + ".").value();
+    ops.keep_on_chip = true;
+    const LoweredGemmKernel k = LowerGemmInto(p, plan, ops).value();
+    ASSERT_FALSE(k.on_chip.empty());
+    for (BufferId id : k.on_chip) EXPECT_TRUE(p.buffers()[id].live);
+    kept.insert(kept.end(), k.on_chip.begin(), k.on_chip.end());
+  }
+  for (int core = 0; core < 2; ++core) {
+    EXPECT_LE(p.sbuf_high_water(core), 2 * m.sbuf_usable_bytes_per_partition() / 4);
+    EXPECT_LE(p.psum_high_water(core), 2 * 2 * 2048);  // two kernels x 8 / 4 banks of 2 KiB
+  }
+  const int64_t both = Simulate(p).value().end_ps;
+  const int64_t alone = Simulate(LowerGemm(m, c).value().program).value().end_ps;
+  EXPECT_LT(both, 2 * alone);  // side by side, not one after the other
+  for (BufferId id : kept) EXPECT_TRUE(p.Free(id).ok());
+  for (int share : {0, 9}) {
+    GemmConfig bad = c;
+    bad.on_chip_share = share;
+    const Status st = PlanGemm(m, bad).status();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(st.message().find("on_chip_share = " + std::to_string(share) + " must be in [1, 8]"),
+              std::string::npos)
+        << st.message();
+  }
+}
+
 TEST(GemmCompose, OperandsAreChecked) {
   const Machine m = Trn("trn3");
   const GemmPlan plan = PlanGemm(m, Config(256, 256, 512, MatmulDtype::kMxfp8, 1)).value();

@@ -174,6 +174,34 @@ TEST(MoeSimulation, RouterIsTheLogitsGemmThenTheTopK) {
   EXPECT_GT(m->phases[0].time_ps, r->phases[0].time_ps);
 }
 
+// The experts of a decode step (gpt-oss-120b at TP 16 on trn3: H 2880, I
+// 180 rounded up to 192 for the MX blocks, 3 tokens per expert, MXFP4, the
+// two cores of a logical core). Pipelined as a grouped kernel, each further
+// expert costs less than one expert alone (its loads overlap the GEMMs
+// before it), but no less than its weights' DMA time at the full engine
+// rate: gate/up 2880 x 384 and down 192 x 2880 MXFP4 codes and E8M0 scales,
+// 881,280 B, half per core over 16 engines x 38.4 GB/s = 0.717 us.
+TEST(MoeExperts, PipelinedExpertsOverlapButStreamEveryWeight) {
+  const Machine& trn3 = Gen2().chip;
+  const auto time = [&](std::size_t experts) {
+    return SimulateExpertGemms(trn3, 2, 2880, 192, MatmulDtype::kMxfp4,
+                               std::vector<std::uint64_t>(experts, 3))
+        .value();
+  };
+  const int64_t one = time(1), eight = time(8), sixteen = time(16);
+  std::printf("experts 1 / 8 / 16: %.3f / %.3f / %.3f us\n", one * 1e-6, eight * 1e-6,
+              sixteen * 1e-6);
+  const int64_t per_expert = (sixteen - eight) / 8;  // the second program of 8 experts
+  const double weight_bytes =
+      2880.0 * 384 * 0.5 + 2880.0 / 32 * 384 + 192.0 * 2880 * 0.5 + 192.0 / 32 * 2880;
+  EXPECT_EQ(weight_bytes, 881280);
+  const double floor_ps = weight_bytes / 2 / (16 * 38.4e9) * 1e12;
+  EXPECT_LT(per_expert, one);
+  EXPECT_GT(static_cast<double>(per_expert), floor_ps);
+  EXPECT_LT(eight, 8 * one * 3 / 4);  // at least a quarter overlapped
+  EXPECT_EQ(sixteen, 2 * eight);      // programs of 8 experts, one after another
+}
+
 TEST(MoeConfigErrors, AreNamed) {
   const auto error = [](MoeConfig c) {
     StatusOr<MoeRouting> r = RouteMoe(Trn2Server(), c);

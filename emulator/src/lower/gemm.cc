@@ -144,8 +144,10 @@ class CoreLowering {
         tile_ops_(tile_ops) {}
 
   int64_t stores() const { return stores_; }
+  // The on-chip buffers, still allocated after Run(keep_on_chip = true).
+  const std::vector<BufferId>& on_chip() const { return on_chip_; }
 
-  Status Run() {
+  Status Run(bool keep_on_chip) {
     const Machine& m = p_.machine();
     const MatmulDtype d = cfg_.dtype;
     const bool mx = IsMx(d);
@@ -159,7 +161,7 @@ class CoreLowering {
     const int64_t block_tiles = std::min(CeilDiv(cfg_.stationary_block, kTileRows), m_tiles_total);
     const int64_t n_tiles = CeilDiv(tile_.cols, n_tile);
     const int64_t group_n = resident ? 1 : std::min<int64_t>(plan_.group_n, n_tiles);
-    const int banks = static_cast<int>(m.psum.banks.value);
+    const int banks = static_cast<int>(m.psum.banks.value) / cfg_.on_chip_share;
     const int k_parts = TensorOperandPartitions(m, d, std::min(cfg_.k, kt));
 
     // Buffers: stationary tiles (stat_sets x block_tiles), moving panels, output staging, PSUM
@@ -369,7 +371,10 @@ class CoreLowering {
     }
     // The buffers are free for the next kernel, which must start after this
     // one's stores (GemmOperands::start_after): the program cannot see reuse.
-    for (BufferId id : on_chip_) TRY(p_.Free(id));
+    // Kept, the caller frees them (GemmOperands::keep_on_chip).
+    if (!keep_on_chip) {
+      for (BufferId id : on_chip_) TRY(p_.Free(id));
+    }
     return OkStatus();
   }
 
@@ -588,12 +593,12 @@ struct Blocking {
 std::vector<Blocking> Blockings(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
                                 int64_t rows, int64_t cols, int moving_buffers, int store_tiles) {
   const double eb = GemmElementBytes(c.dtype);
-  const int banks = static_cast<int>(machine.psum.banks.value);
+  const int banks = static_cast<int>(machine.psum.banks.value) / c.on_chip_share;
   const int64_t core_m_tiles = CeilDiv(rows, kTileRows);
   const int64_t n_tile = std::min(c.n_tile, cols);
   const int64_t core_n_tiles = CeilDiv(cols, n_tile);
   const int64_t nk = k_tiles;
-  const int64_t sbuf = machine.sbuf_usable_bytes_per_partition();
+  const int64_t sbuf = machine.sbuf_usable_bytes_per_partition() / c.on_chip_share;
   const SbufLayout layout{machine, c.dtype, n_tile, moving_buffers, c.out_buffers, store_tiles};
   const int64_t user_tiles = c.stationary_block / kTileRows;  // 0 = choose
   std::vector<Blocking> out;
@@ -784,7 +789,13 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
   if (c.out_buffers < 1) return InvalidArgumentError(what + ": out_buffers must be >= 1");
   if (c.store_tiles < 0) return InvalidArgumentError(what + ": store_tiles must be >= 0");
   const int64_t bank_fp32 = static_cast<int64_t>(machine.psum.bank_bytes_per_partition.value) / 4;
-  const int banks = static_cast<int>(machine.psum.banks.value);
+  const int machine_banks = static_cast<int>(machine.psum.banks.value);
+  if (c.on_chip_share < 1 || c.on_chip_share > machine_banks) {
+    return InvalidArgumentError(what + ": on_chip_share = " + std::to_string(c.on_chip_share) +
+                                " must be in [1, " + std::to_string(machine_banks) +
+                                "] (the PSUM banks)");
+  }
+  const int banks = machine_banks / c.on_chip_share;
   if (c.n_tile == 0) c.n_tile = bank_fp32;
   if (c.n_tile < 1 || c.n_tile > bank_fp32) {
     return InvalidArgumentError(what + ": n_tile = " + std::to_string(c.n_tile) +
@@ -1025,7 +1036,7 @@ StatusOr<LoweredGemmKernel> LowerGemmInto(Program& p, const GemmPlan& plan,
     CoreLowering lower(p, plan, core, tile, plan.b_stationary ? b : a, plan.b_stationary ? a : b,
                        ops.c, ops.c_offset, ops.start_after.empty() ? kNone : ops.start_after[i],
                        ops.done_signals, &kernel.tile_ops);
-    if (Status s = lower.Run(); !s.ok()) {
+    if (Status s = lower.Run(ops.keep_on_chip); !s.ok()) {
       return Status(s.code(),
                     what + " on " + machine.name + " core " + std::to_string(i) + " (" +
                         (plan.b_stationary ? "B" : "A") + " stationary, stationary_block " +
@@ -1034,6 +1045,9 @@ StatusOr<LoweredGemmKernel> LowerGemmInto(Program& p, const GemmPlan& plan,
                         std::to_string(c.moving_buffers) + " moving buffers): " + s.message());
     }
     kernel.stores += lower.stores();
+    if (ops.keep_on_chip) {
+      kernel.on_chip.insert(kernel.on_chip.end(), lower.on_chip().begin(), lower.on_chip().end());
+    }
   }
   return kernel;
 }

@@ -253,16 +253,43 @@ StatusOr<Simulated> SimulateAllToAllV(const System& system, const MoeConfig& c, 
   return Summarise(l->program, *r);
 }
 
-// One program of GEMMs chained on `cores` cores of the chip, each waiting
-// for the previous one's stores.
-StatusOr<Simulated> SimulateChain(const Machine& chip, int cores, std::span<const GemmPlan> plans) {
+// Expert GEMMs kept on chip at once when pipelined, each planned for that
+// share of SBUF and PSUM (GemmConfig::on_chip_share).
+constexpr std::size_t kExpertGemmsInFlight = 4;
+
+// The expert GEMMs of `configs` (gate/up of expert 0, its down, gate/up of
+// expert 1, ...) in one program on `cores` cores of the chip.
+// Serial: in that order, each with all of SBUF and PSUM, each waiting for
+// the previous one's stores.
+// Pipelined, as a grouped expert kernel does: issued as gate/up 0, gate/up
+// 1, down 0, gate/up 2, down 1, ..., so that TensorE has the next expert's
+// gate/up to run while a down GEMM waits for its input (its gate/up's
+// stores); kExpertGemmsInFlight GEMMs on chip at once, each waiting for the
+// stores of the one issued that many places earlier, whose buffers it reuses.
+StatusOr<Simulated> SimulateChain(const Machine& chip, int cores,
+                                  std::span<const GemmConfig> configs, bool pipelined) {
+  const std::size_t n = configs.size();
+  const std::size_t depth = pipelined ? kExpertGemmsInFlight : 1;
+  std::vector<std::size_t> order;  // configs' indices in issue order
+  for (std::size_t g = 0; g < n; g += 2) {
+    order.push_back(g);                                   // gate/up of expert g / 2
+    if (pipelined && g >= 2) order.push_back(g - 1);      // down of the expert before
+    if (!pipelined && g + 1 < n) order.push_back(g + 1);  // its own down
+  }
+  if (pipelined && n >= 2) order.push_back(n - 1);
   StatusOr<Program> prog = Program::Create(chip, cores);
   if (!prog.ok()) return prog.status();
   Program& p = *prog;
-  std::vector<std::vector<SemWait>> after;  // the previous GEMM's stores, per core
-  for (std::size_t i = 0; i < plans.size(); ++i) {
+  std::vector<std::vector<SemWait>> done_waits(n);  // [gemm][core]: its stores complete
+  std::vector<std::vector<BufferId>> on_chip;       // [issue position]: its buffers (pipelined)
+  for (std::size_t pos = 0; pos < n; ++pos) {
+    const std::size_t i = order[pos];
+    GemmConfig g = configs[i];
+    g.on_chip_share = static_cast<int>(depth);
+    StatusOr<GemmPlan> plan = PlanGemm(chip, g);
+    if (!plan.ok()) return plan.status();
     StatusOr<GemmOperands> alloc =
-        AllocGemmOperands(p, plans[i].config, 0, "gemm" + std::to_string(i) + ".");
+        AllocGemmOperands(p, plan->config, 0, "gemm" + std::to_string(i) + ".");
     if (!alloc.ok()) return alloc.status();
     GemmOperands& ops = *alloc;
     std::vector<SemId> done;
@@ -272,11 +299,29 @@ StatusOr<Simulated> SimulateChain(const Machine& chip, int cores, std::span<cons
       done.push_back(*s);
       ops.done_signals.push_back({*s, 1});
     }
-    ops.start_after = std::move(after);
-    StatusOr<LoweredGemmKernel> k = LowerGemmInto(p, plans[i], ops);
+    // The GEMM issued `depth` places earlier (its buffers), and a down GEMM's gate/up (its input).
+    std::vector<std::size_t> waits_on;
+    if (pos >= depth) waits_on.push_back(order[pos - depth]);
+    if (i % 2 == 1 && (pos < depth || order[pos - depth] != i - 1)) waits_on.push_back(i - 1);
+    if (!waits_on.empty()) {
+      ops.start_after.assign(static_cast<std::size_t>(cores), {});
+      for (std::size_t j : waits_on) {
+        for (int core = 0; core < cores; ++core) {
+          ops.start_after[static_cast<std::size_t>(core)].push_back(
+              done_waits[j][static_cast<std::size_t>(core)]);
+        }
+      }
+    }
+    if (pipelined && pos >= depth) {  // the buffers of the GEMM it waits for
+      for (BufferId id : on_chip[pos - depth]) {
+        if (Status st = p.Free(id); !st.ok()) return st;
+      }
+    }
+    ops.keep_on_chip = pipelined;
+    StatusOr<LoweredGemmKernel> k = LowerGemmInto(p, *plan, ops);
     if (!k.ok()) return k.status();
-    after.clear();
-    for (SemId s : done) after.push_back({{s, k->stores}});
+    for (SemId s : done) done_waits[i].push_back({s, k->stores});
+    on_chip.push_back(std::move(k->on_chip));
   }
   StatusOr<SimResult> r = Simulate(p);
   if (!r.ok()) return r.status();
@@ -290,25 +335,27 @@ StatusOr<Simulated> SimulateChain(const Machine& chip, int cores, std::span<cons
 StatusOr<Simulated> SimulateExperts(const Machine& chip, int cores, int64_t hidden,
                                     int64_t intermediate, MatmulDtype dtype,
                                     const std::vector<std::uint64_t>& tokens) {
-  std::vector<GemmPlan> plans;
+  std::vector<GemmConfig> configs;
   for (std::uint64_t n : tokens) {
     if (n == 0) continue;
     const int64_t m = static_cast<int64_t>(n);
     for (const auto& [nn, kk] :
          {std::pair{2 * intermediate, hidden}, std::pair{hidden, intermediate}}) {
-      GemmConfig g{.m = m, .n = nn, .k = kk, .dtype = dtype, .cores = cores};
-      StatusOr<GemmPlan> p = PlanGemm(chip, g);
-      if (!p.ok()) return p.status();
-      plans.push_back(std::move(*p));
+      configs.push_back({.m = m, .n = nn, .k = kk, .dtype = dtype, .cores = cores});
     }
   }
-  if (plans.empty()) return Simulated{0, "idle (no tokens)"};
+  if (configs.empty()) return Simulated{0, "idle (no tokens)"};
   Simulated total{0, ""};
   int64_t longest = -1;
   const std::size_t per_chain = 2 * kMoeExpertsPerProgram;
-  for (std::size_t first = 0; first < plans.size(); first += per_chain) {
-    const std::size_t n = std::min(per_chain, plans.size() - first);
-    StatusOr<Simulated> chain = SimulateChain(chip, cores, std::span(plans).subspan(first, n));
+  for (std::size_t first = 0; first < configs.size(); first += per_chain) {
+    const std::size_t n = std::min(per_chain, configs.size() - first);
+    const std::span<const GemmConfig> part = std::span(configs).subspan(first, n);
+    StatusOr<Simulated> chain = SimulateChain(chip, cores, part, /*pipelined=*/true);
+    // Two GEMMs whose buffers do not fit on chip together run one after the other.
+    if (!chain.ok() && chain.status().code() == StatusCode::kResourceExhausted) {
+      chain = SimulateChain(chip, cores, part, /*pipelined=*/false);
+    }
     if (!chain.ok()) return chain.status();
     total.time_ps += chain->time_ps;
     if (chain->time_ps > longest) {

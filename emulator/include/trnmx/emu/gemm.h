@@ -86,6 +86,10 @@ struct GemmConfig {
   int store_tiles = 0;
   int out_buffers = 4;  // output staging strips of store_tiles tiles each (>= 1)
   OperandPlacement placement = OperandPlacement::kAuto;
+  // The kernel plans for 1 / on_chip_share of each core's usable SBUF and
+  // PSUM banks, so that that many kernels fit on chip at once (pipelined
+  // kernels, GemmOperands::keep_on_chip); 1 .. the PSUM banks.
+  int on_chip_share = 1;
 };
 
 struct CoreGemmTile {
@@ -164,16 +168,23 @@ struct GemmOperands {
   // Signalled by every store of C (semaphores of the chip, any core): each
   // reaches its increment x LoweredGemmKernel::stores when C is complete.
   std::vector<SemSignal> done_signals;
+  // True: the SBUF and PSUM buffers stay allocated (LoweredGemmKernel::
+  // on_chip), so that a next kernel gets others and may start before this
+  // one ends (prefetching its operands); the caller frees them once no
+  // later kernel can still be running alongside this one.
+  bool keep_on_chip = false;
 };
 
 struct LoweredGemmKernel {
   GemmPlan plan;
   std::vector<GemmTileOp> tile_ops;  // every MultiplyMoving and evacuation, in append order
   int64_t stores = 0;                // stores of C, each signalling done_signals
+  std::vector<BufferId> on_chip;     // GemmOperands::keep_on_chip: its buffers, still allocated
 };
 
 // Appends the GEMM of `plan` to `program`: its own DMA queues and semaphores
-// on each core, on-chip buffers allocated and freed again at the end.
+// on each core, on-chip buffers allocated and freed again at the end (or
+// kept: GemmOperands::keep_on_chip).
 StatusOr<LoweredGemmKernel> LowerGemmInto(Program& program, const GemmPlan& plan,
                                           const GemmOperands& operands);
 

@@ -31,10 +31,17 @@
 //             sent once per assignment, not deduplicated per rank).
 //   experts   per rank, for each local expert with n_e > 0 tokens in
 //             increasing e: the gate/up GEMM [n_e, H] x [H, 2 I] then the
-//             down GEMM [n_e, I] x [I, H], each waiting for the previous
-//             one's stores, on all of the chip's cores, in programs of
-//             kMoeExpertsPerProgram experts run one after another (a
-//             chained GEMM holds 9 of a core's 256 semaphores). Weights kMxfp4 /
+//             down GEMM [n_e, I] x [I, H], on all of the chip's cores, in
+//             programs of kMoeExpertsPerProgram experts run one after
+//             another (a chained GEMM holds 9 of a core's 256 semaphores).
+//             Within a program the GEMMs are pipelined as a grouped expert
+//             kernel: issued gate/up 0, gate/up 1, down 0, gate/up 2, down
+//             1, ..., four on chip at once, each planned for a quarter of
+//             SBUF and PSUM (GemmConfig::on_chip_share) and waiting for the
+//             stores of the one issued four places earlier (whose buffers
+//             it reuses), a down GEMM also for its gate/up's (its input).
+//             Where four do not fit, they run one after another, each with
+//             the whole of SBUF and PSUM. Weights kMxfp4 /
 //             kMxfp8 run as MX matmuls where the chip has them (Trn3); on a
 //             chip without (Trn2) they run in BF16, as Neuron dequantizes
 //             them. The SwiGLU between the two is not costed separately
