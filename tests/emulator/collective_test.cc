@@ -292,6 +292,52 @@ TEST(CollectiveMesh, RingsSendSideBySideAndOneComputeAddsThreeSlots) {
   EXPECT_EQ(p.completions, 2 * (21 + 63));
 }
 
+// The orders the mesh's rings must keep, read off the trace of all 64 ranks
+// of trn2-server (32 KiB all-reduce, the A1 decode's): on each physical
+// core, its reductions start after every chunk for its staging has landed,
+// and no send of the reduced chunk (on any of its 16 rings) starts before
+// the last reduction has ended.
+TEST(CollectiveMesh, ReducedChunksLeaveOnlyAfterTheirReductions) {
+  const System& sys = Trn2Server();
+  const LoweredCollective l =
+      LowerCollective(sys, Config(CollectiveOp::kAllReduce, 32 << 10, 0, 2, 0)).value();
+  ASSERT_EQ(l.plan.algorithm, CollectiveAlgorithm::kMesh);
+  SimOptions o;
+  o.record_trace = true;
+  const SimResult r = Simulate(l.program, o).value();
+  const Program& p = l.program;
+  const int cores = p.cores();
+  std::vector<int64_t> landed(cores, 0), reduce_start(cores, INT64_MAX), reduce_end(cores, 0),
+      gather_start(cores, INT64_MAX);
+  std::vector<int> reductions(cores, 0), gathered(cores, 0);
+  // The core whose half of a rank's buffer `b` is written: its name says the
+  // rank; the half is the writer's core parity (LNC 2: cores 2i, 2i + 1).
+  for (const TraceRecord& t : r.trace) {
+    const Stream& q = p.streams()[t.stream];
+    const Instruction& in = q.instructions[t.index];
+    const Buffer& dst = p.buffers()[in.dst];
+    if (in.accumulate) {
+      reduce_start[q.core] = std::min(reduce_start[q.core], t.start_ps);
+      reduce_end[q.core] = std::max(reduce_end[q.core], t.end_ps);
+      ++reductions[q.core];
+    } else if (dst.name.ends_with(".staging")) {
+      const int rank = std::stoi(dst.name.substr(dst.name.find("rank") + 4));
+      const int core = p.CoreId(rank / 4, (rank % 4) * 2 + q.core % 2);
+      landed[core] = std::max(landed[core], t.end_ps);
+    } else {
+      gather_start[q.core] = std::min(gather_start[q.core], t.start_ps);
+      ++gathered[q.core];
+    }
+  }
+  for (int core = 0; core < cores; ++core) {
+    ASSERT_EQ(reductions[core], 21) << core;  // 63 chunks, three per DMA compute
+    ASSERT_EQ(gathered[core], 63) << core;
+    ASSERT_GT(landed[core], 0) << core;
+    EXPECT_GE(reduce_start[core], landed[core]) << core;
+    EXPECT_GE(gather_start[core], reduce_end[core]) << core;
+  }
+}
+
 // The cycles' chips: each chip once, every hop one torus link, and no link
 // (one direction) used by both cycles.
 TEST(CollectiveKangaRing, TwoEdgeDisjointHamiltonianCycles) {
