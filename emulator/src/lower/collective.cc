@@ -56,6 +56,10 @@ struct Rank {
   // Mesh all-reduce: [half], +1 when the reductions are done (the other
   // rings' all-gather sends wait for it).
   std::vector<SemId> reduced;
+  // Mesh all-reduce: [half], +1 per reduced chunk that lands from a peer,
+  // kept apart from `arrived`, whose count the reductions wait for (an early
+  // peer's chunk must not stand in for a late partial sum).
+  std::vector<SemId> gathered;
   // Hierarchical: [half], +1 per arrival of the inter-server all-reduce
   // (`arrived` counts the intra-server rings').
   std::vector<SemId> inter_arrived;
@@ -133,6 +137,11 @@ class Lowering {
           StatusOr<SemId> reduced = p_.AddSemaphore(core, name + ".reduced");
           if (!reduced.ok()) return reduced.status();
           rank.reduced.push_back(*reduced);
+        }
+        if (plan_.algorithm == CollectiveAlgorithm::kMesh && c_.op == CollectiveOp::kAllReduce) {
+          StatusOr<SemId> gathered = p_.AddSemaphore(core, name + ".gathered");
+          if (!gathered.ok()) return gathered.status();
+          rank.gathered.push_back(*gathered);
         }
         if (plan_.algorithm == CollectiveAlgorithm::kHierarchical) {
           StatusOr<SemId> inter = p_.AddSemaphore(core, name + ".arrived.inter");
@@ -661,8 +670,9 @@ class Lowering {
         if (IsReduction(c_.op) && MeshRing(k) > 0 && k <= plan_.rings) {
           waits.push_back({ranks_[r].reduced[h], 1});
         }
+        const SemId arrival = IsReduction(c_.op) ? ranks_[to].gathered[h] : -1;
         if (Status s = Send(r, h, ChunkOffset(own), to, ranks_[to].data, ChunkOffset(own),
-                            ChunkBytes(own), std::move(waits), -1, MeshRing(k));
+                            ChunkBytes(own), std::move(waits), arrival, MeshRing(k));
             !s.ok()) {
           return s;
         }
