@@ -1032,7 +1032,7 @@ TEST(CalibrateTest, OverheadsAddPerLayerAndPerPass) {
   const ServeEstimate zero = EstimateServing(sys, m, c).value();
   for (const OpCost& op : zero.decode.ops) EXPECT_NE(op.name, "runtime overhead");
   for (const OpCost& op : zero.prefill.ops) EXPECT_NE(op.name, "runtime overhead");
-  const RuntimeOverheads& shipped_rt = LoadSystem("trn2-server").value().runtime;
+  const RuntimeOverheads shipped_rt = LoadSystem("trn2-server").value().runtime;
   const ServeEstimate shipped = EstimateServing(LoadSystem("trn2-server").value(), m, c).value();
   EXPECT_NEAR(shipped.tpot_s - zero.tpot_s, shipped_rt.pass_ns.value * 1e-9, 1e-15);
   EXPECT_NEAR(shipped.ttft_s - zero.ttft_s,
