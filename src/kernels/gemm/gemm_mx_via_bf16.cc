@@ -93,21 +93,40 @@ Status FoldMxPairToBf16(const GemmOperand& a, const GemmOperand& b, Executor& ex
     return true;
   });
   // B: one 32-column panel of K pairs per task (gemm_dense.h's layout, as
-  // PackedWeights holds BF16), written from each column line directly.
-  out->exact = a_exact && RunAll(executor, panels, [&](std::size_t jp) {
-    std::vector<float> line(k + 1);
-    std::uint16_t* panel = out->b_panels.get() + jp * panel_stride;
-    std::memset(panel, 0, panel_stride * sizeof(std::uint16_t));
-    for (std::size_t c = 0; c < std::min(kGemmPanelCols, n - jp * kGemmPanelCols); ++c) {
-      if (!DecodeLine(b.mx, jp * kGemmPanelCols + c, k, line.data())) return false;
-      line[k] = 0.0f;  // An odd K's last pair: odd member +0.
-      for (std::size_t t = 0; 2 * t < k; ++t) {
-        panel[t * 2 * kGemmPanelCols + 2 * c] = High(line[2 * t]);
-        panel[t * 2 * kGemmPanelCols + 2 * c + 1] = High(line[2 * t + 1]);
-      }
-    }
-    return true;
-  });
+  // PackedWeights holds BF16). A pair (its even member in the low half) is
+  // one u32, so the panel is the transpose of the columns' pair arrays:
+  // each column's pairs first (contiguous), then 8 x 32 blocks transposed.
+  out->exact =
+      a_exact && RunAll(executor, panels, [&](std::size_t jp) {
+        const std::size_t pairs = (k + 1) / 2;
+        const std::size_t cols = std::min(kGemmPanelCols, n - jp * kGemmPanelCols);
+        std::vector<float> line(k + 1);
+        std::vector<std::uint32_t> col_pairs(kGemmPanelCols * pairs, 0);  // [column][pair]
+        for (std::size_t c = 0; c < cols; ++c) {
+          if (!DecodeLine(b.mx, jp * kGemmPanelCols + c, k, line.data())) return false;
+          line[k] = 0.0f;  // An odd K's last pair: odd member +0.
+          std::uint32_t* dst = col_pairs.data() + c * pairs;
+          for (std::size_t t = 0; t < pairs; ++t) {
+            const std::uint32_t even = std::bit_cast<std::uint32_t>(line[2 * t]);
+            const std::uint32_t odd = std::bit_cast<std::uint32_t>(line[2 * t + 1]);
+            dst[t] = (even >> 16) | (odd & 0xFFFF0000u);
+          }
+        }
+        std::uint16_t* panel = out->b_panels.get() + jp * panel_stride;  // [pair][column][2]
+        constexpr std::size_t kBlock = 8;
+        for (std::size_t t0 = 0; t0 < pairs; t0 += kBlock) {
+          const std::size_t t1 = std::min(pairs, t0 + kBlock);
+          for (std::size_t c = 0; c < kGemmPanelCols; ++c) {
+            const std::uint32_t* src = col_pairs.data() + c * pairs;
+            for (std::size_t t = t0; t < t1; ++t) {
+              std::memcpy(panel + 2 * (t * kGemmPanelCols + c), src + t, sizeof(std::uint32_t));
+            }
+          }
+        }
+        std::memset(panel + pairs * 2 * kGemmPanelCols, 0,
+                    (panel_stride - pairs * 2 * kGemmPanelCols) * sizeof(std::uint16_t));
+        return true;
+      });
   out->a = GemmOperand::Bf16(out->a_values.data(), m, k, k);
   return OkStatus();
 }
