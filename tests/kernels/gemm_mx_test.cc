@@ -731,46 +731,49 @@ TEST(GemmMxViaBf16, EqualsTheBf16ContractOnTheValues) {
                                                  {MxFormat::kMxfp8E5M2, MxFormat::kMxfp4},
                                                  {MxFormat::kMxfp6E2M3, MxFormat::kMxint8},
                                                  {MxFormat::kMxfp4, MxFormat::kMxfp6E3M2}};
-  const std::size_t m = 19, n = 37, k = 300;
-  for (const auto& [fa, fb] : pairs) {
-    SCOPED_TRACE(PairName(fa, fb));
-    const auto [ta, tb] = QuantizedPair(fa, fb, rng, m, n, k);
-    const GemmOperand a = GemmOperand::Mx(ta.view());
-    const GemmOperand b = GemmOperand::Mx(tb.view());
-    std::vector<Bf16> a16(m * k), b16(k * n);
-    for (std::size_t i = 0; i < m; ++i)
+  const std::size_t m = 19, n = 37;
+  // K = 301: an odd K's last pair in the B panels holds +0 as its odd member.
+  for (const std::size_t k : {std::size_t{300}, std::size_t{301}})
+    for (const auto& [fa, fb] : pairs) {
+      SCOPED_TRACE(PairName(fa, fb) + " K " + std::to_string(k));
+      const auto [ta, tb] = QuantizedPair(fa, fb, rng, m, n, k);
+      const GemmOperand a = GemmOperand::Mx(ta.view());
+      const GemmOperand b = GemmOperand::Mx(tb.view());
+      std::vector<Bf16> a16(m * k), b16(k * n);
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t kk = 0; kk < k; ++kk)
+          a16[i * k + kk] = Fp32ToBf16Rne(internal::MxMatrixElement(ta.view(), i, kk));
       for (std::size_t kk = 0; kk < k; ++kk)
-        a16[i * k + kk] = Fp32ToBf16Rne(internal::MxMatrixElement(ta.view(), i, kk));
-    for (std::size_t kk = 0; kk < k; ++kk)
-      for (std::size_t j = 0; j < n; ++j)
-        b16[kk * n + j] = Fp32ToBf16Rne(internal::MxMatrixElement(tb.view(), kk, j));
-    const GemmOperand a_dense = GemmOperand::Bf16(a16.data(), m, k, k);
-    const GemmOperand b_dense = GemmOperand::Bf16(b16.data(), k, n, n);
-    GemmParams exact;
-    const std::vector<float> exact_c = RunPublic(a, b, m, n, exact);
-    for (const Bf16Mode mode : RunnableBf16Modes()) {
-      SCOPED_TRACE(static_cast<int>(mode));
-      GemmParams p;
-      p.mx_mode = MxGemmMode::kViaBf16;
-      p.bf16_mode = mode;
-      const std::vector<float> got = RunPublic(a, b, m, n, p);
-      GemmParams dense_p;
-      dense_p.bf16_mode = mode;
-      ASSERT_TRUE(SameVectorBits(got, RunPublic(a_dense, b_dense, m, n, dense_p)));
-      ASSERT_TRUE(SameVectorBits(got, RunPublic(a, b, m, n, p, /*packed=*/true)));
-      std::vector<float> want(m * n);
-      ASSERT_TRUE(ref::Gemm(a, b, GemmOutput::Fp32(want.data(), m, n, n), p).ok());
-      ASSERT_TRUE(SameVectorBits(got, want));
-      // The 8-bit FP8 products round in the FP32 chains: not the exact
-      // contract's bits, so the fold took effect (the FP6 / FP4 / INT8
-      // pairs' few-bit products may sum exactly either way).
-      if (GetMxFormatInfo(fa).element_bits == 8 && fb != MxFormat::kMxint8) {
-        std::size_t differ = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) differ += SameBits(got[i], exact_c[i]) ? 0 : 1;
-        EXPECT_GT(differ, 0u);
+        for (std::size_t j = 0; j < n; ++j)
+          b16[kk * n + j] = Fp32ToBf16Rne(internal::MxMatrixElement(tb.view(), kk, j));
+      const GemmOperand a_dense = GemmOperand::Bf16(a16.data(), m, k, k);
+      const GemmOperand b_dense = GemmOperand::Bf16(b16.data(), k, n, n);
+      GemmParams exact;
+      const std::vector<float> exact_c = RunPublic(a, b, m, n, exact);
+      for (const Bf16Mode mode : RunnableBf16Modes()) {
+        SCOPED_TRACE(static_cast<int>(mode));
+        GemmParams p;
+        p.mx_mode = MxGemmMode::kViaBf16;
+        p.bf16_mode = mode;
+        const std::vector<float> got = RunPublic(a, b, m, n, p);
+        GemmParams dense_p;
+        dense_p.bf16_mode = mode;
+        ASSERT_TRUE(SameVectorBits(got, RunPublic(a_dense, b_dense, m, n, dense_p)));
+        ASSERT_TRUE(SameVectorBits(got, RunPublic(a, b, m, n, p, /*packed=*/true)));
+        std::vector<float> want(m * n);
+        ASSERT_TRUE(ref::Gemm(a, b, GemmOutput::Fp32(want.data(), m, n, n), p).ok());
+        ASSERT_TRUE(SameVectorBits(got, want));
+        // The 8-bit FP8 products round in the FP32 chains: not the exact
+        // contract's bits, so the fold took effect (the FP6 / FP4 / INT8
+        // pairs' few-bit products may sum exactly either way).
+        if (GetMxFormatInfo(fa).element_bits == 8 && fb != MxFormat::kMxint8) {
+          std::size_t differ = 0;
+          for (std::size_t i = 0; i < got.size(); ++i)
+            differ += SameBits(got[i], exact_c[i]) ? 0 : 1;
+          EXPECT_GT(differ, 0u);
+        }
       }
     }
-  }
 }
 
 // A value that is not its own BF16 (subnormal, NaN scale, Inf element):
