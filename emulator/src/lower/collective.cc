@@ -345,27 +345,14 @@ class Lowering {
 
   // Half h of adding `n` received bytes at `staging_off` into the rank's
   // buffer at `data_off` (DMA compute: dst += src), after `waits`.
+  // Mesh: `slots` (at most kMeshSlotsPerReduction) received chunks, slot
+  // bytes apart from staging_off, added in one DMA compute (dst += each);
+  // `also` (>= 0) is signalled too.
   Status Reduce(int r, int h, int64_t staging_off, int64_t data_off, int64_t n,
-                std::vector<SemWait> waits) {
-    const auto [off, len] = Part(n, c_.lnc, h);
-    Instruction in =
-        Instruction::DmaCopy(ranks_[r].staging, ranks_[r].data, len, 128, staging_off + off,
-                             ranks_[r].data_offset + data_off + off);
-    in.accumulate = true;
-    in.waits = std::move(waits);
-    SignalDone(r, in);
-    return Emit(r, h, std::move(in));
-  }
-
-  // Mesh: half h of adding the `slots` (at most kMeshSlotsPerReduction)
-  // received chunks from staging slot `first` on into the rank's buffer at
-  // `data_off` in one DMA compute (dst += the slots); `last` also signals
-  // the rank's `reduced` (all-reduce over several rings).
-  Status ReduceSlots(int r, int h, int first, int slots, int64_t data_off, int64_t n,
-                     std::vector<SemWait> waits, bool last) {
+                std::vector<SemWait> waits, int slots = 1, SemId also = -1) {
     const auto [off, len] = Part(n, c_.lnc, h);
     const Rank& rank = ranks_[r];
-    const auto slot = [&](int i) { return (first + i) * SlotBytes() + off; };
+    const auto slot = [&](int i) { return staging_off + i * SlotBytes() + off; };
     Instruction in = Instruction::DmaCopy(rank.staging, rank.data, len, 128, slot(0),
                                           rank.data_offset + data_off + off);
     if (slots > 1) in.src1 = rank.staging, in.src1_offset = slot(1);
@@ -373,7 +360,7 @@ class Lowering {
     in.accumulate = true;
     in.waits = std::move(waits);
     SignalDone(r, in);
-    if (last && !rank.reduced.empty()) in.signals.push_back({rank.reduced[h], 1});
+    if (also >= 0) in.signals.push_back({also, 1});
     return Emit(r, h, std::move(in));
   }
 
@@ -647,8 +634,10 @@ class Lowering {
           std::vector<SemWait> waits;
           if (k == 0) waits.push_back(Arrived(r, h, R - 1));
           const int slots = std::min(kMeshSlotsPerReduction, R - 1 - k);
-          if (Status s = ReduceSlots(r, h, k, slots, ChunkOffset(r), ChunkBytes(r),
-                                     std::move(waits), k + slots == R - 1);
+          // The last one tells the other rings (all-reduce) the sum is done.
+          const bool last = k + slots == R - 1 && !ranks_[r].reduced.empty();
+          if (Status s = Reduce(r, h, k * SlotBytes(), ChunkOffset(r), ChunkBytes(r),
+                                std::move(waits), slots, last ? ranks_[r].reduced[h] : -1);
               !s.ok()) {
             return s;
           }

@@ -16,6 +16,12 @@
 namespace trnmx::emu {
 namespace {
 
+// The PSUM banks a kernel plans for and uses: its share of the core's
+// (GemmConfig::on_chip_share, validated by PlanGemm).
+int KernelPsumBanks(const Machine& m, const GemmConfig& c) {
+  return static_cast<int>(m.psum.banks.value) / c.on_chip_share;
+}
+
 constexpr int64_t kTileRows = 128;  // stationary rows per matmul (PE columns)
 using internal::CeilDiv;
 using internal::RoundUp;
@@ -161,7 +167,7 @@ class CoreLowering {
     const int64_t block_tiles = std::min(CeilDiv(cfg_.stationary_block, kTileRows), m_tiles_total);
     const int64_t n_tiles = CeilDiv(tile_.cols, n_tile);
     const int64_t group_n = resident ? 1 : std::min<int64_t>(plan_.group_n, n_tiles);
-    const int banks = static_cast<int>(m.psum.banks.value) / cfg_.on_chip_share;
+    const int banks = KernelPsumBanks(m, cfg_);
     const int k_parts = TensorOperandPartitions(m, d, std::min(cfg_.k, kt));
 
     // Buffers: stationary tiles (stat_sets x block_tiles), moving panels, output staging, PSUM
@@ -593,7 +599,7 @@ struct Blocking {
 std::vector<Blocking> Blockings(const Machine& machine, const GemmConfig& c, int64_t k_tiles,
                                 int64_t rows, int64_t cols, int moving_buffers, int store_tiles) {
   const double eb = GemmElementBytes(c.dtype);
-  const int banks = static_cast<int>(machine.psum.banks.value) / c.on_chip_share;
+  const int banks = KernelPsumBanks(machine, c);
   const int64_t core_m_tiles = CeilDiv(rows, kTileRows);
   const int64_t n_tile = std::min(c.n_tile, cols);
   const int64_t core_n_tiles = CeilDiv(cols, n_tile);
@@ -795,7 +801,7 @@ StatusOr<GemmPlan> PlanGemm(const Machine& machine, const GemmConfig& config) {
                                 " must be in [1, " + std::to_string(machine_banks) +
                                 "] (the PSUM banks)");
   }
-  const int banks = machine_banks / c.on_chip_share;
+  const int banks = KernelPsumBanks(machine, c);
   if (c.n_tile == 0) c.n_tile = bank_fp32;
   if (c.n_tile < 1 || c.n_tile > bank_fp32) {
     return InvalidArgumentError(what + ": n_tile = " + std::to_string(c.n_tile) +

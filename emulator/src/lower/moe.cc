@@ -352,7 +352,8 @@ StatusOr<Simulated> SimulateExperts(const Machine& chip, int cores, int64_t hidd
     const std::size_t n = std::min(per_chain, configs.size() - first);
     const std::span<const GemmConfig> part = std::span(configs).subspan(first, n);
     StatusOr<Simulated> chain = SimulateChain(chip, cores, part, /*pipelined=*/true);
-    // Two GEMMs whose buffers do not fit on chip together run one after the other.
+    // GEMMs whose buffers do not fit on chip kExpertGemmsInFlight at a time
+    // run one after the other.
     if (!chain.ok() && chain.status().code() == StatusCode::kResourceExhausted) {
       chain = SimulateChain(chip, cores, part, /*pipelined=*/false);
     }

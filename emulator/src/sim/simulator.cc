@@ -370,8 +370,11 @@ class Sim {
       }
       // A transfer queue hands its next transfer to the engines once they are
       // free, not before, so that resources are reserved in time order.
+      int first_engine = 0;
       if (transfer) {
-        const int64_t free = std::max(ss.unit_free, EnginesFree(stream.core, *op));
+        first_engine = FirstEngine(stream.core, *op);
+        const int64_t free =
+            std::max(ss.unit_free, WindowFree(stream.core, first_engine, op->engines));
         if (free > now) {
           ScheduleIssue(ss, s, free);
           return;
@@ -380,7 +383,7 @@ class Sim {
       int64_t start = 0, end = 0;
       StreamStats& stats = res_.streams[s];
       if (transfer) {
-        ss.unit_free = ExecuteTransfer(s, stream.core, *op, now, start, end);
+        ss.unit_free = ExecuteTransfer(s, stream.core, first_engine, *op, now, start, end);
         stats.busy_ps += end - start;
       } else {
         const Instruction& in = stream.instructions[ss.pc];
@@ -527,20 +530,16 @@ class Sim {
     return best;
   }
 
-  // When every DMA engine that serves `op` is free.
-  int64_t EnginesFree(int core, const Op& op) const {
-    return WindowFree(core, FirstEngine(core, op), op.engines);
-  }
-
   // The DMA engines that serve the transfer are taken together once all are
   // free; bytes read or written in HBM hold the core's stack from then on,
   // and a write into another chip's HBM holds every link of the route and
   // the destination stack too (cut through). The engines stay held until the
   // last byte has left; the transfer completes the route's latency later.
+  // `first_engine`: FirstEngine(core, op), found when the engines were free.
   // Returns when the last byte has left (the engines are free again).
-  int64_t ExecuteTransfer(StreamId s, int core, const Op& op, int64_t now, int64_t& start,
-                          int64_t& end) {
-    const size_t first = static_cast<size_t>(core) * engines_ + FirstEngine(core, op);
+  int64_t ExecuteTransfer(StreamId s, int core, int first_engine, const Op& op, int64_t now,
+                          int64_t& start, int64_t& end) {
+    const size_t first = static_cast<size_t>(core) * engines_ + first_engine;
     int64_t* engine_free = &engine_free_ps_[first];
     start = now;  // Issue() hands a transfer over only once its engines are free.
     int64_t data_end = start + op.engine_ps;

@@ -3,17 +3,18 @@
 // line) through the MX line decoder and checked for exactness on the way:
 // A row-major, B straight into the BF16 pair panels of the dense kernels
 // (packing a column-major copy would read it with a stride of K).
+#include <hwy/aligned_allocator.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cstring>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
-
-#include <hwy/aligned_allocator.h>
 
 #include "formats/mx_line.h"
 #include "kernels/gemm/gemm_dense.h"
@@ -101,11 +102,13 @@ Status FoldMxPairToBf16(const GemmOperand& a, const GemmOperand& b, Executor& ex
         const std::size_t pairs = (k + 1) / 2;
         const std::size_t cols = std::min(kGemmPanelCols, n - jp * kGemmPanelCols);
         std::vector<float> line(k + 1);
-        std::vector<std::uint32_t> col_pairs(kGemmPanelCols * pairs, 0);  // [column][pair]
+        // [column][pair], written below; the columns past n stay +0.
+        auto col_pairs = std::make_unique_for_overwrite<std::uint32_t[]>(kGemmPanelCols * pairs);
+        std::fill(col_pairs.get() + cols * pairs, col_pairs.get() + kGemmPanelCols * pairs, 0u);
         for (std::size_t c = 0; c < cols; ++c) {
           if (!DecodeLine(b.mx, jp * kGemmPanelCols + c, k, line.data())) return false;
           line[k] = 0.0f;  // An odd K's last pair: odd member +0.
-          std::uint32_t* dst = col_pairs.data() + c * pairs;
+          std::uint32_t* dst = col_pairs.get() + c * pairs;
           for (std::size_t t = 0; t < pairs; ++t) {
             const std::uint32_t even = std::bit_cast<std::uint32_t>(line[2 * t]);
             const std::uint32_t odd = std::bit_cast<std::uint32_t>(line[2 * t + 1]);
@@ -117,7 +120,7 @@ Status FoldMxPairToBf16(const GemmOperand& a, const GemmOperand& b, Executor& ex
         for (std::size_t t0 = 0; t0 < pairs; t0 += kBlock) {
           const std::size_t t1 = std::min(pairs, t0 + kBlock);
           for (std::size_t c = 0; c < kGemmPanelCols; ++c) {
-            const std::uint32_t* src = col_pairs.data() + c * pairs;
+            const std::uint32_t* src = col_pairs.get() + c * pairs;
             for (std::size_t t = t0; t < t1; ++t) {
               std::memcpy(panel + 2 * (t * kGemmPanelCols + c), src + t, sizeof(std::uint32_t));
             }
