@@ -527,6 +527,47 @@ HWY_NOINLINE void DequantizeLine(const std::uint8_t* HWY_RESTRICT codes,
   }
 }
 
+// The BF16 form of DequantizeLine (mx_line.h, DequantizeMxLineToBf16): each
+// block decoded to FP32 in L1, then checked and cut to its high halves.
+template <class Traits, int kBits>
+HWY_NOINLINE bool DequantizeLineBf16(const std::uint8_t* HWY_RESTRICT codes,
+                                     const std::uint8_t* HWY_RESTRICT scales, std::size_t n,
+                                     std::uint16_t* HWY_RESTRICT dst) {
+  using DI = MxTag<kBits>;
+  const DI di;
+  const hn::Rebind<std::uint16_t, DI> d16;
+  const hn::Rebind<std::uint32_t, DI> du;
+  TRNMX_LANES_CONSTEXPR std::size_t N = LanesOf(di);
+  constexpr std::size_t kBlockBytes = kBits * 4;
+  const auto sign_off = hn::Set(di, 0x7FFFFFFF);
+  const auto min_normal = hn::Set(di, 0x00800000);
+  const auto max_finite = hn::Set(di, 0x7F7FFFFF);
+  auto low = hn::Zero(di);  // OR of the low 16 bits: non-zero, not a BF16
+  auto bad = hn::Zero(di);  // non-zero: a subnormal, Inf or NaN
+  HWY_ALIGN float buf[kMxBlock];
+  HWY_ALIGN std::uint16_t tail[kMxBlock];
+  for (std::size_t b = 0, i = 0; i < n; ++b, i += kMxBlock) {
+    DequantizeBlock<Traits, kBits>(di, codes + b * kBlockBytes, scales[b], buf);
+    const std::size_t count = HWY_MIN(kMxBlock, n - i);
+    // Past n: padding codes, which must not decide exactness.
+    for (std::size_t x = count; x < kMxBlock; ++x) buf[x] = 0.0f;
+    std::uint16_t* out = count == kMxBlock ? dst + i : tail;
+    for (std::size_t v = 0; v < kMxBlock; v += N) {
+      const auto bits = hn::BitCast(di, hn::Load(hn::Rebind<float, DI>(), buf + v));
+      const auto mag = hn::And(bits, sign_off);
+      low = hn::Or(low, hn::And(bits, hn::Set(di, 0xFFFF)));
+      const auto out_of_range = hn::Or(hn::Lt(mag, min_normal), hn::Gt(mag, max_finite));
+      bad = hn::Or(bad, hn::VecFromMask(di, hn::AndNot(hn::Eq(mag, hn::Zero(di)), out_of_range)));
+      // The high half, 0..FFFF, so the saturating demotion is exact
+      // (Highway 1.0.3's TruncateTo u32 -> u16 is wrong on AVX3_DL).
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::ShiftRight<16>(hn::BitCast(du, bits)))), d16,
+                 out + v);
+    }
+    if (count != kMxBlock) std::memcpy(dst + i, tail, count * sizeof(std::uint16_t));
+  }
+  return hn::AllTrue(di, hn::Eq(hn::Or(low, bad), hn::Zero(di)));
+}
+
 // Exported. `format` is an MX format with 32-element blocks (not NVFP4).
 void DequantizeMxLineKernel(MxFormat format, const std::uint8_t* HWY_RESTRICT codes,
                             const std::uint8_t* HWY_RESTRICT scales, std::size_t n,
@@ -537,6 +578,20 @@ void DequantizeMxLineKernel(MxFormat format, const std::uint8_t* HWY_RESTRICT co
       DequantizeLine<typename Tag::Traits, Tag::kInfo.element_bits>(codes, scales, n, dst);
     }
   });
+}
+
+bool DequantizeMxLineBf16Kernel(MxFormat format, const std::uint8_t* HWY_RESTRICT codes,
+                                const std::uint8_t* HWY_RESTRICT scales, std::size_t n,
+                                std::uint16_t* HWY_RESTRICT dst) {
+  bool exact = false;
+  VisitMxFormat(format, [&](auto tag) HWY_ATTR {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsOcpMx) {
+      exact =
+          DequantizeLineBf16<typename Tag::Traits, Tag::kInfo.element_bits>(codes, scales, n, dst);
+    }
+  });
+  return exact;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -24,6 +24,7 @@ namespace trnmx::internal {
 HWY_EXPORT(QuantizeMxLineKernel);
 HWY_EXPORT(QuantizeMxLineKernelBf16);
 HWY_EXPORT(DequantizeMxLineKernel);
+HWY_EXPORT(DequantizeMxLineBf16Kernel);
 
 namespace {
 
@@ -96,6 +97,14 @@ bool DequantizeMxLineSimd(MxFormat format, const std::uint8_t* codes, const std:
   if (!IsOcpMxFormat(format) || tensor_scale != 1.0f) return false;
   if (n != 0) HWY_DYNAMIC_DISPATCH(DequantizeMxLineKernel)(format, codes, scales, n, dst);
   return true;
+}
+
+bool DequantizeMxLineToBf16(MxFormat format, const std::uint8_t* codes, const std::uint8_t* scales,
+                            std::size_t n, Bf16* dst) {
+  static_assert(sizeof(Bf16) == 2 && alignof(Bf16) <= 2);
+  if (!IsOcpMxFormat(format)) return false;
+  return n == 0 || HWY_DYNAMIC_DISPATCH(DequantizeMxLineBf16Kernel)(
+                       format, codes, scales, n, reinterpret_cast<std::uint16_t*>(dst));
 }
 
 }  // namespace trnmx::internal

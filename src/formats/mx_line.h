@@ -60,6 +60,13 @@ void DequantizeMxLineScalar(MxFormat format, const std::uint8_t* codes, const st
                             std::size_t n, float tensor_scale, float* dst);
 bool DequantizeMxLineSimd(MxFormat format, const std::uint8_t* codes, const std::uint8_t* scales,
                           std::size_t n, float tensor_scale, float* dst);
+// The line's n values as BF16 (the high half of each DequantizeMxLine*
+// value) when every one is exactly its BF16, i.e. zero or a normal finite
+// BF16 (MX elements have at most 8 significant bits): then true. False when
+// any is not (a subnormal, Inf or NaN, from the element or the scale) or for
+// NVFP4; dst's contents are then unspecified.
+bool DequantizeMxLineToBf16(MxFormat format, const std::uint8_t* codes, const std::uint8_t* scales,
+                            std::size_t n, Bf16* dst);
 
 }  // namespace trnmx::internal
 

@@ -430,6 +430,65 @@ TEST(MxLineSimdTest, StreamingLinesFp4Fp6) {
   }
 }
 
+// DequantizeMxLineToBf16 against the scalar FP32 decode: true exactly when
+// every value is zero or a normal finite BF16 (its low 16 bits zero), and
+// then the values' high halves, n of them and nothing past n. Lines from
+// MakeMxLine's block kinds (quantized) and from random codes with scales
+// at and near the ends of the E8M0 range (NaN included); both outcomes must
+// occur for every format.
+TEST_P(MxLineSimdPerTarget, DequantizeToBf16WhereExact) {
+  const std::uint64_t seed = TestSeed() + 15;
+  std::printf("DequantizeToBf16WhereExact seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  constexpr std::uint8_t kEdgeScales[] = {0,   1,   2,   9,   10,  11,  100,
+                                          127, 200, 240, 250, 253, 254, 255};
+  for (const MxFormat f : kFormats) {
+    SCOPED_TRACE(std::string(GetMxFormatInfo(f).name));
+    const std::size_t block_bytes = GetMxFormatInfo(f).block_bytes;
+    int exact_lines = 0, inexact_lines = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      const std::size_t n = rng() % 300;
+      const std::size_t blocks = (n + 31) / 32;
+      std::vector<std::uint8_t> codes(blocks * block_bytes), scales(blocks);
+      if (trial % 2 == 0) {
+        const std::vector<float> x = MakeMxLine(n, MaxNormal(f), rng);
+        ASSERT_TRUE(QuantizeMxLineSimd(Params(f), x.data(), n, codes.data(), scales.data()));
+      } else {
+        for (auto& c : codes) c = static_cast<std::uint8_t>(rng());
+        for (auto& sc : scales) {
+          sc = (rng() % 4 == 0) ? kEdgeScales[rng() % std::size(kEdgeScales)]
+                                : static_cast<std::uint8_t>(110 + rng() % 30);
+        }
+      }
+      std::vector<float> want(n);
+      internal::DequantizeMxLineScalar(f, codes.data(), scales.data(), n, 1.0f, want.data());
+      bool exact_want = true;
+      for (const float v : want) {
+        const std::uint32_t b = Bits(v);
+        exact_want &= (b & 0xFFFFu) == 0 && (v == 0.0f || std::isnormal(v));
+      }
+      std::vector<Bf16> got(n + 3, Bf16::FromBits(0xA5A5));
+      const std::size_t off = trial % 3;
+      const bool exact =
+          internal::DequantizeMxLineToBf16(f, codes.data(), scales.data(), n, got.data() + off);
+      ASSERT_EQ(exact, exact_want) << "trial " << trial << " n=" << n;
+      (exact ? exact_lines : inexact_lines)++;
+      if (!exact) continue;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const bool inside = i >= off && i < off + n;
+        ASSERT_EQ(got[i].bits, inside ? Bits(want[i - off]) >> 16 : 0xA5A5u)
+            << "trial " << trial << " n=" << n << " index " << i;
+      }
+    }
+    EXPECT_GT(exact_lines, 20);
+    EXPECT_GT(inexact_lines, 20);
+  }
+  std::vector<Bf16> out(64);
+  const std::vector<std::uint8_t> codes(32, 0), scales(2, 127);
+  EXPECT_FALSE(internal::DequantizeMxLineToBf16(MxFormat::kNvfp4, codes.data(), scales.data(), 64,
+                                                out.data()));
+}
+
 TEST(MxLineSimdTest, UnsupportedParametersWriteNothing) {
   const std::vector<float> x(64, 1.0f);
   std::vector<std::uint8_t> codes(64, 0xA5), scales(4, 0xA5);

@@ -5,11 +5,11 @@
 #ifndef TRNMX_SRC_KERNELS_GEMM_GEMM_INTERNAL_H_
 #define TRNMX_SRC_KERNELS_GEMM_GEMM_INTERNAL_H_
 
+#include <hwy/aligned_allocator.h>
+
 #include <cstddef>
 #include <cstdint>
-#include <vector>
-
-#include <hwy/aligned_allocator.h>
+#include <memory>
 
 #include "trnmx/executor.h"
 #include "trnmx/gemm.h"
@@ -67,7 +67,7 @@ inline bool MxValueIsBf16(std::uint32_t bits) {
 // PackedWeights packs BF16).
 struct MxAsBf16 {
   bool exact = false;
-  std::vector<Bf16> a_values;
+  std::unique_ptr<Bf16[]> a_values;
   hwy::AlignedFreeUniquePtr<std::uint16_t[]> b_panels;
   GemmOperand a;
 };
