@@ -453,6 +453,12 @@ inline void PackAPairRows(const GemmOperand& a, std::size_t i0, std::size_t rows
       continue;
     }
     const std::uint16_t* row = src + (i0 + r) * a.row_stride + k0 * a.col_stride;
+    if (a.col_stride == 1) {
+      // Little-endian pairs of a contiguous row are the row's bytes.
+      std::memcpy(out, row, kc * sizeof(std::uint16_t));
+      if (kc % 2 != 0) std::memset(reinterpret_cast<char*>(out) + kc * sizeof(std::uint16_t), 0, 2);
+      continue;
+    }
     for (std::size_t t = 0; t < pairs; ++t) {
       const std::uint32_t lo = row[(2 * t) * a.col_stride];
       const std::uint32_t hi = 2 * t + 1 < kc ? row[(2 * t + 1) * a.col_stride] : 0u;
@@ -479,6 +485,19 @@ inline void PackBPairsPanels(const DenseSource& b, std::size_t k_total, std::siz
     }
     const GemmOperand& op = b.op;
     const auto* src = static_cast<const std::uint16_t*>(op.data);
+    const hn::CappedTag<std::uint16_t, kNr> d16;
+    if (op.col_stride == 1 && cols == kNr && kNr % hn::Lanes(d16) == 0) {
+      // Row-major B, a whole panel: each pair row interleaves two K rows.
+      for (std::size_t t = 0; t < pairs; ++t) {
+        const std::uint16_t* s0 = src + (k0 + 2 * t) * op.row_stride + j0;
+        const bool has_odd = 2 * t + 1 < kc;
+        for (std::size_t c = 0; c < kNr; c += hn::Lanes(d16)) {
+          const auto odd = has_odd ? hn::LoadU(d16, s0 + op.row_stride + c) : hn::Zero(d16);
+          hn::StoreInterleaved2(hn::LoadU(d16, s0 + c), odd, d16, d + t * 2 * kNr + 2 * c);
+        }
+      }
+      continue;
+    }
     for (std::size_t t = 0; t < pairs; ++t) {
       std::uint16_t* row = d + t * 2 * kNr;
       for (std::size_t h = 0; h < 2; ++h) {
