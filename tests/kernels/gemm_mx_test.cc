@@ -477,6 +477,36 @@ TEST_P(GemmMxMxPerTarget, LargeShapes) {
   }
 }
 
+// 8-bit B of the int16-plane kernel (E4M3 x E4M3, E2M1 x E4M3): B's whole
+// blocks of 16-column groups are packed in vectors (PackPair16BVnni), the
+// rest (a K tail, the last N < 16 columns) by the scalar loop; NaN codes,
+// NaN scales and a garbage tail included.
+TEST_P(GemmMxMxPerTarget, Pair16PackedBShapes) {
+  std::mt19937_64 rng(TestSeed() ^ 0x2006);
+  struct Shape {
+    MxFormat fa;
+    std::size_t m, n, k;
+  };
+  const Shape shapes[] = {
+      {MxFormat::kMxfp8E4M3, 7, 16, 32},  {MxFormat::kMxfp8E4M3, 13, 47, 320},
+      {MxFormat::kMxfp8E4M3, 6, 64, 300}, {MxFormat::kMxfp8E4M3, 9, 130, 1100},
+      {MxFormat::kMxfp4, 5, 33, 96},
+  };
+  for (const Shape& sh : shapes) {
+    for (const bool special : {false, true}) {
+      Case cs{sh.m, sh.n, sh.k, {}, false};
+      const MxTestTensor a =
+          MakeRandomCodes(sh.fa, BlockAxis::kRows, sh.m, sh.k, 0, rng, special, special);
+      const MxTestTensor b = MakeRandomCodes(MxFormat::kMxfp8E4M3, BlockAxis::kCols, sh.k, sh.n, 1,
+                                             rng, special, special);
+      const std::vector<float> c_old(cs.m * cs.n, 0.0f);
+      if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}),
+                         "pair16 " + PairName(sh.fa, MxFormat::kMxfp8E4M3), GetParam()))
+        return;
+    }
+  }
+}
+
 // M <= 4 with MXFP4 weights: the streaming GEMV path (AVX2 and AVX-512 targets),
 // with K tails inside a 4-block chunk, N tails inside a 16-column group,
 // extreme scales, and enough work for the threads to split N.

@@ -151,17 +151,22 @@ namespace {
 // int32 plane sums combine exactly in FP64 (|S| < 2^42), the scaling is
 // exact in FP64 and CVTPD2PS rounds once (round-to-nearest-even, MXCSR
 // default; overflow gives Inf, FP32 subnormals are rounded, not flushed).
+// kThree = false: t2 is zero and skipped (adding +0 to the exact, never -0
+// sum of t0 and t1 changes no bit).
+template <bool kThree>
 TRNMX_VNNI_TARGET inline __m512 AccumulatePlanes(__m512 acc, __m512i t0, __m512i t1, __m512i t2,
                                                  double fa, const double* fb) {
   const __m512d f = _mm512_set1_pd(fa);
   const __m512d k512 = _mm512_set1_pd(512.0);
-  const __m512d k2p18 = _mm512_set1_pd(262144.0);
   __m512d lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(t0));
   __m512d hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t0, 1));
   lo = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(t1)), k512, lo);
   hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t1, 1)), k512, hi);
-  lo = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(t2)), k2p18, lo);
-  hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t2, 1)), k2p18, hi);
+  if constexpr (kThree) {
+    const __m512d k2p18 = _mm512_set1_pd(262144.0);
+    lo = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(t2)), k2p18, lo);
+    hi = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t2, 1)), k2p18, hi);
+  }
   const __m256 ylo = _mm512_cvtpd_ps(_mm512_mul_pd(lo, _mm512_mul_pd(f, _mm512_loadu_pd(fb))));
   const __m256 yhi = _mm512_cvtpd_ps(_mm512_mul_pd(hi, _mm512_mul_pd(f, _mm512_loadu_pd(fb + 8))));
   const __m512 y = _mm512_insertf32x8(_mm512_zextps256_ps512(ylo), yhi, 1);
@@ -225,7 +230,8 @@ TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
 #pragma GCC unroll 4
         for (std::size_t c = 0; c < kC; ++c) {
           const __m512 sum = _mm512_loadu_ps(acc + 16 * c);
-          _mm512_storeu_ps(acc + 16 * c, AccumulatePlanes(sum, lo[r][c], hi[r][c], zero, fa, fb + 16 * c));
+          _mm512_storeu_ps(acc + 16 * c,
+                           AccumulatePlanes<false>(sum, lo[r][c], hi[r][c], zero, fa, fb + 16 * c));
         }
       } else {
         const std::int16_t* avl = ak + r * t.lda + kMxK;
@@ -243,7 +249,7 @@ TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
             hh = _mm512_dpwssd_epi32(hh, xh, bvh);
           }
           const __m512 sum = _mm512_loadu_ps(acc + 16 * c);
-          _mm512_storeu_ps(acc + 16 * c, AccumulatePlanes(sum, ll, mid, hh, fa, fb + 16 * c));
+          _mm512_storeu_ps(acc + 16 * c, AccumulatePlanes<true>(sum, ll, mid, hh, fa, fb + 16 * c));
         }
       }
     }
@@ -487,6 +493,62 @@ TRNMX_VNNI_TARGET void GemvDenseFp4Vnni(const float* x, std::size_t k, const std
     for (std::size_t l = 0; l < 16 * kG && jg + l < j1; ++l) out[jg - j0 + l] = lanes[l];
   }
 }
+// One int16 of a 256-entry table (8 vectors of 32) per 16-bit lane of idx
+// (0..255): VPERMT2W picks within each 64-entry quarter, bits 6 and 7 of
+// the index pick the quarter.
+TRNMX_VNNI_TARGET inline __m512i Lookup256Epi16(const __m512i* tab, __m512i idx) {
+  const __m512i q0 = _mm512_permutex2var_epi16(tab[0], idx, tab[1]);
+  const __m512i q1 = _mm512_permutex2var_epi16(tab[2], idx, tab[3]);
+  const __m512i q2 = _mm512_permutex2var_epi16(tab[4], idx, tab[5]);
+  const __m512i q3 = _mm512_permutex2var_epi16(tab[6], idx, tab[7]);
+  const __mmask32 bit6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x40));
+  const __mmask32 bit7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(0x80));
+  return _mm512_mask_blend_epi16(bit7, _mm512_mask_blend_epi16(bit6, q0, q1),
+                                 _mm512_mask_blend_epi16(bit6, q2, q3));
+}
+
+// kPair16 B (gemm_mx_kernels.h). Per 16 columns and block: each column's 32
+// codes widened to int16 and looked up (lo16 with -1 marking the NaN codes,
+// outside its range [0, 511]; NaN codes then get lo16's 0 as in the table),
+// so that a column's plane is 16 dwords (pairs k = 2p, 2p + 1); a 16 x 16
+// dword transpose turns them into the 16 pair rows of the layout.
+TRNMX_VNNI_TARGET void PackPair16BVnni(const std::uint8_t* codes, std::size_t codes_stride,
+                                       std::size_t cols, std::size_t nb, const std::int16_t* lo16,
+                                       const std::int16_t* hi16, const std::uint8_t* nan,
+                                       std::int16_t* bp, std::size_t ldb, std::uint8_t* nan_flags,
+                                       std::size_t ld_nan) {
+  alignas(64) std::int16_t lo_marked[256];
+  for (std::size_t c = 0; c < 256; ++c) lo_marked[c] = nan[c] != 0 ? std::int16_t{-1} : lo16[c];
+  __m512i lo_tab[8], hi_tab[8];
+  for (std::size_t i = 0; i < 8; ++i) {
+    lo_tab[i] = _mm512_load_si512(lo_marked + 32 * i);
+    hi_tab[i] = _mm512_loadu_si512(hi16 + 32 * i);
+  }
+  const __m512i minus_one = _mm512_set1_epi16(-1);
+  constexpr std::size_t kPairs = kMxK / 2;
+  for (std::size_t c0 = 0; c0 < cols; c0 += 16) {
+    for (std::size_t b = 0; b < nb; ++b) {
+      alignas(64) __m512i lo[16];
+      alignas(64) __m512i hi[16];
+      for (std::size_t l = 0; l < 16; ++l) {
+        const __m512i idx = _mm512_cvtepu8_epi16(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(codes + (c0 + l) * codes_stride + b * kMxK)));
+        const __m512i v = Lookup256Epi16(lo_tab, idx);
+        const __mmask32 is_nan = _mm512_cmpeq_epi16_mask(v, minus_one);
+        lo[l] = _mm512_maskz_mov_epi16(static_cast<__mmask32>(~is_nan), v);
+        hi[l] = Lookup256Epi16(hi_tab, idx);
+        nan_flags[b * ld_nan + c0 + l] = is_nan != 0 ? 1 : 0;
+      }
+      Transpose16x16Epi32(lo);
+      Transpose16x16Epi32(hi);
+      std::int16_t* dst = bp + b * kMxK * ldb + 2 * c0;
+      for (std::size_t p = 0; p < kPairs; ++p) {
+        _mm512_storeu_si512(dst + p * ldb, lo[p]);
+        _mm512_storeu_si512(dst + (kPairs + p) * ldb, hi[p]);
+      }
+    }
+  }
+}
 #undef TRNMX_VNNI_TARGET
 #else
 bool CpuHasAvx512Vnni() { return false; }
@@ -495,6 +557,9 @@ void MxTilePair16Vnni(const MxTileArgs&) {}
 void MxGemvFp4Vnni(const MxGemvArgs&, std::size_t, std::size_t, float*) {}
 void GemvDenseFp4Vnni(const float*, std::size_t, const std::uint8_t*, std::size_t,
                         const std::uint8_t*, std::size_t, std::size_t, std::size_t, float*) {}
+void PackPair16BVnni(const std::uint8_t*, std::size_t, std::size_t, std::size_t,
+                     const std::int16_t*, const std::int16_t*, const std::uint8_t*, std::int16_t*,
+                     std::size_t, std::uint8_t*, std::size_t) {}
 #endif
 
 }  // namespace trnmx::internal

@@ -1,6 +1,8 @@
 // MX x MX GEMM operands (gemm_mx_internal.h): the per-format element tables,
 // block unpacking, and packing into the micro-kernels' layouts
-// (gemm_mx_kernels.h). Plain C++: the same packed bytes on every target.
+// (gemm_mx_kernels.h). Plain C++ (kPair16 B of 8-bit codes through the
+// AVX-512 VNNI file's vector form, which writes the same bytes): the same
+// packed bytes on every target.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -9,8 +11,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/gemm/gemm_mx_internal.h"
+#include "kernels/gemm/gemm_mx_kernels.h"
 #include "trnmx/formats/mx_block.h"
 #include "trnmx/formats/visit.h"
 
@@ -297,10 +301,30 @@ void PackPair16A(const LineReader& ra, std::size_t row0, std::size_t row1, std::
 void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std::size_t c1,
                  std::size_t n, std::size_t blk0, std::size_t nb, std::int16_t* bp,
                  std::size_t ldb, double* fb, std::size_t ldfb) {
+  const FormatTable& table = *rb.table;
+  // 8-bit codes: the whole blocks of 16-column groups inside B in vectors.
+  const std::size_t whole_blocks = rb.k / kMxK > blk0 ? std::min(nb, rb.k / kMxK - blk0) : 0;
+  std::size_t vector_cols = 0;
+  if (table.element_bits == 8 && whole_blocks != 0 && col_base + c0 < n && CpuHasAvx512Vnni()) {
+    vector_cols = (std::min(c1, n - col_base) - c0) / 16 * 16;
+  }
+  if (vector_cols != 0) {
+    std::vector<std::uint8_t> nan_flags(whole_blocks * vector_cols);
+    PackPair16BVnni(rb.Block(col_base + c0, blk0), rb.view->codes_stride, vector_cols, whole_blocks,
+                    table.lo16.data(), table.hi16.data(), table.nan.data(), bp + 2 * c0, ldb,
+                    nan_flags.data(), vector_cols);
+    for (std::size_t b = 0; b < whole_blocks; ++b) {
+      for (std::size_t c = 0; c < vector_cols; ++c) {
+        fb[b * ldfb + c0 + c] = nan_flags[b * vector_cols + c] != 0
+                                    ? std::numeric_limits<double>::quiet_NaN()
+                                    : rb.Factor(col_base + c0 + c, blk0 + b);
+      }
+    }
+  }
   std::uint8_t codes[kMxK];
   for (std::size_t c = c0; c < c1; ++c) {
     const std::size_t j = col_base + c;
-    for (std::size_t b = 0; b < nb; ++b) {
+    for (std::size_t b = c < c0 + vector_cols ? whole_blocks : 0; b < nb; ++b) {
       std::int16_t* dst = bp + b * kMxK * ldb + 2 * c;  // 16 lo + 16 hi pair rows per block.
       std::uint32_t nan = 0;
       if (j < n) {
@@ -308,11 +332,10 @@ void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std
       } else {
         std::memset(codes, 0, sizeof(codes));
       }
-      const FormatTable& t = *rb.table;
       for (std::size_t i = 0; i < kMxK; i += 2) {
-        nan |= t.nan[codes[i]] | t.nan[codes[i + 1]];
-        const std::int16_t lo_pair[2] = {t.lo16[codes[i]], t.lo16[codes[i + 1]]};
-        const std::int16_t hi_pair[2] = {t.hi16[codes[i]], t.hi16[codes[i + 1]]};
+        nan |= table.nan[codes[i]] | table.nan[codes[i + 1]];
+        const std::int16_t lo_pair[2] = {table.lo16[codes[i]], table.lo16[codes[i + 1]]};
+        const std::int16_t hi_pair[2] = {table.hi16[codes[i]], table.hi16[codes[i + 1]]};
         std::memcpy(dst + (i / 2) * ldb, lo_pair, sizeof(lo_pair));
         std::memcpy(dst + (kMxK / 2 + i / 2) * ldb, hi_pair, sizeof(hi_pair));
       }
