@@ -508,20 +508,18 @@ TRNMX_VNNI_TARGET inline __m512i Lookup256Epi16(const __m512i* tab, __m512i idx)
 }
 
 // kPair16 B (gemm_mx_kernels.h). Per 16 columns and block: each column's 32
-// codes widened to int16 and looked up (lo16 with -1 marking the NaN codes,
-// outside its range [0, 511]; NaN codes then get lo16's 0 as in the table),
-// so that a column's plane is 16 dwords (pairs k = 2p, 2p + 1); a 16 x 16
-// dword transpose turns them into the 16 pair rows of the layout.
+// codes widened to int16 and looked up (lo16_nan: -1 marks the NaN codes,
+// whose lo is then set to 0), so that a column's plane is 16 dwords (pairs
+// k = 2p, 2p + 1); a 16 x 16 dword transpose turns them into the 16 pair
+// rows of the layout.
 TRNMX_VNNI_TARGET void PackPair16BVnni(const std::uint8_t* codes, std::size_t codes_stride,
-                                       std::size_t cols, std::size_t nb, const std::int16_t* lo16,
-                                       const std::int16_t* hi16, const std::uint8_t* nan,
+                                       std::size_t cols, std::size_t nb,
+                                       const std::int16_t* lo16_nan, const std::int16_t* hi16,
                                        std::int16_t* bp, std::size_t ldb, std::uint8_t* nan_flags,
                                        std::size_t ld_nan) {
-  alignas(64) std::int16_t lo_marked[256];
-  for (std::size_t c = 0; c < 256; ++c) lo_marked[c] = nan[c] != 0 ? std::int16_t{-1} : lo16[c];
   __m512i lo_tab[8], hi_tab[8];
   for (std::size_t i = 0; i < 8; ++i) {
-    lo_tab[i] = _mm512_load_si512(lo_marked + 32 * i);
+    lo_tab[i] = _mm512_loadu_si512(lo16_nan + 32 * i);
     hi_tab[i] = _mm512_loadu_si512(hi16 + 32 * i);
   }
   const __m512i minus_one = _mm512_set1_epi16(-1);
@@ -558,8 +556,8 @@ void MxGemvFp4Vnni(const MxGemvArgs&, std::size_t, std::size_t, float*) {}
 void GemvDenseFp4Vnni(const float*, std::size_t, const std::uint8_t*, std::size_t,
                         const std::uint8_t*, std::size_t, std::size_t, std::size_t, float*) {}
 void PackPair16BVnni(const std::uint8_t*, std::size_t, std::size_t, std::size_t,
-                     const std::int16_t*, const std::int16_t*, const std::uint8_t*, std::int16_t*,
-                     std::size_t, std::uint8_t*, std::size_t) {}
+                     const std::int16_t*, const std::int16_t*, std::int16_t*, std::size_t,
+                     std::uint8_t*, std::size_t) {}
 #endif
 
 }  // namespace trnmx::internal

@@ -44,6 +44,9 @@ struct FormatTable {
   std::array<std::uint8_t, 256> nan{};   // 1 for NaN codes.
   std::array<std::int16_t, 256> lo16{};  // v = hi16 * 512 + lo16, lo16 in [0, 511].
   std::array<std::int16_t, 256> hi16{};
+  // lo16 with -1 at the NaN codes (outside lo16's [0, 511]): one lookup gives
+  // the plane and the NaN test (PackPair16BVnni).
+  std::array<std::int16_t, 256> lo16_nan{};
 };
 
 // The table of `f` (any MX format value; built once).

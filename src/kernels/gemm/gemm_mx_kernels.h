@@ -158,13 +158,14 @@ void GemvDenseFp4Vnni(const float* x, std::size_t k, const std::uint8_t* codes,
                       std::size_t scales_stride, std::size_t j0, std::size_t j1, float* out);
 // kPair16 B of 8-bit codes (the layout above), `cols` (a multiple of 16)
 // columns x nb full blocks: column c's block b at codes + c * codes_stride +
-// b * 32, its planes from lo16 / hi16 (FormatTable) into bp + 2 * c;
-// nan_flags[b * ld_nan + c] = 1 when that block holds a NaN code (nan), else 0.
-// PackPair16B's planes, 16 columns per step; AVX-512 VNNI CPUs only.
+// b * 32, its planes from FormatTable's lo16_nan / hi16 into bp + 2 * c (a
+// NaN code's lo is lo16's 0); nan_flags[b * ld_nan + c] = 1 when that block
+// holds a NaN code, else 0. PackPair16B's planes, 16 columns per step;
+// AVX-512 VNNI CPUs only.
 void PackPair16BVnni(const std::uint8_t* codes, std::size_t codes_stride, std::size_t cols,
-                     std::size_t nb, const std::int16_t* lo16, const std::int16_t* hi16,
-                     const std::uint8_t* nan, std::int16_t* bp, std::size_t ldb,
-                     std::uint8_t* nan_flags, std::size_t ld_nan);
+                     std::size_t nb, const std::int16_t* lo16_nan, const std::int16_t* hi16,
+                     std::int16_t* bp, std::size_t ldb, std::uint8_t* nan_flags,
+                     std::size_t ld_nan);
 // True when the CPU runs AVX512F/BW/VNNI (checked once).
 bool CpuHasAvx512Vnni();
 

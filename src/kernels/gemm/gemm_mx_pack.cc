@@ -59,6 +59,7 @@ FormatTable MakeTable() {
       t.lo16[c] = static_cast<std::int16_t>(i - (i >> 9) * 512);
       t.hi16[c] = static_cast<std::int16_t>(i >> 9);
     }
+    t.lo16_nan[c] = t.nan[c] != 0 ? std::int16_t{-1} : t.lo16[c];
   }
   return t;
 }
@@ -311,8 +312,8 @@ void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std
   if (vector_cols != 0) {
     std::vector<std::uint8_t> nan_flags(whole_blocks * vector_cols);
     PackPair16BVnni(rb.Block(col_base + c0, blk0), rb.view->codes_stride, vector_cols, whole_blocks,
-                    table.lo16.data(), table.hi16.data(), table.nan.data(), bp + 2 * c0, ldb,
-                    nan_flags.data(), vector_cols);
+                    table.lo16_nan.data(), table.hi16.data(), bp + 2 * c0, ldb, nan_flags.data(),
+                    vector_cols);
     for (std::size_t b = 0; b < whole_blocks; ++b) {
       for (std::size_t c = 0; c < vector_cols; ++c) {
         fb[b * ldfb + c0 + c] = nan_flags[b * vector_cols + c] != 0
