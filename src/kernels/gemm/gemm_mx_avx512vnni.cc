@@ -184,6 +184,16 @@ TRNMX_VNNI_TARGET inline __m512i BroadcastPair(const std::int16_t* p) {
 // Per block, rows with a window (aflag 0): T0 = sum d * lo, T1 = sum d * hi
 // (|T| < 2^29), S / 2^w = T0 + 512 T1. Rows without (aflag 1, values spread
 // over more than 15 bits, rare): the exact split of A, four plane products.
+//
+// Combining a window row: fa and fb are powers of two 2^ea, 2^eb (ea
+// including w) or NaN. In int32, T0 + 512 T1 = 2^15 H + L with
+//   U = T0 + 512 (T1 mod 64),  H = floor(T1 / 64) + floor(U / 2^15),
+//   L = U mod 2^15,
+// where |H| < 2^23 (|S / 2^w| < 2^38) and L < 2^15 are exact in FP32, so
+// fma(H, 2^15, L) rounds S / 2^w once: fl32(S / 2^w). When every ea + eb of
+// the tile lies in [-126, 88], fl32(S / 2^w) 2^(ea + eb) is exact (normal,
+// finite) and equals y = fl32(S fa fb), and one FMA gives fl32(acc + y).
+// Otherwise the FP64 combine (AccumulatePlanes).
 TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
   constexpr std::size_t kR = kMxVnniRows;
   constexpr std::size_t kC = kMxVnniCols / 16;
@@ -202,7 +212,9 @@ TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
 #pragma GCC unroll 4
       for (std::size_t c = 0; c < kC; ++c) lo[r][c] = hi[r][c] = zero;
     }
-#pragma GCC unroll 4
+    // Fully unrolled: with 4, GCC 12 stored the 24 accumulators to the stack
+    // after every 4 pairs.
+#pragma GCC unroll 16
     for (std::size_t p = 0; p < kPairs; ++p) {
       __m512i vl[kC];
       __m512i vh[kC];
@@ -222,11 +234,60 @@ TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
       }
     }
     const double* fb = t.fb + blk * t.ldfb;
+    // Exponents of the tile's factors (a NaN's is 1024, out of range).
+    __m512i eb_bits[kC];
+    __m512i vmin = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::max());
+    __m512i vmax = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
+#pragma GCC unroll 4
+    for (std::size_t c = 0; c < kC; ++c) {
+      const __m512i e0 = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_loadu_pd(fb + 16 * c)), 52);
+      const __m512i e1 =
+          _mm512_srli_epi64(_mm512_castpd_si512(_mm512_loadu_pd(fb + 16 * c + 8)), 52);
+      const __m512i eb =
+          _mm512_sub_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(e0)),
+                                              _mm512_cvtepi64_epi32(e1), 1),
+                           _mm512_set1_epi32(1023));
+      vmin = _mm512_min_epi32(vmin, eb);
+      vmax = _mm512_max_epi32(vmax, eb);
+      eb_bits[c] = _mm512_slli_epi32(eb, 23);
+    }
+    std::int32_t ea[kR];
+    std::int32_t a_min = std::numeric_limits<std::int32_t>::max();
+    std::int32_t a_max = std::numeric_limits<std::int32_t>::min();
+    for (std::size_t r = 0; r < kR; ++r) {
+      ea[r] =
+          static_cast<std::int32_t>(std::bit_cast<std::uint64_t>(t.fa[r * t.ldfa + blk]) >> 52) -
+          1023;
+      if (t.aflag[r * t.ldfa + blk] == 0) {
+        a_min = std::min(a_min, ea[r]);
+        a_max = std::max(a_max, ea[r]);
+      }
+    }
+    const bool scale_exact = a_min <= a_max && a_min + _mm512_reduce_min_epi32(vmin) >= -126 &&
+                             a_max + _mm512_reduce_max_epi32(vmax) <= 88;
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < kR; ++r) {
       float* acc = t.acc + r * t.ldacc;
       const double fa = t.fa[r * t.ldfa + blk];
       if (t.aflag[r * t.ldfa + blk] == 0) {
+        if (scale_exact) {
+          const __m512i bias = _mm512_set1_epi32((ea[r] + 127) << 23);
+#pragma GCC unroll 4
+          for (std::size_t c = 0; c < kC; ++c) {
+            const __m512i t0 = lo[r][c];
+            const __m512i t1 = hi[r][c];
+            const __m512i u = _mm512_add_epi32(
+                t0, _mm512_slli_epi32(_mm512_and_si512(t1, _mm512_set1_epi32(63)), 9));
+            const __m512i h = _mm512_add_epi32(_mm512_srai_epi32(t1, 6), _mm512_srai_epi32(u, 15));
+            const __m512i l = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFF));
+            const __m512 s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(h), _mm512_set1_ps(32768.0f),
+                                             _mm512_cvtepi32_ps(l));
+            const __m512 scale = _mm512_castsi512_ps(_mm512_add_epi32(bias, eb_bits[c]));
+            _mm512_storeu_ps(acc + 16 * c,
+                             _mm512_fmadd_ps(s, scale, _mm512_loadu_ps(acc + 16 * c)));
+          }
+          continue;
+        }
 #pragma GCC unroll 4
         for (std::size_t c = 0; c < kC; ++c) {
           const __m512 sum = _mm512_loadu_ps(acc + 16 * c);
