@@ -62,7 +62,8 @@ bool PrepareQuantizeArgs(const MxLineParams& params, std::size_t n, MxQuantizeAr
   });
   if (!ok) return false;
   const std::size_t blocks = (n + kMxBlockSize - 1) / kMxBlockSize;
-  args.stream = blocks * GetMxFormatInfo(params.format).block_bytes >= kStreamMinBytes;
+  args.stream =
+      params.stream || blocks * GetMxFormatInfo(params.format).block_bytes >= kStreamMinBytes;
   return true;
 }
 

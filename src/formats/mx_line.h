@@ -41,6 +41,10 @@ struct MxLineParams {
   // When set, the random words by element index instead of StochasticBits
   // (StochasticSource::kXorwow: the tensor's words, generated up front).
   const std::uint32_t* random_words = nullptr;
+  // The line is one piece of a destination of at least kStreamMinBytes
+  // (kernel_args.h): the SIMD path writes its codes with non-temporal stores
+  // as it does for a line that long by itself.
+  bool stream = false;
 };
 
 // src: n values. codes: ceil(n / block_size) * block_bytes bytes.

@@ -120,6 +120,59 @@ TEST(MxTensor, ThreadCountsGiveIdenticalBits) {
   }
 }
 
+// Row tensors of at least 8 MiB of codes are quantized in long segments
+// with non-temporal stores (mx_tensor.cc, kStreamSegment): the bits of the
+// scalar line reference per row, from FP32 and BF16 sources, on the calling
+// thread and on 2 threads, into an MxTensor and into padded lines that start
+// 16 bytes past the buffer's start.
+TEST(MxTensor, LargeRowTensorsStream) {
+  std::mt19937_64 rng(Seed() + 7);
+  constexpr std::size_t kRows = 3;
+  constexpr std::size_t kCols = (std::size_t{3} << 20) + 45;  // 9.4 MiB of MXFP8 codes
+  const MxFormat f = MxFormat::kMxfp8E4M3;
+  const std::vector<float> x = MakeInput(kRows * kCols, rng, false);
+  std::vector<Bf16> xb(x.size());
+  std::vector<float> wide(x.size());  // the BF16 values, exactly
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    xb[i] = Bf16::FromBits(static_cast<std::uint16_t>(Bits(x[i]) >> 16));
+    wide[i] = std::bit_cast<float>(std::uint32_t{xb[i].bits} << 16);
+  }
+  const MxShape shape{f, kRows, kCols, BlockAxis::kRows};
+  std::vector<std::uint8_t> want_codes(kRows * shape.line_code_bytes());
+  std::vector<std::uint8_t> want_scales(kRows * shape.line_scale_bytes());
+  internal::MxLineParams p;
+  p.format = f;
+  for (std::size_t r = 0; r < kRows; ++r) {
+    internal::QuantizeMxLineScalar(p, wide.data() + r * kCols, kCols,
+                                   want_codes.data() + r * shape.line_code_bytes(),
+                                   want_scales.data() + r * shape.line_scale_bytes());
+  }
+  SerialExecutor serial;
+  ThreadPoolExecutor pool(2);
+  for (Executor* ex : std::initializer_list<Executor*>{&serial, &pool}) {
+    for (const bool bf16 : {false, true}) {
+      SCOPED_TRACE(std::string(bf16 ? "BF16" : "FP32") + (ex == &pool ? ", 2 threads" : ""));
+      testing::MxTestTensor dst = testing::AllocateMxTestTensor(
+          shape, {.code_pad = 16, .scale_pad = 1, .offset = 16, .code_fill = 0xA5});
+      MxTensorSpan span = dst.span();
+      const Status s =
+          bf16 ? QuantizeMxInto(Bf16MatrixView{xb.data(), kRows, kCols, kCols}, span, {}, ex)
+               : QuantizeMxInto(Fp32MatrixView{wide.data(), kRows, kCols, kCols}, span, {}, ex);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      for (std::size_t r = 0; r < kRows; ++r) {
+        const std::uint8_t* got = dst.line_codes(r);
+        const std::uint8_t* want = want_codes.data() + r * shape.line_code_bytes();
+        ASSERT_TRUE(std::equal(want, want + shape.line_code_bytes(), got)) << "row " << r;
+        ASSERT_EQ(got[shape.line_code_bytes()], 0xA5) << "padding written, row " << r;
+        const std::uint8_t* got_s = dst.line_scales(r);
+        ASSERT_TRUE(std::equal(want_scales.begin() + r * shape.line_scale_bytes(),
+                               want_scales.begin() + (r + 1) * shape.line_scale_bytes(), got_s))
+            << "row " << r;
+      }
+    }
+  }
+}
+
 TEST(MxTensor, StochasticDependsOnlyOnSeedAndPosition) {
   // Both axes match the reference with StochasticBits(seed, r * cols + c)
   // (EveryRuleAndOption...); here: same seed, same bits; another seed differs.
