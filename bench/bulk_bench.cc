@@ -162,10 +162,10 @@ void MxLine(benchmark::State& state, MxFormat format, std::size_t n) {
   SetCounters(state, n, n * sizeof(float), blocks * (info.block_bytes + 1));
 }
 
-// BF16 input through the public QuantizeMxInto on the calling thread: 64 MiB
-// of BF16 (twice the elements of the FP32 rows) quantized as one line.
-void MxBf16In(benchmark::State& state, MxFormat format) {
-  constexpr std::size_t n = kDramElems * 2;
+// BF16 input through the public QuantizeMxInto on the calling thread, one
+// line of n elements (Dram: 64 MiB of BF16, twice the elements of the FP32
+// rows; InCache: the FP32 rows' elements, 128 KiB).
+void MxBf16In(benchmark::State& state, MxFormat format, std::size_t n) {
   auto x = Alloc<Bf16>(n);
   {
     auto f = Inputs(n);
@@ -188,8 +188,18 @@ void MxBf16In(benchmark::State& state, MxFormat format) {
 }
 
 void BM_Dram_Bf16(benchmark::State& state) { EncodeBf16(state, kDramElems); }
-void BM_Dram_Bf16In_Mxfp8E4M3(benchmark::State& state) { MxBf16In(state, MxFormat::kMxfp8E4M3); }
-void BM_Dram_Bf16In_Mxfp4(benchmark::State& state) { MxBf16In(state, MxFormat::kMxfp4); }
+void BM_Dram_Bf16In_Mxfp8E4M3(benchmark::State& state) {
+  MxBf16In(state, MxFormat::kMxfp8E4M3, kDramElems * 2);
+}
+void BM_Dram_Bf16In_Mxfp4(benchmark::State& state) {
+  MxBf16In(state, MxFormat::kMxfp4, kDramElems * 2);
+}
+void BM_InCache_Bf16In_Mxfp8E4M3(benchmark::State& state) {
+  MxBf16In(state, MxFormat::kMxfp8E4M3, kCacheElems);
+}
+void BM_InCache_Bf16In_Mxfp4(benchmark::State& state) {
+  MxBf16In(state, MxFormat::kMxfp4, kCacheElems);
+}
 void BM_Dram_Mxfp8E4M3(benchmark::State& state) { MxLine(state, MxFormat::kMxfp8E4M3, kDramElems); }
 void BM_Dram_Mxfp4(benchmark::State& state) { MxLine(state, MxFormat::kMxfp4, kDramElems); }
 void BM_InCache_Bf16(benchmark::State& state) { EncodeBf16(state, kCacheElems); }
@@ -238,6 +248,8 @@ BENCHMARK(BM_Dram_Bf16In_Mxfp4)->UseRealTime();
 BENCHMARK(BM_InCache_Bf16)->UseRealTime();
 BENCHMARK(BM_InCache_Mxfp8E4M3)->UseRealTime();
 BENCHMARK(BM_InCache_Mxfp4)->UseRealTime();
+BENCHMARK(BM_InCache_Bf16In_Mxfp8E4M3)->UseRealTime();
+BENCHMARK(BM_InCache_Bf16In_Mxfp4)->UseRealTime();
 BENCHMARK(BM_Dram_E4M3)->UseRealTime();
 BENCHMARK(BM_Dram_Fp4Packed)->UseRealTime();
 BENCHMARK(BM_InCache_E4M3)->UseRealTime();
