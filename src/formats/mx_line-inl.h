@@ -333,6 +333,167 @@ HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
     EncodeAndPack<Traits, R, kBits, false, kNT>(di, x[j], r, k, out + j * kBlockBytes);
   }
 }
+
+// BF16 input, float elements of 8 or 4 bits, kOcpFloor, round to nearest
+// even, no flush: four blocks at once on the BF16 bits themselves, one block
+// per vector of 32 int16 lanes (twice the elements per op of the FP32
+// encoder). With c a block's scale code and b, m the element's bias and
+// mantissa bits, x * 2^(127 - c) is encoded from |x|'s bits a (exponent E,
+// E' = max(E, 1)) as RoundToCode does for FP32, the scale folded into the
+// rebasing: the target exponent is e = E' - c + b, so
+//   v = a - min((E' - 1) << 7, (c - b) << 7),  sh = max(8 - m + c - b - E', 7 - m)
+//   code = (v + 2^(sh-1) - 1 + odd) >> sh  (counts >= 16 give 0: vpsrlvw).
+// That is the FP32 path's code bit for bit when x * 2^(127 - c) is a normal
+// FP32 value (the multiply is then exact); when it is below 2^-126 both give
+// a signed zero (sh >= 16 here; the FP32 path rounds it to 0 too). BF16
+// subnormals (E = 0) are sig = a with E' = 1, which lies below the target's
+// normal range when c >= b. QuantizeGroup4Bf16 returns false, writing
+// nothing, when a block holds Inf / NaN or has c < b (amax below 2^(emax + b
+// - 127)): the caller runs those blocks through QuantizeBlock.
+template <class Traits, class D16>
+struct Bf16LaneVecs {
+  using V = hn::Vec<D16>;
+  explicit Bf16LaneVecs(D16 d, std::int16_t overflow_code)
+      : abs_mask(hn::Set(d, 0x7FFF)),
+        fast_lo(hn::Set(d, static_cast<std::int16_t>((Traits::kEmax + Traits::kBias) << 7))),
+        fast_span(
+            hn::Set(d, static_cast<std::int16_t>(0x7F7F - ((Traits::kEmax + Traits::kBias) << 7)))),
+        emax(hn::Set(d, Traits::kEmax)),
+        bias(hn::Set(d, Traits::kBias)),
+        sh_base(hn::Set(d, 8 - Traits::kMantissaBits - Traits::kBias)),
+        one(hn::Set(d, 1)),
+        k128(hn::Set(d, 128)),
+        sh_min(hn::Set(d, 7 - Traits::kMantissaBits)),
+        k16(hn::Set(d, 16)),
+        overflow(hn::Set(d, overflow_code)),
+        sign(hn::Set(d, static_cast<std::int16_t>(Traits::kSignMask))),
+        rne_add(hn::Set(d, static_cast<std::int16_t>((1 << (6 - Traits::kMantissaBits)) - 1))) {}
+  V abs_mask, fast_lo, fast_span, emax, bias, sh_base, one, k128, sh_min, k16, overflow, sign,
+      rne_add;
+};
+
+template <class Traits, int kBits, bool kNT, class DI, class D16>
+HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
+                                   std::uint8_t* HWY_RESTRICT out,
+                                   std::uint8_t* HWY_RESTRICT scales,
+                                   const IndicesFor<DI>* lane_of_block,
+                                   const Bf16LaneVecs<Traits, D16>& k) {
+  static_assert(kBits == 8 || kBits == 4);
+  const D16 d16;
+  const hn::RebindToUnsigned<D16> du16;
+  using V16 = hn::Vec<D16>;
+  static_assert(hn::MaxLanes(D16()) == kMxBlock);
+  V16 x[4], a[4];
+  for (std::size_t j = 0; j < 4; ++j) {
+    x[j] = hn::BitCast(d16, hn::LoadU(du16, in + j * kMxBlock));
+    a[j] = hn::And(x[j], k.abs_mask);
+  }
+  // Per-block max of a: 128-bit blocks A A B B / C C D D, then u = [A C B D],
+  // then within each 128 bits (64-bit halves, 32-bit lanes, 16-bit halves).
+  V16 a01 = hn::Max(hn::ConcatLowerLower(d16, a[1], a[0]), hn::ConcatUpperUpper(d16, a[1], a[0]));
+  V16 a23 = hn::Max(hn::ConcatLowerLower(d16, a[3], a[2]), hn::ConcatUpperUpper(d16, a[3], a[2]));
+  a01 = hn::Max(a01, hn::SwapAdjacentBlocks(a01));
+  a23 = hn::Max(a23, hn::SwapAdjacentBlocks(a23));
+  V16 u = hn::OddEvenBlocks(a23, a01);
+  u = hn::Max(u, hn::BitCast(d16, hn::Shuffle1032(hn::BitCast(di, u))));
+  u = hn::Max(u, hn::BitCast(d16, hn::Shuffle0321(hn::BitCast(di, u))));
+  u = hn::Max(u, hn::BitCast(d16, hn::RotateRight<16>(hn::BitCast(hn::RebindToUnsigned<DI>(), u))));
+  // Inf / NaN (u > 7F7F) or c < b (u < (emax + b) << 7) in one unsigned test.
+  const auto off = hn::BitCast(du16, hn::Sub(u, k.fast_lo));
+  if (HWY_UNLIKELY(!hn::AllFalse(du16, hn::Gt(off, hn::BitCast(du16, k.fast_span))))) return false;
+  // c = max(E - emax, 0) = E - emax here (the FP32 path's rule on the same
+  // exponent field); the four scale bytes from lanes 0 (A), 16, 8, 24.
+  const V16 c = hn::Sub(hn::ShiftRight<7>(u), k.emax);
+  const __m512i abcd =
+      _mm512_permutexvar_epi16(_mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 24, 8, 16, 0),
+                               c.raw);
+  const std::int32_t scale_bytes =
+      _mm_cvtsi128_si32(_mm256_castsi256_si128(_mm512_cvtepi16_epi8(abcd)));
+  std::memcpy(scales, &scale_bytes, 4);
+  const V16 rebias_all = hn::ShiftLeft<7>(hn::Sub(c, k.bias));  // (c - b) << 7
+  const V16 normal_all = hn::Add(rebias_all, k.k128);           // a >= this: e >= 1
+  const V16 rne_all = hn::Sub(k.rne_add, rebias_all);
+  const auto block = [&](const V16& all, std::size_t j) HWY_ATTR {
+    return hn::BitCast(d16, hn::TableLookupLanes(hn::BitCast(di, all), lane_of_block[j]));
+  };
+  V16 code[4];
+  for (std::size_t j = 0; j < 4; ++j) {
+    const auto below = hn::Lt(a[j], block(normal_all, j));
+    V16 mag;
+    // Wide formats (E4M3, E5M2: 15 and 30 octaves of normals) rarely have a
+    // subnormal element in a block; E2M1 (2 octaves) nearly always does.
+    constexpr bool kTryNormal = Traits::kEmax - Traits::kEmin >= 8;
+    if (kTryNormal && hn::AllFalse(d16, hn::And(below, hn::Ne(a[j], hn::Zero(d16))))) {
+      // Every lane zero or in the target's normal range: the constant shift
+      // 7 - m with the usual carry (RoundToCodeNearestEven's normal part).
+      const V16 odd = hn::And(hn::ShiftRight<7 - Traits::kMantissaBits>(a[j]), k.one);
+      mag =
+          hn::ShiftRight<7 - Traits::kMantissaBits>(hn::Add(hn::Add(a[j], block(rne_all, j)), odd));
+      mag = hn::IfThenZeroElse(below, mag);
+    } else {
+      const V16 rebias = block(rebias_all, j);
+      const V16 e1 = hn::Max(hn::ShiftRight<7>(a[j]), k.one);
+      const V16 v = hn::Sub(a[j], hn::Min(hn::Sub(hn::ShiftLeft<7>(e1), k.k128), rebias));
+      const auto sh =
+          hn::BitCast(du16, hn::Max(hn::Sub(hn::Add(block(c, j), k.sh_base), e1), k.sh_min));
+      const auto vu = hn::BitCast(du16, v);
+      const auto half_m1 =
+          hn::Shr(hn::BitCast(du16, k.abs_mask), hn::Sub(hn::BitCast(du16, k.k16), sh));
+      const auto odd = hn::And(hn::Shr(vu, sh), hn::BitCast(du16, k.one));
+      mag = hn::BitCast(d16, hn::Shr(hn::Add(hn::Add(vu, half_m1), odd), sh));
+    }
+    mag = hn::Min(mag, k.overflow);
+    code[j] = hn::IfThenElse(hn::Lt(x[j], hn::Zero(d16)), hn::Or(mag, k.sign), mag);
+  }
+  // Pack: FP8 the low byte of each lane, FP4 element 2i | element 2i+1 << 4.
+  __m512i bytes[2];
+  if constexpr (kBits == 8) {
+    for (std::size_t p = 0; p < 2; ++p) {
+#if HWY_TARGET == HWY_AVX3_DL
+      alignas(64) static constexpr std::uint8_t kEven[64] = {
+          0,  2,  4,   6,   8,   10,  12,  14,  16,  18,  20,  22,  24,  26,  28,  30,
+          32, 34, 36,  38,  40,  42,  44,  46,  48,  50,  52,  54,  56,  58,  60,  62,
+          64, 66, 68,  70,  72,  74,  76,  78,  80,  82,  84,  86,  88,  90,  92,  94,
+          96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126};
+      bytes[p] =
+          _mm512_permutex2var_epi8(code[2 * p].raw, _mm512_load_si512(kEven), code[2 * p + 1].raw);
+#else
+      bytes[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(code[2 * p].raw)),
+                                    _mm512_cvtepi16_epi8(code[2 * p + 1].raw), 1);
+#endif
+    }
+  } else {
+    __m256i half[2];
+    for (std::size_t p = 0; p < 2; ++p) {
+      // Per int32 lane: element 2i in bits 0-3, element 2i+1 in bits 16-19.
+      __m512i lo = code[2 * p].raw, hi = code[2 * p + 1].raw;
+      lo = _mm512_or_si512(lo, _mm512_srli_epi32(lo, 12));
+      hi = _mm512_or_si512(hi, _mm512_srli_epi32(hi, 12));
+      half[p] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(lo)),
+                                        _mm512_cvtepi32_epi8(hi), 1);
+    }
+    bytes[0] = _mm512_inserti64x4(_mm512_castsi256_si512(half[0]), half[1], 1);
+  }
+  constexpr std::size_t kVecs = kBits == 8 ? 2 : 1;
+  for (std::size_t p = 0; p < kVecs; ++p) {
+    std::uint8_t* dst = out + 64 * p;
+    if constexpr (kNT) {
+      if (reinterpret_cast<std::uintptr_t>(dst) % 64 == 0) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), bytes[p]);
+      } else {
+        __m128i* d = reinterpret_cast<__m128i*>(dst);  // 16-byte aligned (kDirectNT)
+        _mm_stream_si128(d, _mm512_castsi512_si128(bytes[p]));
+        _mm_stream_si128(d + 1, _mm512_extracti32x4_epi32(bytes[p], 1));
+        _mm_stream_si128(d + 2, _mm512_extracti32x4_epi32(bytes[p], 2));
+        _mm_stream_si128(d + 3, _mm512_extracti32x4_epi32(bytes[p], 3));
+      }
+    } else {
+      _mm512_storeu_si512(dst, bytes[p]);
+    }
+  }
+  return true;
+}
 #endif  // TRNMX_MX_GROUPS
 
 // Streaming (large) lines prefetch their input this many blocks (8 KiB)
@@ -358,6 +519,16 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   // 16-lane vectors: groups of four blocks under kOcpFloor.
   constexpr bool kGroups = N == 16 && kBits != 6;
   const bool groups = kGroups && args.rule == ScaleRule::kOcpFloor;
+  // BF16 input of a float format without the flush option: QuantizeGroup4Bf16.
+  constexpr bool kBf16Lanes =
+      kGroups && sizeof(TIn) == 2 && !detail::kIsMxInt8<Traits> && R == Rounding::kNearestEven;
+  const bool bf16_lanes = kBf16Lanes && !k.flush;
+  using D16 = hn::Repartition<std::int16_t, DI>;
+  struct NoLaneVecs {
+    NoLaneVecs(D16, std::int16_t) {}
+  };
+  const std::conditional_t<kBf16Lanes, Bf16LaneVecs<Traits, D16>, NoLaneVecs> k16(
+      D16(), static_cast<std::int16_t>(args.consts.overflow_finite_mag));
   // Lane of u (QuantizeGroup4) holding block j's amax: A C B D order.
   HWY_ALIGN std::int32_t lanes[4][N];
   for (std::size_t j = 0; j < 4; ++j) {
@@ -379,6 +550,13 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
             const TIn* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
             for (std::size_t line = 0; line < 4 * kMxBlock; line += 64 / sizeof(TIn)) {
               hwy::Prefetch(ahead + line);
+            }
+          }
+          if constexpr (kBf16Lanes) {
+            if (bf16_lanes && QuantizeGroup4Bf16<Traits, kBits, kNT>(
+                                  di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
+                                  scales + first + b, lane_of_block, k16)) {
+              continue;
             }
           }
           QuantizeGroup4<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock,

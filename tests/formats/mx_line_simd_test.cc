@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -366,7 +367,10 @@ TEST_P(MxLineSimdPerTarget, StreamingLine) {
 // codes) MXFP8 line.
 TEST_P(MxLineSimdPerTarget, Bf16InputEqualsItsFp32Values) {
   std::mt19937_64 rng(TestSeed() + 14);
-  const auto check = [](const MxLineParams& prm, std::span<const float> x) {
+  // codes_offset: the codes start that many bytes past a 64-byte boundary
+  // (streaming lines store whole 64-byte lines at 0, 16-byte vectors at 16).
+  const auto check = [](const MxLineParams& prm, std::span<const float> x,
+                        std::initializer_list<std::size_t> codes_offsets = {0}) {
     std::vector<Bf16> xb(x.size());
     std::vector<float> wide(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -375,15 +379,19 @@ TEST_P(MxLineSimdPerTarget, Bf16InputEqualsItsFp32Values) {
       wide[i] = std::bit_cast<float>(std::uint32_t{xb[i].bits} << 16);
     }
     const Line want = Reference(prm, wide);
-    std::vector<std::uint8_t> codes(want.codes.size() + 1, 0xA5);
-    std::vector<std::uint8_t> scales(want.scales.size() + 1, 0xA5);
-    ASSERT_TRUE(QuantizeMxLineSimd(prm, xb.data(), xb.size(), codes.data(), scales.data()));
-    EXPECT_EQ(codes.back(), 0xA5);
-    EXPECT_EQ(scales.back(), 0xA5);
-    codes.pop_back();
-    scales.pop_back();
-    ASSERT_EQ(codes, want.codes) << Describe(prm) << " n=" << x.size();
-    ASSERT_EQ(scales, want.scales) << Describe(prm) << " n=" << x.size();
+    for (const std::size_t codes_offset : codes_offsets) {
+      std::vector<std::uint8_t> buffer(want.codes.size() + 128, 0xA5);
+      std::uint8_t* codes =
+          buffer.data() + (0 - reinterpret_cast<std::uintptr_t>(buffer.data())) % 64 + codes_offset;
+      std::vector<std::uint8_t> scales(want.scales.size() + 1, 0xA5);
+      ASSERT_TRUE(QuantizeMxLineSimd(prm, xb.data(), xb.size(), codes, scales.data()));
+      EXPECT_EQ(codes[want.codes.size()], 0xA5);
+      EXPECT_EQ(scales.back(), 0xA5);
+      scales.pop_back();
+      ASSERT_TRUE(std::equal(want.codes.begin(), want.codes.end(), codes))
+          << Describe(prm) << " n=" << x.size() << " codes at 64k + " << codes_offset;
+      ASSERT_EQ(scales, want.scales) << Describe(prm) << " n=" << x.size();
+    }
   };
   for (const MxFormat f : kFormats) {
     const std::vector<float> x = MakeMxLine(32 * 40 + 17, MaxNormal(f), rng);
@@ -397,7 +405,16 @@ TEST_P(MxLineSimdPerTarget, Bf16InputEqualsItsFp32Values) {
     }
   }
   const MxFormat f = MxFormat::kMxfp8E4M3;
-  check(Params(f), MakeMxLine((std::size_t{8} << 20) + 40, MaxNormal(f), rng));
+  const std::vector<float> big = MakeMxLine((std::size_t{8} << 20) + 40, MaxNormal(f), rng);
+  check(Params(f), big, {16});
+  // A short line told to stream (a piece of a large tensor): non-temporal
+  // stores of whole 64-byte lines (offset 0), of 16-byte vectors (16), or
+  // staged (3).
+  for (const MxFormat g : kFormats) {
+    MxLineParams prm = Params(g);
+    prm.stream = true;
+    check(prm, MakeMxLine(32 * 300 + 17, MaxNormal(g), rng), {0, 16, 3});
+  }
   // Roundings other than nearest-even are FP32-only: false, nothing written.
   for (const Rounding r : {Rounding::kTiesAway, Rounding::kTowardZero}) {
     const std::vector<Bf16> xb(64, Bf16{0x3F80});
@@ -406,6 +423,72 @@ TEST_P(MxLineSimdPerTarget, Bf16InputEqualsItsFp32Values) {
                                     xb.size(), codes.data(), scales.data()));
     EXPECT_EQ(codes, std::vector<std::uint8_t>(64, 0xA5));
     EXPECT_EQ(scales, std::vector<std::uint8_t>(2, 0xA5));
+  }
+}
+
+// Every BF16 magnitude under every scale code kOcpFloor gives: per amax
+// exponent E = 1..254 one run of blocks whose lane (block % 32) holds an
+// amax of exponent E (alternating sign) and whose other 31 lanes sweep every
+// BF16 magnitude <= amax, zero and subnormals included, with signs from a
+// fixed pattern. This drives the BF16-lane encoder (QuantizeGroup4Bf16 on
+// AVX-512: its normal-only and variable-shift paths and its fallbacks for
+// scale codes below the element bias) through every (element, scale) pair,
+// and the flush option (which takes the FP32 path) on MXFP8 E4M3; bit for
+// bit against the reference on the widened values. The references (4.2 M
+// elements per format) are computed once and shared by the targets.
+TEST_P(MxLineSimdPerTarget, Bf16EveryMagnitudeEveryScale) {
+  struct Case {
+    MxLineParams params;
+    std::vector<Bf16> x;
+    Line want;
+  };
+  static const std::vector<Case> cases = [] {
+    std::vector<Case> out;
+    std::vector<MxLineParams> params;
+    for (const MxFormat f : kFormats) params.push_back(Params(f));
+    params.push_back(
+        Params(MxFormat::kMxfp8E4M3, ScaleRule::kOcpFloor, {.subnormals = Subnormals::kFlush}));
+    for (const MxLineParams& prm : params) {
+      Case c{prm, {}, {}};
+      std::size_t block = 0;
+      for (std::uint16_t e = 1; e <= 254; ++e) {
+        const auto amax = static_cast<std::uint16_t>((e << 7) | ((e * 37u) & 0x7Fu));
+        std::uint32_t next = 0;  // next magnitude to place
+        while (next <= amax) {
+          for (std::size_t lane = 0; lane < 32; ++lane) {
+            std::uint16_t bits;
+            if (lane == block % 32) {
+              bits = static_cast<std::uint16_t>(amax | ((block & 1) << 15));
+            } else {
+              const std::uint32_t mag = next <= amax ? next++ : 0;
+              bits = static_cast<std::uint16_t>(mag | (((mag * 0x9E37u) >> 7) & 1u) << 15);
+            }
+            c.x.push_back(Bf16::FromBits(bits));
+          }
+          ++block;
+        }
+      }
+      std::vector<float> wide(c.x.size());
+      for (std::size_t i = 0; i < c.x.size(); ++i) {
+        wide[i] = std::bit_cast<float>(std::uint32_t{c.x[i].bits} << 16);
+      }
+      c.want = Reference(prm, wide);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }();
+  for (const Case& c : cases) {
+    std::vector<std::uint8_t> codes(c.want.codes.size(), 0xA5);
+    std::vector<std::uint8_t> scales(c.want.scales.size(), 0xA5);
+    ASSERT_TRUE(QuantizeMxLineSimd(c.params, c.x.data(), c.x.size(), codes.data(), scales.data()));
+    for (std::size_t b = 0; b < scales.size(); ++b) {
+      const std::size_t bytes = codes.size() / scales.size();
+      ASSERT_EQ(scales[b], c.want.scales[b]) << Describe(c.params) << " block " << b;
+      ASSERT_TRUE(std::equal(codes.begin() + b * bytes, codes.begin() + (b + 1) * bytes,
+                             c.want.codes.begin() + b * bytes))
+          << Describe(c.params) << " block " << b << " amax bits 0x" << std::hex
+          << c.x[32 * b + b % 32].bits;
+    }
   }
 }
 
