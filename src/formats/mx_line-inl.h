@@ -337,27 +337,35 @@ HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
 // BF16 input, float elements of 8 or 4 bits, kOcpFloor, round to nearest
 // even, no flush: four blocks at once on the BF16 bits themselves, one block
 // per vector of 32 int16 lanes (twice the elements per op of the FP32
-// encoder). With c a block's scale code and b, m the element's bias and
-// mantissa bits, x * 2^(127 - c) is encoded from |x|'s bits a (exponent E,
-// E' = max(E, 1)) as RoundToCode does for FP32, the scale folded into the
-// rebasing: the target exponent is e = E' - c + b, so
-//   v = a - min((E' - 1) << 7, (c - b) << 7),  sh = max(8 - m + c - b - E', 7 - m)
-//   code = (v + 2^(sh-1) - 1 + odd) >> sh  (counts >= 16 give 0: vpsrlvw).
-// That is the FP32 path's code bit for bit when x * 2^(127 - c) is a normal
-// FP32 value (the multiply is then exact); when it is below 2^-126 both give
-// a signed zero (sh >= 16 here; the FP32 path rounds it to 0 too). BF16
-// subnormals (E = 0) are sig = a with E' = 1, which lies below the target's
-// normal range when c >= b. QuantizeGroup4Bf16 returns false, writing
-// nothing, when a block holds Inf / NaN or has c < b (amax below 2^(emax + b
-// - 127)): the caller runs those blocks through QuantizeBlock.
+// encoder). With c a block's scale code and b, m, emin the element's bias,
+// mantissa bits and smallest normal exponent, |x| 2^(127 - c) has the BF16
+// bits y = a - ((c - 127) << 7) (a: |x|'s bits), exactly while it is a
+// normal number. Then, as the FP32 path encodes the same value:
+//   y >= 2^emin:  code = (y - ((127 - b) << 7) + 2^(6 - m) - 1 + odd) >> (7 - m)
+//                 (the exponent rebased, the usual carry);
+//   below:        E2M1: 0, 1 or 2 by the thresholds 0.25 and 0.75 (ties to
+//                 even); E4M3 / E5M2: 0 when every such lane rounds to 0
+//                 (y <= 2^(emin - m - 1), nearly every block), else the block
+//                 takes the variable shift of RoundToCode on a itself:
+//                   v = a - min((E' - 1) << 7, (c - b) << 7),
+//                   sh = max(8 - m + c - b - E', 7 - m)  (E' = max(E, 1)),
+//                   code = (v + 2^(sh-1) - 1 + odd) >> sh  (counts >= 16 give 0).
+// Where |x| 2^(127 - c) < 2^-126 (y < 128 or negative) both paths give 0 and
+// so does the FP32 path. QuantizeGroup4Bf16 returns false, writing nothing,
+// when a block holds Inf / NaN or has c < 1 + b + m (amax below 2^(emax + 1 +
+// b + m - 127), Bf16LaneVecs::kMinE): the caller runs those blocks through
+// QuantizeBlock.
 template <class Traits, class D16>
 struct Bf16LaneVecs {
   using V = hn::Vec<D16>;
+  // c >= 1 + b + m: a BF16 zero or subnormal x (for which y above is wrong)
+  // then has y < 2^(1 - c) <= 2^(-b - m), half the target's subnormal
+  // spacing, and code 0, as x 2^(127 - c) has.
+  static constexpr int kMinE = Traits::kEmax + 1 + Traits::kBias + Traits::kMantissaBits;
   explicit Bf16LaneVecs(D16 d, std::int16_t overflow_code)
       : abs_mask(hn::Set(d, 0x7FFF)),
-        fast_lo(hn::Set(d, static_cast<std::int16_t>((Traits::kEmax + Traits::kBias) << 7))),
-        fast_span(
-            hn::Set(d, static_cast<std::int16_t>(0x7F7F - ((Traits::kEmax + Traits::kBias) << 7)))),
+        fast_lo(hn::Set(d, static_cast<std::int16_t>(kMinE << 7))),
+        fast_span(hn::Set(d, static_cast<std::int16_t>(0x7F7F - (kMinE << 7)))),
         emax(hn::Set(d, Traits::kEmax)),
         bias(hn::Set(d, Traits::kBias)),
         sh_base(hn::Set(d, 8 - Traits::kMantissaBits - Traits::kBias)),
@@ -367,9 +375,21 @@ struct Bf16LaneVecs {
         k16(hn::Set(d, 16)),
         overflow(hn::Set(d, overflow_code)),
         sign(hn::Set(d, static_cast<std::int16_t>(Traits::kSignMask))),
-        rne_add(hn::Set(d, static_cast<std::int16_t>((1 << (6 - Traits::kMantissaBits)) - 1))) {}
-  V abs_mask, fast_lo, fast_span, emax, bias, sh_base, one, k128, sh_min, k16, overflow, sign,
-      rne_add;
+        k127(hn::Set(d, 127)),
+        two(hn::Set(d, 2)),
+        min_normal(hn::Set(d, static_cast<std::int16_t>((128 - Traits::kBias) << 7))),
+        rne_rebias(hn::Set(d, static_cast<std::int16_t>((1 << (6 - Traits::kMantissaBits)) - 1 -
+                                                        ((127 - Traits::kBias) << 7)))),
+        rounds_to_zero(hn::Set(
+            d, static_cast<std::int16_t>((127 - Traits::kBias - Traits::kMantissaBits) << 7))),
+        sub_t1(hn::Set(d, 0x3E80)),
+        sub_t2(hn::Set(d, 0x3F3F)) {}
+  V abs_mask, fast_lo, fast_span, emax, bias, sh_base, one, k128, sh_min, k16, overflow, sign;
+  V k127, two;
+  V min_normal;      // 2^emin: y below it is a target subnormal
+  V rne_rebias;      // 2^(6 - m) - 1 - ((127 - b) << 7)
+  V rounds_to_zero;  // y <= 2^(emin - m - 1): code 0 (ties to even)
+  V sub_t1, sub_t2;  // E2M1: 0.25 and 0.75 - 1 ulp
 };
 
 template <class Traits, int kBits, bool kNT, class DI, class D16>
@@ -398,7 +418,7 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
   u = hn::Max(u, hn::BitCast(d16, hn::Shuffle1032(hn::BitCast(di, u))));
   u = hn::Max(u, hn::BitCast(d16, hn::Shuffle0321(hn::BitCast(di, u))));
   u = hn::Max(u, hn::BitCast(d16, hn::RotateRight<16>(hn::BitCast(hn::RebindToUnsigned<DI>(), u))));
-  // Inf / NaN (u > 7F7F) or c < b (u < (emax + b) << 7) in one unsigned test.
+  // Inf / NaN (u > 7F7F) or c < 1 + b + m (u < kMinE << 7) in one unsigned test.
   const auto off = hn::BitCast(du16, hn::Sub(u, k.fast_lo));
   if (HWY_UNLIKELY(!hn::AllFalse(du16, hn::Gt(off, hn::BitCast(du16, k.fast_span))))) return false;
   // c = max(E - emax, 0) = E - emax here (the FP32 path's rule on the same
@@ -411,28 +431,34 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
   const std::int32_t scale_bytes =
       _mm_cvtsi128_si32(_mm256_castsi256_si128(_mm512_cvtepi16_epi8(abcd)));
   std::memcpy(scales, &scale_bytes, 4);
-  const V16 rebias_all = hn::ShiftLeft<7>(hn::Sub(c, k.bias));  // (c - b) << 7
-  const V16 normal_all = hn::Add(rebias_all, k.k128);           // a >= this: e >= 1
-  const V16 rne_all = hn::Sub(k.rne_add, rebias_all);
+  // y = |x| 2^(127 - c) as BF16 bits: a - ((c - 127) << 7), exact while y is
+  // a normal BF16; below 128 (or negative) when y < 2^-126, whose code is 0.
+  const V16 shift_all = hn::ShiftLeft<7>(hn::Sub(c, k.k127));
   const auto block = [&](const V16& all, std::size_t j) HWY_ATTR {
     return hn::BitCast(d16, hn::TableLookupLanes(hn::BitCast(di, all), lane_of_block[j]));
   };
+  constexpr int kSh = 7 - Traits::kMantissaBits;
   V16 code[4];
   for (std::size_t j = 0; j < 4; ++j) {
-    const auto below = hn::Lt(a[j], block(normal_all, j));
+    const V16 y = hn::Sub(a[j], block(shift_all, j));
+    const auto below = hn::Lt(y, k.min_normal);  // y < 2^emin
+    // The target's normal range: the constant shift 7 - m with the usual
+    // carry (RoundToCodeNearestEven's normal part), exponent rebased.
+    const V16 odd = hn::And(hn::ShiftRight<kSh>(y), k.one);
+    const V16 normal = hn::ShiftRight<kSh>(hn::Add(hn::Add(y, k.rne_rebias), odd));
     V16 mag;
-    // Wide formats (E4M3, E5M2: 15 and 30 octaves of normals) rarely have a
-    // subnormal element in a block; E2M1 (2 octaves) nearly always does.
-    constexpr bool kTryNormal = Traits::kEmax - Traits::kEmin >= 8;
-    if (kTryNormal && hn::AllFalse(d16, hn::And(below, hn::Ne(a[j], hn::Zero(d16))))) {
-      // Every lane zero or in the target's normal range: the constant shift
-      // 7 - m with the usual carry (RoundToCodeNearestEven's normal part).
-      const V16 odd = hn::And(hn::ShiftRight<7 - Traits::kMantissaBits>(a[j]), k.one);
-      mag =
-          hn::ShiftRight<7 - Traits::kMantissaBits>(hn::Add(hn::Add(a[j], block(rne_all, j)), odd));
-      mag = hn::IfThenZeroElse(below, mag);
+    if constexpr (Traits::kMantissaBits == 1) {
+      // E2M1 below 2^emin = 1: 0, 0.5 (code 1) or 1 (code 2), ties to even:
+      // code 1 for y > 0.25, code 2 for y >= 0.75.
+      const V16 sub = hn::IfThenElse(hn::Gt(y, k.sub_t2), k.two,
+                                     hn::IfThenElseZero(hn::Gt(y, k.sub_t1), k.one));
+      mag = hn::IfThenElse(below, sub, normal);
+    } else if (hn::AllFalse(d16, hn::And(below, hn::Gt(y, k.rounds_to_zero)))) {
+      // Every lane below the normal range rounds to 0 (E4M3, E5M2: nearly
+      // every block).
+      mag = hn::IfThenZeroElse(below, normal);
     } else {
-      const V16 rebias = block(rebias_all, j);
+      const V16 rebias = block(hn::ShiftLeft<7>(hn::Sub(c, k.bias)), j);  // (c - b) << 7
       const V16 e1 = hn::Max(hn::ShiftRight<7>(a[j]), k.one);
       const V16 v = hn::Sub(a[j], hn::Min(hn::Sub(hn::ShiftLeft<7>(e1), k.k128), rebias));
       const auto sh =
@@ -440,8 +466,8 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
       const auto vu = hn::BitCast(du16, v);
       const auto half_m1 =
           hn::Shr(hn::BitCast(du16, k.abs_mask), hn::Sub(hn::BitCast(du16, k.k16), sh));
-      const auto odd = hn::And(hn::Shr(vu, sh), hn::BitCast(du16, k.one));
-      mag = hn::BitCast(d16, hn::Shr(hn::Add(hn::Add(vu, half_m1), odd), sh));
+      const auto odd_v = hn::And(hn::Shr(vu, sh), hn::BitCast(du16, k.one));
+      mag = hn::BitCast(d16, hn::Shr(hn::Add(hn::Add(vu, half_m1), odd_v), sh));
     }
     mag = hn::Min(mag, k.overflow);
     code[j] = hn::IfThenElse(hn::Lt(x[j], hn::Zero(d16)), hn::Or(mag, k.sign), mag);
@@ -496,10 +522,12 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
 }
 #endif  // TRNMX_MX_GROUPS
 
-// Streaming (large) lines prefetch their input this many blocks (8 KiB)
-// ahead: without it the in-cache rate halved on a 64 MiB line (the loads
-// did not overlap the encoding).
-inline constexpr std::size_t kPrefetchBlocks = 64;
+// Streaming (large) lines prefetch their input 8 KiB ahead (this many blocks
+// of TIn): without it the in-cache rate halved on a 64 MiB line (the loads
+// did not overlap the encoding); BF16 lines ran 10-20 % faster 8 KiB ahead
+// than 4 KiB.
+template <class TIn>
+inline constexpr std::size_t kPrefetchBlocks = 8192 / (kMxBlock * sizeof(TIn));
 
 // Elements per streaming round: 64 blocks (at most 2 KiB of codes in L1).
 inline constexpr std::size_t kMxStageBlocks = 64;
@@ -547,7 +575,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
             hn::SetTableIndices(di, lanes[2]), hn::SetTableIndices(di, lanes[3])};
         for (; b + 4 <= count; b += 4) {
           if constexpr (kNT) {
-            const TIn* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
+            const TIn* ahead = src + (first + b + kPrefetchBlocks<TIn>)*kMxBlock;
             for (std::size_t line = 0; line < 4 * kMxBlock; line += 64 / sizeof(TIn)) {
               hwy::Prefetch(ahead + line);
             }
@@ -568,7 +596,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
 #endif
     for (; b < count; ++b) {
       if constexpr (kNT) {
-        const TIn* ahead = src + (first + b + kPrefetchBlocks) * kMxBlock;
+        const TIn* ahead = src + (first + b + kPrefetchBlocks<TIn>)*kMxBlock;
         hwy::Prefetch(ahead);
         if constexpr (sizeof(TIn) == 4) hwy::Prefetch(ahead + 16);
       }
