@@ -450,6 +450,7 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
     if constexpr (Traits::kMantissaBits == 1) {
       // E2M1 below 2^emin = 1: 0, 0.5 (code 1) or 1 (code 2), ties to even:
       // code 1 for y > 0.25, code 2 for y >= 0.75.
+      static_assert(Traits::kBias == 1 && Traits::kEmin == 0, "thresholds are E2M1's");
       const V16 sub = hn::IfThenElse(hn::Gt(y, k.sub_t2), k.two,
                                      hn::IfThenElseZero(hn::Gt(y, k.sub_t1), k.one));
       mag = hn::IfThenElse(below, sub, normal);
