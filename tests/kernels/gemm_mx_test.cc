@@ -507,6 +507,29 @@ TEST_P(GemmMxMxPerTarget, Pair16PackedBShapes) {
   }
 }
 
+// E4M3 x E4M3 from quantized data (A's blocks fit the 15-bit window, so the
+// kernel combines in FP32) with NaN codes planted in B: the blocks holding
+// one must give NaN through the FP64 combine.
+TEST_P(GemmMxMxPerTarget, Pair16NanCodesInWindowRows) {
+  std::mt19937_64 rng(TestSeed() ^ 0x2007);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Case cs{13, 64, 320, {}, false};
+  std::vector<float> va(cs.m * cs.k), vb(cs.k * cs.n);
+  for (auto& v : va) v = normal(rng);
+  for (auto& v : vb) v = normal(rng);
+  const MxTestTensor a = QuantizeMxScalar(
+      MxFormat::kMxfp8E4M3, BlockAxis::kRows, cs.m, cs.k,
+      [&](std::size_t i, std::size_t k) { return va[i * cs.k + k]; }, 0);
+  MxTestTensor b = QuantizeMxScalar(
+      MxFormat::kMxfp8E4M3, BlockAxis::kCols, cs.k, cs.n,
+      [&](std::size_t j, std::size_t k) { return vb[k * cs.n + j]; }, 0);
+  for (int i = 0; i < 6; ++i) {
+    b.line_codes(rng() % cs.n)[rng() % cs.k] = (rng() & 1) != 0 ? 0x7F : 0xFF;
+  }
+  const std::vector<float> c_old(cs.m * cs.n, 0.0f);
+  CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), "pair16 NaN codes", GetParam());
+}
+
 // M <= 4 with MXFP4 weights: the streaming GEMV path (AVX2 and AVX-512 targets),
 // with K tails inside a 4-block chunk, N tails inside a 16-column group,
 // extreme scales, and enough work for the threads to split N.

@@ -199,7 +199,7 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
               break;
             case Layout::kPair16:
               PackPair16A(ra, r0, r1, m, kb, nb, reinterpret_cast<std::int16_t*>(a_pack), 3 * kc,
-                          fa.data(), aflag.data(), kcb);
+                          fa.data(), ea.data(), aflag.data(), kcb);
               break;
           }
         } else {
@@ -220,7 +220,7 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
               break;
             case Layout::kPair16:
               PackPair16B(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<std::int16_t*>(b_pack),
-                          2 * ncap, fb.data(), ncap);
+                          2 * ncap, fb.data(), eb.data(), ncap);
               break;
           }
         }

@@ -186,7 +186,7 @@ TRNMX_VNNI_TARGET inline __m512i BroadcastPair(const std::int16_t* p) {
 // over more than 15 bits, rare): the exact split of A, four plane products.
 //
 // Combining a window row: fa and fb are powers of two 2^ea, 2^eb (ea
-// including w) or NaN. In int32, T0 + 512 T1 = 2^15 H + L with
+// including w; the packers' exponent arrays) or NaN. In int32, T0 + 512 T1 = 2^15 H + L with
 //   U = T0 + 512 (T1 mod 64),  H = floor(T1 / 64) + floor(U / 2^15),
 //   L = U mod 2^15,
 // where |H| < 2^23 (|S / 2^w| < 2^38) and L < 2^15 are exact in FP32, so
@@ -234,19 +234,15 @@ TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
       }
     }
     const double* fb = t.fb + blk * t.ldfb;
-    // Exponents of the tile's factors (a NaN's is 1024, out of range).
+    // The tile's block exponents (ea includes w; NaN: kMxScaleNanExponent,
+    // out of range).
+    const std::int32_t* ebk = t.eb + blk * t.ldfb;
     __m512i eb_bits[kC];
     __m512i vmin = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::max());
     __m512i vmax = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
 #pragma GCC unroll 4
     for (std::size_t c = 0; c < kC; ++c) {
-      const __m512i e0 = _mm512_srli_epi64(_mm512_castpd_si512(_mm512_loadu_pd(fb + 16 * c)), 52);
-      const __m512i e1 =
-          _mm512_srli_epi64(_mm512_castpd_si512(_mm512_loadu_pd(fb + 16 * c + 8)), 52);
-      const __m512i eb =
-          _mm512_sub_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(e0)),
-                                              _mm512_cvtepi64_epi32(e1), 1),
-                           _mm512_set1_epi32(1023));
+      const __m512i eb = _mm512_loadu_si512(ebk + 16 * c);
       vmin = _mm512_min_epi32(vmin, eb);
       vmax = _mm512_max_epi32(vmax, eb);
       eb_bits[c] = _mm512_slli_epi32(eb, 23);
@@ -255,9 +251,7 @@ TRNMX_VNNI_TARGET void MxTilePair16Vnni(const MxTileArgs& t) {
     std::int32_t a_min = std::numeric_limits<std::int32_t>::max();
     std::int32_t a_max = std::numeric_limits<std::int32_t>::min();
     for (std::size_t r = 0; r < kR; ++r) {
-      ea[r] =
-          static_cast<std::int32_t>(std::bit_cast<std::uint64_t>(t.fa[r * t.ldfa + blk]) >> 52) -
-          1023;
+      ea[r] = t.ea[r * t.ldfa + blk];
       if (t.aflag[r * t.ldfa + blk] == 0) {
         a_min = std::min(a_min, ea[r]);
         a_max = std::max(a_max, ea[r]);

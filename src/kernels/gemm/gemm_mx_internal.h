@@ -135,10 +135,10 @@ void PackQuadB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
                double* fb, std::int32_t* eb, std::int32_t* colsum, std::size_t ldfb);
 void PackPair16A(const LineReader& ra, std::size_t row0, std::size_t row1, std::size_t m,
                  std::size_t blk0, std::size_t nb, std::int16_t* a, std::size_t lda, double* fa,
-                 std::uint8_t* aflag, std::size_t ldfa);
+                 std::int32_t* ea, std::uint8_t* aflag, std::size_t ldfa);
 void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std::size_t c1,
                  std::size_t n, std::size_t blk0, std::size_t nb, std::int16_t* bp, std::size_t ldb,
-                 double* fb, std::size_t ldfb);
+                 double* fb, std::int32_t* eb, std::size_t ldfb);
 
 // ---------------------------------------------------------------------------
 // Paths other than the tiled one.

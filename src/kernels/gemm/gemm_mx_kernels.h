@@ -54,7 +54,7 @@ inline constexpr std::int32_t kMxScaleNanExponent = 1 << 20;
 //                             colsum[blk * ldcs + c] = -128 * sum_k b
 //   kPair16 (int16, VNNI):    E4M3 pairings. Per row and block, 96 int16 at
 //                             a[r * lda + blk * 96]: d[32] = v >> w (the
-//                             window digits, fa includes 2^w), then the
+//                             window digits, fa and ea include 2^w), then the
 //                             exact split v = vh * 512 + vl: vl[32] in
 //                             [0, 511], vh[32] in [-448, 447]. aflag[r * ldfa
 //                             + blk] != 0: v does not fit a 15-bit window
@@ -73,7 +73,9 @@ struct MxTileArgs {
   std::size_t ldfa = 0;
   const double* fb = nullptr;  // fb[blk * ldfb + c]
   std::size_t ldfb = 0;
-  const std::int32_t* ea = nullptr;  // sa - 127 + qA, or kMxScaleNanExponent; [r * ldfa + blk]
+  // log2 of fa / fb (sa - 127 + qA, kPair16 window rows + w), or
+  // kMxScaleNanExponent where fa / fb is NaN; [r * ldfa + blk]
+  const std::int32_t* ea = nullptr;
   const std::int32_t* eb = nullptr;  // [blk * ldfb + c]
   const std::int32_t* colsum = nullptr;  // kQuad only, [blk * ldfb + c]
   const std::uint8_t* aflag = nullptr;   // kPair16 only, [r * ldfa + blk]

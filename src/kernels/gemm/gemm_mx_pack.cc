@@ -257,7 +257,7 @@ void PackQuadB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
 // kPair16 A: window digits, exact split, flag (gemm_mx_kernels.h).
 void PackPair16A(const LineReader& ra, std::size_t row0, std::size_t row1, std::size_t m,
                  std::size_t blk0, std::size_t nb, std::int16_t* a, std::size_t lda, double* fa,
-                 std::uint8_t* aflag, std::size_t ldfa) {
+                 std::int32_t* ea, std::uint8_t* aflag, std::size_t ldfa) {
   std::uint8_t codes[kMxK];
   for (std::size_t r = row0; r < row1; ++r) {
     for (std::size_t b = 0; b < nb; ++b) {
@@ -265,6 +265,7 @@ void PackPair16A(const LineReader& ra, std::size_t row0, std::size_t row1, std::
       if (r >= m) {
         std::memset(dst, 0, 3 * kMxK * sizeof(std::int16_t));
         fa[r * ldfa + b] = 1.0;
+        ea[r * ldfa + b] = 0;
         aflag[r * ldfa + b] = 0;
         continue;
       }
@@ -293,6 +294,11 @@ void PackPair16A(const LineReader& ra, std::size_t row0, std::size_t row1, std::
       const double factor = ra.Factor(r, blk0 + b);
       fa[r * ldfa + b] = nan != 0 ? std::numeric_limits<double>::quiet_NaN()
                              : fits ? std::ldexp(factor, shift) : factor;
+      // log2(fa) (window shift included), as fa's NaN: the sentinel.
+      const std::int32_t e = ra.Exponent(r, blk0 + b);
+      ea[r * ldfa + b] = nan != 0 || e == kMxScaleNanExponent ? kMxScaleNanExponent
+                         : fits                               ? e + shift
+                                                              : e;
       aflag[r * ldfa + b] = fits ? 0 : 1;
     }
   }
@@ -300,8 +306,8 @@ void PackPair16A(const LineReader& ra, std::size_t row0, std::size_t row1, std::
 
 // kPair16 B: v = hi * 512 + lo in two planes of k-pairs.
 void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std::size_t c1,
-                 std::size_t n, std::size_t blk0, std::size_t nb, std::int16_t* bp,
-                 std::size_t ldb, double* fb, std::size_t ldfb) {
+                 std::size_t n, std::size_t blk0, std::size_t nb, std::int16_t* bp, std::size_t ldb,
+                 double* fb, std::int32_t* eb, std::size_t ldfb) {
   const FormatTable& table = *rb.table;
   // 8-bit codes: the whole blocks of 16-column groups inside B in vectors.
   const std::size_t whole_blocks = rb.k / kMxK > blk0 ? std::min(nb, rb.k / kMxK - blk0) : 0;
@@ -316,9 +322,11 @@ void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std
                     vector_cols);
     for (std::size_t b = 0; b < whole_blocks; ++b) {
       for (std::size_t c = 0; c < vector_cols; ++c) {
-        fb[b * ldfb + c0 + c] = nan_flags[b * vector_cols + c] != 0
-                                    ? std::numeric_limits<double>::quiet_NaN()
-                                    : rb.Factor(col_base + c0 + c, blk0 + b);
+        const bool nan = nan_flags[b * vector_cols + c] != 0;
+        fb[b * ldfb + c0 + c] =
+            nan ? std::numeric_limits<double>::quiet_NaN() : rb.Factor(col_base + c0 + c, blk0 + b);
+        eb[b * ldfb + c0 + c] =
+            nan ? kMxScaleNanExponent : rb.Exponent(col_base + c0 + c, blk0 + b);
       }
     }
   }
@@ -343,6 +351,7 @@ void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std
       fb[b * ldfb + c] = j >= n   ? 1.0
                          : nan != 0 ? std::numeric_limits<double>::quiet_NaN()
                                     : rb.Factor(j, blk0 + b);
+      eb[b * ldfb + c] = j >= n ? 0 : nan != 0 ? kMxScaleNanExponent : rb.Exponent(j, blk0 + b);
     }
   }
 }
