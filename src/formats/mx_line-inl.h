@@ -279,6 +279,28 @@ HWY_INLINE void QuantizeBlock(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* H
 template <class DI>
 using IndicesFor = decltype(hn::SetTableIndices(DI(), static_cast<const std::int32_t*>(nullptr)));
 
+// The maxima of four blocks' vectors m[0..3] (512 bits each, non-negative
+// int32 or int16 lanes): every lane of 128-bit block 0 of the result holds
+// block A's, of 1 C's, of 2 B's, of 3 D's. a01 = [A A B B], a23 = [C C D D]
+// (each the max of its block's halves), u = [A C B D], then the max within
+// each 128 bits (64-bit halves, 32-bit lanes, 16-bit halves).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V MaxOfFourBlocks(D d, const V* m) {
+  const hn::Repartition<std::int32_t, D> d32;
+  V a01 = hn::Max(hn::ConcatLowerLower(d, m[1], m[0]), hn::ConcatUpperUpper(d, m[1], m[0]));
+  V a23 = hn::Max(hn::ConcatLowerLower(d, m[3], m[2]), hn::ConcatUpperUpper(d, m[3], m[2]));
+  a01 = hn::Max(a01, hn::SwapAdjacentBlocks(a01));
+  a23 = hn::Max(a23, hn::SwapAdjacentBlocks(a23));
+  V u = hn::OddEvenBlocks(a23, a01);
+  u = hn::Max(u, hn::BitCast(d, hn::Shuffle1032(hn::BitCast(d32, u))));
+  u = hn::Max(u, hn::BitCast(d, hn::Shuffle0321(hn::BitCast(d32, u))));
+  if constexpr (sizeof(hn::TFromD<D>) == 2) {
+    const hn::Repartition<std::uint32_t, D> du32;
+    u = hn::Max(u, hn::BitCast(d, hn::RotateRight<16>(hn::BitCast(du32, u))));
+  }
+  return u;
+}
+
 // Four blocks at once, 16-lane vectors and kOcpFloor only: one shared
 // reduction tree gives the four amax (about 7 ops per block instead of 14)
 // and one vector computes the four scales. Falls back to QuantizeBlock when a
@@ -301,15 +323,7 @@ HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
     m[j] = hn::And(x[j].Get(0), k.abs_mask());
     for (std::size_t v = 1; v < kV; ++v) m[j] = hn::Max(m[j], hn::And(x[j].Get(v), k.abs_mask()));
   }
-  // 128-bit blocks: a01 = [A A B B], a23 = [C C D D] (each the max of its
-  // block's halves), u = [A C B D], then the max within each 128 bits.
-  V a01 = hn::Max(hn::ConcatLowerLower(di, m[1], m[0]), hn::ConcatUpperUpper(di, m[1], m[0]));
-  V a23 = hn::Max(hn::ConcatLowerLower(di, m[3], m[2]), hn::ConcatUpperUpper(di, m[3], m[2]));
-  a01 = hn::Max(a01, hn::SwapAdjacentBlocks(a01));
-  a23 = hn::Max(a23, hn::SwapAdjacentBlocks(a23));
-  V u = hn::OddEvenBlocks(a23, a01);
-  u = hn::Max(u, hn::Shuffle1032(u));
-  u = hn::Max(u, hn::Shuffle0321(u));
+  const V u = MaxOfFourBlocks(di, m);
   if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf())))) {
     for (std::size_t j = 0; j < 4; ++j) {
       QuantizeBlock<Traits, R, kBits, kNT>(di, in + j * kMxBlock, out + j * kBlockBytes, scales + j,
@@ -408,16 +422,7 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
     x[j] = hn::BitCast(d16, hn::LoadU(du16, in + j * kMxBlock));
     a[j] = hn::And(x[j], k.abs_mask);
   }
-  // Per-block max of a: 128-bit blocks A A B B / C C D D, then u = [A C B D],
-  // then within each 128 bits (64-bit halves, 32-bit lanes, 16-bit halves).
-  V16 a01 = hn::Max(hn::ConcatLowerLower(d16, a[1], a[0]), hn::ConcatUpperUpper(d16, a[1], a[0]));
-  V16 a23 = hn::Max(hn::ConcatLowerLower(d16, a[3], a[2]), hn::ConcatUpperUpper(d16, a[3], a[2]));
-  a01 = hn::Max(a01, hn::SwapAdjacentBlocks(a01));
-  a23 = hn::Max(a23, hn::SwapAdjacentBlocks(a23));
-  V16 u = hn::OddEvenBlocks(a23, a01);
-  u = hn::Max(u, hn::BitCast(d16, hn::Shuffle1032(hn::BitCast(di, u))));
-  u = hn::Max(u, hn::BitCast(d16, hn::Shuffle0321(hn::BitCast(di, u))));
-  u = hn::Max(u, hn::BitCast(d16, hn::RotateRight<16>(hn::BitCast(hn::RebindToUnsigned<DI>(), u))));
+  const V16 u = MaxOfFourBlocks(d16, a);
   // Inf / NaN (u > 7F7F) or c < 1 + b + m (u < kMinE << 7) in one unsigned test.
   const auto off = hn::BitCast(du16, hn::Sub(u, k.fast_lo));
   if (HWY_UNLIKELY(!hn::AllFalse(du16, hn::Gt(off, hn::BitCast(du16, k.fast_span))))) return false;
