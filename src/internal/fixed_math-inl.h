@@ -13,6 +13,7 @@
 #include <hwy/highway.h>
 
 #include <cstddef>
+#include <limits>
 
 #include "internal/fixed_math.h"
 #include "internal/fixed_math_vec-inl.h"
@@ -37,7 +38,28 @@ HWY_INLINE void FixedArray(const float* x, float* y, std::size_t n) {
   for (; i < n; ++i) y[i] = kSigmoid ? internal::FixedSigmoid(x[i]) : internal::FixedExp(x[i]);
 }
 
+// y[i] = FixedExp(x[i]), then +0 where below 2^-126 (FixedExpFlushedLanes).
+HWY_INLINE void FixedExpFlushed(const float* x, float* y, std::size_t n) {
+  const hn::ScalableTag<float> df;
+  const std::size_t lanes = hn::Lanes(df);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(FixedExpFlushedLanes(df, hn::LoadU(df, x + i)), df, y + i);
+  }
+  for (; i < n; ++i) {
+    const float e = internal::FixedExp(x[i]);
+    y[i] = e < std::numeric_limits<float>::min() ? 0.0f : e;
+  }
+}
+
 #else  // No double lanes on this target: the scalar functions.
+
+HWY_INLINE void FixedExpFlushed(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float e = internal::FixedExp(x[i]);
+    y[i] = e < std::numeric_limits<float>::min() ? 0.0f : e;
+  }
+}
 
 template <bool kSigmoid>
 HWY_INLINE void FixedArray(const float* x, float* y, std::size_t n) {
@@ -50,6 +72,9 @@ HWY_INLINE void FixedArray(const float* x, float* y, std::size_t n) {
 
 HWY_NOINLINE void FixedExpArrayImpl(const float* x, float* y, std::size_t n) {
   FixedArray<false>(x, y, n);
+}
+HWY_NOINLINE void FixedExpFlushedArrayImpl(const float* x, float* y, std::size_t n) {
+  FixedExpFlushed(x, y, n);
 }
 HWY_NOINLINE void FixedSigmoidArrayImpl(const float* x, float* y, std::size_t n) {
   FixedArray<true>(x, y, n);

@@ -13,12 +13,17 @@
 namespace trnmx {
 
 HWY_EXPORT(FixedExpArrayImpl);
+HWY_EXPORT(FixedExpFlushedArrayImpl);
 HWY_EXPORT(FixedSigmoidArrayImpl);
 
 namespace internal {
 
 void FixedExpArray(const float* x, float* y, std::size_t n) {
   HWY_DYNAMIC_DISPATCH(FixedExpArrayImpl)(x, y, n);
+}
+
+void FixedExpFlushedArray(const float* x, float* y, std::size_t n) {
+  HWY_DYNAMIC_DISPATCH(FixedExpFlushedArrayImpl)(x, y, n);
 }
 
 void FixedSigmoidArray(const float* x, float* y, std::size_t n) {

@@ -14,6 +14,7 @@
 
 #include <hwy/highway.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "internal/fixed_math.h"
@@ -81,6 +82,104 @@ HWY_INLINE hn::Vec<hn::Rebind<float, D>> FixedLanes(D d, hn::Vec<hn::Rebind<floa
                       rf);
   rf = hn::IfThenElseZero(hn::Not(hn::Lt(xf, lo_v)), rf);
   return hn::IfThenElse(nan, xf, rf);
+}
+
+// Below this FixedExp is a subnormal (exp(-87.5) < 2^-126 by 9 %), flushed.
+inline constexpr float kExpFlushedBelow = -87.5f;
+// From here up to 0 exp(x) >= 2^-125.5: a normal float, far from the flush.
+inline constexpr float kExpFastFrom = -87.0f;
+
+// The lanes FixedLanes<false> gives, then +0 where they are below 2^-126
+// (attention's flush of subnormal probabilities; NaN stays): bit for bit,
+// without ExpDouble's table gather and its unfused double steps.
+//
+// Why the bits agree. For x in [-87, 0], y = 2^N P(r) with N = round(x /
+// ln 2), r = x - N ln 2 (fdlibm's two-part ln 2, |r| <= 0.347) and P the
+// degree-12 Taylor polynomial (truncation below 2^-52 relative) in FMA
+// steps, is within about 2^-50 of exp(x) relative; so is
+// ExpDouble(x). Both then round to the same float unless y lies within
+// 2^-44 relative of a float rounding midpoint: its low 29 mantissa bits
+// within 256 of 2^28 (about one lane in 2^20). A vector holding such a lane,
+// or a lane in (0, +Inf] or [-87.5, -87), takes FixedLanes instead; lanes
+// below -87.5 (-Inf included) are +0. Checked over every FP32 input in
+// [-88, -2^-26] and a sample of the rest on every target
+// (tests/kernels/moe/fixed_math_test.cc).
+namespace fixed_exp_flushed {
+
+// y = 2^N P(r) as double bits for lanes x in [-87.5, 0]; *hard gets the
+// lanes near a float rounding midpoint.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> Fast(D d, hn::Vec<D> x,
+                                               hn::Mask<hn::RebindToSigned<D>>* hard) {
+  const hn::RebindToSigned<D> di;
+  const auto round = hn::Set(d, 6755399441055744.0);                    // 1.5 * 2^52
+  const auto t = hn::MulAdd(x, hn::Set(d, 1.4426950408889634), round);  // x / ln 2 + round.
+  const auto n = hn::Sub(t, round);
+  const auto big_n = hn::Sub(hn::BitCast(di, t), hn::BitCast(di, round));
+  const auto r = hn::NegMulAdd(n, hn::Set(d, internal::kLn2Lo),
+                               hn::NegMulAdd(n, hn::Set(d, internal::kLn2Hi), x));
+  constexpr double kInvFact[13] = {1.0,
+                                   1.0,
+                                   1.0 / 2,
+                                   1.0 / 6,
+                                   1.0 / 24,
+                                   1.0 / 120,
+                                   1.0 / 720,
+                                   1.0 / 5040,
+                                   1.0 / 40320,
+                                   1.0 / 362880,
+                                   1.0 / 3628800,
+                                   1.0 / 39916800,
+                                   1.0 / 479001600};
+  // Estrin's scheme: a short dependency chain, so that the out-of-order
+  // window holds several vectors at once.
+  const auto c = [&](int k) HWY_ATTR { return hn::Set(d, kInvFact[k]); };
+  const auto r2 = hn::Mul(r, r);
+  const auto r4 = hn::Mul(r2, r2);
+  const auto q01 = hn::MulAdd(hn::MulAdd(c(3), r, c(2)), r2, hn::MulAdd(c(1), r, c(0)));
+  const auto q23 = hn::MulAdd(hn::MulAdd(c(7), r, c(6)), r2, hn::MulAdd(c(5), r, c(4)));
+  const auto q45 = hn::MulAdd(hn::MulAdd(c(11), r, c(10)), r2, hn::MulAdd(c(9), r, c(8)));
+  const auto p = hn::MulAdd(hn::MulAdd(c(12), r4, q45), hn::Mul(r4, r4), hn::MulAdd(q23, r4, q01));
+  // (low 29 bits - (2^28 - 256)) mod 2^29 < 512: near a float midpoint
+  // (the low bits are p's: 2^N changes only the exponent).
+  const auto near = hn::And(hn::Sub(hn::BitCast(di, p), hn::Set(di, std::int64_t{(1 << 28) - 256})),
+                            hn::Set(di, std::int64_t{(1 << 29) - 1}));
+  *hard = hn::Lt(near, hn::Set(di, std::int64_t{512}));
+  // p in [0.7, 1.42] and N >= -127: adding N to the exponent is exact.
+  return hn::Add(hn::BitCast(di, p), hn::ShiftLeft<52>(big_n));
+}
+
+}  // namespace fixed_exp_flushed
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> FixedExpFlushedLanes(DF df, hn::Vec<DF> xf) {
+#if HWY_TARGET == HWY_SCALAR  // One lane: no halves; the plain lanes.
+  const hn::Repartition<double, DF> d;
+  const auto e = FixedLanes<false>(d, xf);
+  return hn::IfThenZeroElse(hn::Lt(e, hn::Set(df, std::numeric_limits<float>::min())), e);
+#else
+  const hn::Half<DF> dh;
+  const hn::Repartition<double, DF> d;  // Half the lanes of df.
+  const auto nan = hn::IsNaN(xf);
+  const auto flushed = hn::Lt(xf, hn::Set(df, kExpFlushedBelow));
+  const auto slow =
+      hn::Or(hn::Gt(xf, hn::Zero(df)), hn::AndNot(flushed, hn::Lt(xf, hn::Set(df, kExpFastFrom))));
+  // Lanes below -87.5 (-Inf too) at -87.5, so their fast steps stay
+  // finite; positive and NaN lanes are slow or replaced by x.
+  const auto xc = hn::Max(xf, hn::Set(df, kExpFlushedBelow));
+  hn::Mask<hn::RebindToSigned<decltype(d)>> hard_lo, hard_hi;
+  const auto lo = fixed_exp_flushed::Fast(d, hn::PromoteTo(d, hn::LowerHalf(dh, xc)), &hard_lo);
+  const auto hi = fixed_exp_flushed::Fast(d, hn::PromoteTo(d, hn::UpperHalf(dh, xc)), &hard_hi);
+  if (HWY_UNLIKELY(!hn::AllFalse(df, slow) ||
+                   !hn::AllFalse(hn::RebindToSigned<decltype(d)>(), hn::Or(hard_lo, hard_hi)))) {
+    const auto e = hn::Combine(df, FixedLanes<false>(d, hn::UpperHalf(dh, xf)),
+                               FixedLanes<false>(d, hn::LowerHalf(dh, xf)));
+    return hn::IfThenZeroElse(hn::Lt(e, hn::Set(df, std::numeric_limits<float>::min())), e);
+  }
+  const auto rf =
+      hn::Combine(df, hn::DemoteTo(dh, hn::BitCast(d, hi)), hn::DemoteTo(dh, hn::BitCast(d, lo)));
+  return hn::IfThenElse(nan, xf, hn::IfThenZeroElse(flushed, rf));
+#endif
 }
 
 #endif  // HWY_HAVE_FLOAT64

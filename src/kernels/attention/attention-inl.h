@@ -490,15 +490,11 @@ HWY_NOINLINE float ScaleMax(float* HWY_RESTRICT s, std::size_t n, float scale) {
 // (fixed_math_vec-inl.h); nothing past n is read or written (PartialInPlace).
 HWY_NOINLINE void ExpRow(float* HWY_RESTRICT s, std::size_t n, float m) {
 #if HWY_HAVE_FLOAT64
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> df;
+  const hn::ScalableTag<float> df;
   const std::size_t lanes = hn::Lanes(df);
   const auto vm = hn::Set(df, m);
-  const auto min_normal = hn::Set(df, std::numeric_limits<float>::min());
-  const auto p_of = [&](hn::Vec<decltype(df)> x) HWY_ATTR {
-    const auto p = FixedLanes<false>(dd, hn::Sub(x, vm));
-    return hn::IfThenZeroElse(hn::Lt(p, min_normal), p);
-  };
+  const auto p_of = [&](hn::Vec<decltype(df)> x)
+                        HWY_ATTR { return FixedExpFlushedLanes(df, hn::Sub(x, vm)); };
   std::size_t j = 0;
   for (; j + lanes <= n; j += lanes) hn::StoreU(p_of(hn::LoadU(df, s + j)), df, s + j);
   if (j < n) PartialInPlace(df, s + j, n - j, p_of);

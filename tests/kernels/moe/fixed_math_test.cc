@@ -198,5 +198,59 @@ TEST_P(FixedMathPerTarget, ArraysEqualScalar) {
   }
 }
 
+// FixedExp, then +0 below 2^-126: what FixedExpFlushedArray must give.
+float FlushedExp(float x) {
+  const float e = FixedExp(x);
+  return e < std::numeric_limits<float>::min() ? 0.0f : e;
+}
+
+// Inputs whose fast double result lies near a float rounding midpoint, so
+// that FixedExpFlushedLanes takes its FixedLanes path (found by emulating
+// the fast steps over every FP32 input in [-87, -2^-26]: 253 such inputs;
+// none of them would round wrongly even without that path).
+constexpr float kNearMidpoint[] = {-0x1.fffffp-26f, -0x1.ffffe2p-26f, -0x1.18000ap-20f,
+                                   -0x1.38000cp-20f, -0x1.2c0016p-19f};
+
+TEST_P(FixedMathPerTarget, FlushedExpEqualsScalar) {
+  std::vector<float> x = ArrayInputs();
+  // The flush, the fast path's ends and NaN/Inf lanes beside ordinary ones.
+  for (float edge : {-87.5f, -87.0f, -87.3365f, -0x1.5d589ep+6f, 0.0f}) {
+    float v = edge;
+    for (int i = 0; i < 64; ++i) v = std::nextafter(v, -1000.0f);
+    for (int i = 0; i < 128; ++i, v = std::nextafter(v, 1000.0f)) x.push_back(v);
+  }
+  for (float v : kNearMidpoint) x.insert(x.end(), {v, -1.0f, -2.0f, -3.0f, v, -0.5f, -0.25f, v});
+  const float inf = std::numeric_limits<float>::infinity();
+  x.insert(x.end(), {-1.0f, -inf, -2.0f, std::numeric_limits<float>::quiet_NaN(), -3.0f, -4.0f,
+                     -5.0f, -6.0f, -0.0f, 1e-45f, -1e-45f, 0.5f});
+  for (std::size_t off = 0; off < 8; ++off) {
+    std::vector<float> y(x.size() - off);
+    FixedExpFlushedArray(x.data() + off, y.data(), y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      const float in = x[off + i];
+      const float want = FlushedExp(in);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(y[i])) << in;
+      } else {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want))
+            << "exp(" << in << ") at offset " << off;
+      }
+    }
+  }
+  // In place, every length up to 17.
+  for (std::size_t n = 0; n <= 17; ++n) {
+    std::vector<float> z(kNearMidpoint, kNearMidpoint + 5);
+    z.insert(z.end(), {-1.5f, -90.0f, -87.2f, -0.125f, 3.0f, -7.0f, -8.0f, -9.0f, -10.0f, -11.0f,
+                       -12.0f, -13.0f});
+    z.resize(n);
+    const std::vector<float> in = z;
+    FixedExpFlushedArray(z.data(), z.data(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(z[i]), std::bit_cast<std::uint32_t>(FlushedExp(in[i])))
+          << "exp(" << in[i] << "), n " << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trnmx::internal
