@@ -89,21 +89,6 @@ inline constexpr float kExpFlushedBelow = -87.5f;
 // From here up to 0 exp(x) >= 2^-125.5: a normal float, far from the flush.
 inline constexpr float kExpFastFrom = -87.0f;
 
-// The lanes FixedLanes<false> gives, then +0 where they are below 2^-126
-// (attention's flush of subnormal probabilities; NaN stays): bit for bit,
-// without ExpDouble's table gather and its unfused double steps.
-//
-// Why the bits agree. For x in [-87, 0], y = 2^N P(r) with N = round(x /
-// ln 2), r = x - N ln 2 (fdlibm's two-part ln 2, |r| <= 0.347) and P the
-// degree-12 Taylor polynomial (truncation below 2^-52 relative) in FMA
-// steps, is within about 2^-50 of exp(x) relative; so is
-// ExpDouble(x). Both then round to the same float unless y lies within
-// 2^-44 relative of a float rounding midpoint: its low 29 mantissa bits
-// within 256 of 2^28 (about one lane in 2^20). A vector holding such a lane,
-// or a lane in (0, +Inf] or [-87.5, -87), takes FixedLanes instead; lanes
-// below -87.5 (-Inf included) are +0. Checked over every FP32 input in
-// [-88, -2^-26] and a sample of the rest on every target
-// (tests/kernels/moe/fixed_math_test.cc).
 namespace fixed_exp_flushed {
 
 // y = 2^N P(r) as double bits for lanes x in [-87.5, 0]; *hard gets the
@@ -151,6 +136,21 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> Fast(D d, hn::Vec<D> x,
 
 }  // namespace fixed_exp_flushed
 
+// The lanes FixedLanes<false> gives, then +0 where they are below 2^-126
+// (attention's flush of subnormal probabilities; NaN stays): bit for bit,
+// without ExpDouble's table gather and its unfused double steps.
+//
+// Why the bits agree. For x in [-87, 0], y = 2^N P(r) with N = round(x /
+// ln 2), r = x - N ln 2 (fdlibm's two-part ln 2, |r| <= 0.347) and P the
+// degree-12 Taylor polynomial (truncation below 2^-52 relative) in FMA
+// steps, is within about 2^-50 of exp(x) relative; so is
+// ExpDouble(x). Both then round to the same float unless y lies within
+// 2^-44 relative of a float rounding midpoint: its low 29 mantissa bits
+// within 256 of 2^28 (about one lane in 2^20). A vector holding such a lane,
+// or a lane in (0, +Inf] or [-87.5, -87), takes FixedLanes instead; lanes
+// below -87.5 (-Inf included) are +0. Checked over every FP32 input in
+// [-88, -2^-26] and a sample of the rest on every target
+// (tests/kernels/moe/fixed_math_exhaustive_test.cc, fixed_math_test.cc).
 template <class DF>
 HWY_INLINE hn::Vec<DF> FixedExpFlushedLanes(DF df, hn::Vec<DF> xf) {
 #if HWY_TARGET == HWY_SCALAR  // One lane: no halves; the plain lanes.
