@@ -13,7 +13,6 @@
 #include <hwy/highway.h>
 
 #include <cstddef>
-#include <limits>
 
 #include "internal/fixed_math.h"
 #include "internal/fixed_math_vec-inl.h"
@@ -46,19 +45,13 @@ HWY_INLINE void FixedExpFlushed(const float* x, float* y, std::size_t n) {
   for (; i + lanes <= n; i += lanes) {
     hn::StoreU(FixedExpFlushedLanes(df, hn::LoadU(df, x + i)), df, y + i);
   }
-  for (; i < n; ++i) {
-    const float e = internal::FixedExp(x[i]);
-    y[i] = e < std::numeric_limits<float>::min() ? 0.0f : e;
-  }
+  for (; i < n; ++i) y[i] = internal::FixedExpFlushed(x[i]);
 }
 
 #else  // No double lanes on this target: the scalar functions.
 
 HWY_INLINE void FixedExpFlushed(const float* x, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const float e = internal::FixedExp(x[i]);
-    y[i] = e < std::numeric_limits<float>::min() ? 0.0f : e;
-  }
+  for (std::size_t i = 0; i < n; ++i) y[i] = internal::FixedExpFlushed(x[i]);
 }
 
 template <bool kSigmoid>

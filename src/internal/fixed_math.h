@@ -135,6 +135,13 @@ inline float FixedExp(float x) {
   return static_cast<float>(ExpDouble(static_cast<double>(x)));
 }
 
+// FixedExp(x), then +0 where below 2^-126 (attention's probabilities, whose
+// subnormals are flushed; NaN stays).
+inline float FixedExpFlushed(float x) {
+  const float e = FixedExp(x);
+  return e < std::numeric_limits<float>::min() ? 0.0f : e;
+}
+
 inline float FixedSigmoid(float x) {
   if (std::isnan(x)) return x;
   if (x > 40.0f) return 1.0f;

@@ -153,10 +153,12 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> Fast(D d, hn::Vec<D> x,
 // (tests/kernels/moe/fixed_math_exhaustive_test.cc, fixed_math_test.cc).
 template <class DF>
 HWY_INLINE hn::Vec<DF> FixedExpFlushedLanes(DF df, hn::Vec<DF> xf) {
+  // FixedLanes's exp of lanes e, flushed.
+  const auto flush = [df](hn::Vec<DF> e) HWY_ATTR {
+    return hn::IfThenZeroElse(hn::Lt(e, hn::Set(df, std::numeric_limits<float>::min())), e);
+  };
 #if HWY_TARGET == HWY_SCALAR  // One lane: no halves; the plain lanes.
-  const hn::Repartition<double, DF> d;
-  const auto e = FixedLanes<false>(d, xf);
-  return hn::IfThenZeroElse(hn::Lt(e, hn::Set(df, std::numeric_limits<float>::min())), e);
+  return flush(FixedLanes<false>(hn::Repartition<double, DF>(), xf));
 #else
   const hn::Half<DF> dh;
   const hn::Repartition<double, DF> d;  // Half the lanes of df.
@@ -172,9 +174,8 @@ HWY_INLINE hn::Vec<DF> FixedExpFlushedLanes(DF df, hn::Vec<DF> xf) {
   const auto hi = fixed_exp_flushed::Fast(d, hn::PromoteTo(d, hn::UpperHalf(dh, xc)), &hard_hi);
   if (HWY_UNLIKELY(!hn::AllFalse(df, slow) ||
                    !hn::AllFalse(hn::RebindToSigned<decltype(d)>(), hn::Or(hard_lo, hard_hi)))) {
-    const auto e = hn::Combine(df, FixedLanes<false>(d, hn::UpperHalf(dh, xf)),
-                               FixedLanes<false>(d, hn::LowerHalf(dh, xf)));
-    return hn::IfThenZeroElse(hn::Lt(e, hn::Set(df, std::numeric_limits<float>::min())), e);
+    return flush(hn::Combine(df, FixedLanes<false>(d, hn::UpperHalf(dh, xf)),
+                             FixedLanes<false>(d, hn::LowerHalf(dh, xf))));
   }
   const auto rf =
       hn::Combine(df, hn::DemoteTo(dh, hn::BitCast(d, hi)), hn::DemoteTo(dh, hn::BitCast(d, lo)));
