@@ -388,6 +388,26 @@ TEST_P(GemmPerTarget, LargerShapesDefaultBlocking) {
   }
 }
 
+TEST_P(GemmPerTarget, StreamedRowsMatchReference) {
+  // M <= 4 with a row-major FP32 B: B streamed row by row into column ranges
+  // of one per thread, at most 64 Ki / M columns each (m = 4, n = 16390:
+  // two ranges even on one thread), ranges ending inside a vector.
+  Rng rng(Seed() + 5);
+  for (const std::size_t m : {1u, 2u, 4u}) {
+    for (const std::size_t n : {7u, 1031u, 16390u}) {
+      Case cs = RandomCase(rng, 4);
+      cs.m = m;
+      cs.n = n;
+      cs.k = 5 + rng() % 12;
+      cs.b = OperandSpec{};
+      cs.b.kind = Kind::kFp32;
+      cs.b.pad = rng() % 2 == 0 ? 3 : 0;
+      CheckCase(cs, rng, {{}}, GetParam(), /*with_threads=*/true);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST_P(GemmPerTarget, NanAndInfMatchReference) {
   Rng rng(Seed() + 3);
   for (int i = 0; i < 60; ++i) {
