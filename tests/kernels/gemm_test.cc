@@ -359,10 +359,10 @@ TEST_P(GemmPerTarget, RandomSmallShapesMatchReference) {
 }
 
 TEST_P(GemmPerTarget, TileEdgesMatchReference) {
-  // Sizes at the register tile (MR = 14 on AVX-512, 3 on AVX2, 4 scalar; NR
-  // = 32) and block edges, +-1.
+  // Sizes at the register tile (MR = 14 on AVX-512, 3 on AVX2 and NEON, 4
+  // scalar; NR = 32) and block edges, +-1.
   Rng rng(Seed() + 1);
-  for (const std::size_t m : {2u, 3u, 4u, 13u, 14u, 15u, 28u, 29u}) {
+  for (const std::size_t m : {2u, 3u, 4u, 5u, 6u, 7u, 11u, 12u, 13u, 14u, 15u, 28u, 29u}) {
     for (const std::size_t n : {31u, 32u, 33u, 64u, 65u}) {
       Case cs = RandomCase(rng, 4);
       cs.m = m;

@@ -242,11 +242,17 @@ Status ValidateCommon(const GemmOperand& a, const GemmOperand* b_op, OperandType
 GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, std::size_t mr,
                                  std::size_t nr, std::size_t b_element_bytes,
                                  std::size_t k_multiple, const GemmBlocking& requested) {
-  // Tuned on the development machine (48 KiB L1d, 2 MiB L2). KC = 192: a
-  // 14 x KC A micro-panel (10.5 KiB) stays in L1; the KC x NC B block (3/4
-  // of L2: NC = 2048 columns at 2 MiB) stays in L2; MC = 336 rows, balanced
-  // so that the M blocks have equal sizes. The BF16 paths halve the bytes
-  // per element and double KC (K blocks of whole pairs or AMX steps).
+  // KC = 192: an MR x KC A micro-panel (10.5 KiB for AVX-512's 14 rows)
+  // stays in L1; MC = 24 micro-panels, balanced so that the M blocks have
+  // equal sizes. The BF16 paths halve the bytes per element and double KC
+  // (K blocks of whole pairs or AMX steps).
+  //
+  // NC: 4096 columns for the FP32 kernels, whose B block (3 MiB) streams
+  // from L2 or L3 as BLIS's Haswell blocking does (NC 4080). On a Zen 3
+  // (512 KiB L2) an L2-sized block (NC = 512) ran 4-10 % slower at
+  // 2048^3, 4096^3 and M = 128: each NC block repacks A and restarts the
+  // streams (docs/gemm.md). The BF16 pair paths (tuned on a 2 MiB-L2 Intel
+  // CPU) keep 3/4 of L2.
   GemmBlocking b = requested;
   std::size_t kc = requested.kc != 0 ? requested.kc : (k_multiple > 1 ? 384 : 192);
   kc = std::max(k_multiple, kc / k_multiple * k_multiple);
@@ -255,6 +261,7 @@ GemmBlocking ChooseDenseBlocking(std::size_t m, std::size_t n, std::size_t k, st
   mc_max = std::max(mr, mc_max / mr * mr);
   b.mc = RoundUp(CeilDiv(m, CeilDiv(m, mc_max)), mr);
   std::size_t nc = requested.nc;
+  if (nc == 0 && b_element_bytes == sizeof(float)) nc = 4096;
   if (nc == 0) {
     static const std::size_t l2_bytes = [] {
       const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
