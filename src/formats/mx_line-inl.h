@@ -211,6 +211,20 @@ HWY_INLINE void LoadBlock(DI di, const std::uint16_t* HWY_RESTRICT in, BlockVecs
   }
 }
 
+// kOcpFloor from amax bits (lanes with finite values): the scale code
+// max(E - emax, 0) (ScaleCodeFromAmax; E <= 254 needs no upper clamp) in
+// *code and the reciprocal's FP32 bits (254 - code) << 23, in the vector
+// domain (MXINT8 reaches code FE: 2^-127).
+template <class Traits, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V OcpFloorReciprocalBits(DI di, V amax, const EncodeVecs<Traits, DI>& k, V* code) {
+  *code = hn::Max(hn::Sub(hn::ShiftRight<23>(amax), k.emax()), hn::Zero(di));
+  V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254(), *code));
+  if constexpr (Traits::kEmax == 0) {
+    r_bits = hn::IfThenElse(hn::Eq(*code, k.k254()), hn::Set(di, 0x00400000), r_bits);
+  }
+  return r_bits;
+}
+
 // Quantizes the 32 values at `in` into kBits * 4 bytes at `out` and one
 // scale byte.
 template <class Traits, Rounding R, int kBits, bool kNT = false, class DI, class TIn>
@@ -250,15 +264,9 @@ HWY_INLINE void QuantizeBlock(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* H
   }
   hn::Vec<hn::Rebind<float, DI>> r;
   if (args.rule == ScaleRule::kOcpFloor) {
-    // code = max(E - emax, 0) (ScaleCodeFromAmax; E <= 254 needs no upper
-    // clamp), reciprocal (254 - code) << 23, in the vector domain.
-    const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(amax_v), k.emax()), hn::Zero(di));
+    V code;
+    r = hn::BitCast(df, OcpFloorReciprocalBits(di, amax_v, k, &code));
     *scale = static_cast<std::uint8_t>(hn::GetLane(code));
-    V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254(), code));
-    if constexpr (Traits::kEmax == 0) {  // MXINT8 reaches code FE: 2^-127
-      r_bits = hn::IfThenElse(hn::Eq(code, k.k254()), hn::Set(di, 0x00400000), r_bits);
-    }
-    r = hn::BitCast(df, r_bits);
   } else {
     const std::uint32_t code =
         ScaleCodeFromAmax<Traits>(static_cast<std::uint32_t>(hn::GetLane(amax_v)), args.rule).bits;
@@ -266,6 +274,20 @@ HWY_INLINE void QuantizeBlock(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* H
     r = hn::Set(df, ReciprocalE8M0(code));
   }
   EncodeAndPack<Traits, R, kBits, false, kNT>(di, x, r, k, out);
+}
+
+// QuantizeBlock on `count` consecutive blocks: the group paths' fallback
+// for blocks holding a NaN or Inf.
+template <class Traits, Rounding R, int kBits, bool kNT, class DI, class TIn>
+HWY_INLINE void QuantizeBlocks(DI di, const TIn* HWY_RESTRICT in, std::size_t count,
+                               std::uint8_t* HWY_RESTRICT out, std::uint8_t* HWY_RESTRICT scales,
+                               const internal::MxQuantizeArgs& args,
+                               const EncodeVecs<Traits, DI>& k,
+                               const EncodeVecs<Traits, DI>& k_sat) {
+  for (std::size_t j = 0; j < count; ++j) {
+    QuantizeBlock<Traits, R, kBits, kNT>(di, in + j * kMxBlock, out + j * kBits * 4, scales + j,
+                                         args, k, k_sat);
+  }
 }
 
 // 16-lane int32 vectors exist only on the AVX3 targets.
@@ -325,17 +347,11 @@ HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
   }
   const V u = MaxOfFourBlocks(di, m);
   if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf())))) {
-    for (std::size_t j = 0; j < 4; ++j) {
-      QuantizeBlock<Traits, R, kBits, kNT>(di, in + j * kMxBlock, out + j * kBlockBytes, scales + j,
-                                           args, k, k_sat);
-    }
+    QuantizeBlocks<Traits, R, kBits, kNT>(di, in, 4, out, scales, args, k, k_sat);
     return;
   }
-  const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(u), k.emax()), hn::Zero(di));
-  V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254(), code));
-  if constexpr (Traits::kEmax == 0) {
-    r_bits = hn::IfThenElse(hn::Eq(code, k.k254()), hn::Set(di, 0x00400000), r_bits);
-  }
+  V code;
+  const V r_bits = OcpFloorReciprocalBits(di, u, k, &code);
   HWY_ALIGN std::uint8_t code_bytes[16];
   hn::Store(NarrowCodes(d8, code), d8, code_bytes);
   scales[0] = code_bytes[0];   // A
@@ -606,17 +622,11 @@ HWY_INLINE void QuantizeGroup8(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
   for (std::size_t j = 0; j < 8; ++j) m[j] = BlockAbsMaxLanes(di, in + j * kMxBlock, k);
   const V u = MaxOfEightBlocks(di, m);
   if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf())))) {
-    for (std::size_t j = 0; j < 8; ++j) {
-      QuantizeBlock<Traits, R, kBits, kNT>(di, in + j * kMxBlock, out + j * kBlockBytes, scales + j,
-                                           args, k, k_sat);
-    }
+    QuantizeBlocks<Traits, R, kBits, kNT>(di, in, 8, out, scales, args, k, k_sat);
     return;
   }
-  const V code = hn::Max(hn::Sub(hn::ShiftRight<23>(u), k.emax()), hn::Zero(di));
-  V r_bits = hn::ShiftLeft<23>(hn::Sub(k.k254(), code));
-  if constexpr (Traits::kEmax == 0) {
-    r_bits = hn::IfThenElse(hn::Eq(code, k.k254()), hn::Set(di, 0x00400000), r_bits);
-  }
+  V code;
+  const V r_bits = OcpFloorReciprocalBits(di, u, k, &code);
   hn::StoreU(hn::DemoteTo(d8, code), d8, scales);
   for (std::size_t j = 0; j < 8; ++j) {
     const auto r = hn::BitCast(
