@@ -664,6 +664,32 @@ TEST_P(PackedWeightsPerTarget, MatchUnpackedGemm) {
   }
 }
 
+TEST_P(PackedWeightsPerTarget, FewRowsDefaultBlockingMatchReference) {
+  // Prepacked FP32 panels read in place: one register tile of rows takes a
+  // single K block of all of K, more rows keep KC; K past one default KC.
+  Rng rng(Seed() + 6);
+  for (const std::size_t m : {1u, 3u, 4u, 7u}) {
+    Case cs = RandomCase(rng, 4);
+    cs.m = m;
+    cs.n = 33 + rng() % 40;
+    cs.k = 450 + rng() % 250;
+    cs.special = 0;
+    cs.b = OperandSpec{};
+    cs.b.kind = Kind::kFp32;
+    SCOPED_TRACE(Describe(cs));
+    Built bt = Build(cs, rng);
+    StatusOr<PackedWeights> packed = PackedWeights::Pack(bt.b.op);
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+    TestOutput want = CopyOutput(bt.c0);
+    ASSERT_TRUE(ref::Gemm(bt.a.op, bt.b.op, want.out, bt.params).ok());
+    TestOutput got = CopyOutput(bt.c0);
+    const Status s = internal::GemmWithBlocking(bt.a.op, *packed, got.out, bt.params, &Pool(1), {});
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const std::string diff = CompareOutputs(got, want);
+    ASSERT_TRUE(diff.empty()) << GetParam().name << ": " << diff;
+  }
+}
+
 TEST(PackedWeights, PackedOnOneTargetUsedOnAll) {
   Rng rng(Seed() + 5);
   const std::size_t m = 9, k = 70, n = 45;
