@@ -683,6 +683,17 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
 #endif
   // kNT: codes go out with non-temporal stores of whole 16-byte vectors.
   const auto run = [&]<bool kNT>(std::size_t first, std::size_t count, std::uint8_t* dst) HWY_ATTR {
+    // Non-temporal runs (large lines) prefetch the input of `blocks` blocks
+    // kPrefetchBlocks ahead of block b, a cache line at a time.
+    const auto prefetch = [&]([[maybe_unused]] std::size_t b,
+                               [[maybe_unused]] std::size_t blocks) HWY_ATTR {
+      if constexpr (kNT) {
+        const TIn* ahead = src + (first + b + kPrefetchBlocks<TIn>)*kMxBlock;
+        for (std::size_t line = 0; line < blocks * kMxBlock; line += 64 / sizeof(TIn)) {
+          hwy::Prefetch(ahead + line);
+        }
+      }
+    };
     std::size_t b = 0;
 #if TRNMX_MX_GROUPS
     if constexpr (kGroups) {
@@ -691,12 +702,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
             hn::SetTableIndices(di, lanes[0]), hn::SetTableIndices(di, lanes[1]),
             hn::SetTableIndices(di, lanes[2]), hn::SetTableIndices(di, lanes[3])};
         for (; b + 4 <= count; b += 4) {
-          if constexpr (kNT) {
-            const TIn* ahead = src + (first + b + kPrefetchBlocks<TIn>)*kMxBlock;
-            for (std::size_t line = 0; line < 4 * kMxBlock; line += 64 / sizeof(TIn)) {
-              hwy::Prefetch(ahead + line);
-            }
-          }
+          prefetch(b, 4);
           if constexpr (kBf16Lanes) {
             if (bf16_lanes && QuantizeGroup4Bf16<Traits, kBits, kNT>(
                                   di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
@@ -714,12 +720,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
 #if TRNMX_MX_GROUPS8
     if (args.rule == ScaleRule::kOcpFloor) {
       for (; b + 8 <= count; b += 8) {
-        if constexpr (kNT) {
-          const TIn* ahead = src + (first + b + kPrefetchBlocks<TIn>)*kMxBlock;
-          for (std::size_t line = 0; line < 8 * kMxBlock; line += 64 / sizeof(TIn)) {
-            hwy::Prefetch(ahead + line);
-          }
-        }
+        prefetch(b, 8);
         QuantizeGroup8<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock,
                                               dst + b * kBlockBytes, scales + first + b, args, k,
                                               k_sat);
@@ -727,11 +728,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
     }
 #endif
     for (; b < count; ++b) {
-      if constexpr (kNT) {
-        const TIn* ahead = src + (first + b + kPrefetchBlocks<TIn>)*kMxBlock;
-        hwy::Prefetch(ahead);
-        if constexpr (sizeof(TIn) == 4) hwy::Prefetch(ahead + 16);
-      }
+      prefetch(b, 1);
       QuantizeBlock<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
                                            scales + first + b, args, k, k_sat);
     }
