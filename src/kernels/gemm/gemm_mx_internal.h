@@ -116,7 +116,9 @@ MxTileKernels CurrentMxTileKernels();
 // ---------------------------------------------------------------------------
 // Packing into the kernels' layouts (gemm_mx_pack.cc; layouts in
 // gemm_mx_kernels.h). Rows/columns past m/n and blocks past K are packed as
-// +0 with factor 1.
+// +0 with factor 1. The B packers write columns [c0, c1) of the panel
+// starting at col_base, column c0 at bp (c at bp + width * (c - c0)); fb /
+// eb / colsum are indexed by the panel column c.
 // ---------------------------------------------------------------------------
 
 template <class T>  // float or double

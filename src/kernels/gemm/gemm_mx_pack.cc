@@ -165,7 +165,7 @@ void PackFlatB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
   for (std::size_t c = c0; c < c1; ++c) {
     const std::size_t j = col_base + c;
     for (std::size_t b = 0; b < nb; ++b) {
-      T* dst = bp + b * kMxK * ldb + c;
+      T* dst = bp + b * kMxK * ldb + (c - c0);
       if (j < n) {
         rb.Codes(j, blk0 + b, codes);
         for (std::size_t i = 0; i < kMxK; ++i) {
@@ -230,7 +230,7 @@ void PackQuadB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::
   for (std::size_t c = c0; c < c1; ++c) {
     const std::size_t j = col_base + c;
     for (std::size_t b = 0; b < nb; ++b) {
-      std::int8_t* dst = bp + b * (kMxK / 4) * ldb + 4 * c;
+      std::int8_t* dst = bp + b * (kMxK / 4) * ldb + 4 * (c - c0);
       std::int32_t sum = 0;
       if (j < n) {
         std::int8_t v[kMxK];
@@ -318,7 +318,7 @@ void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std
   if (vector_cols != 0) {
     std::vector<std::uint8_t> nan_flags(whole_blocks * vector_cols);
     PackPair16BVnni(rb.Block(col_base + c0, blk0), rb.view->codes_stride, vector_cols, whole_blocks,
-                    table.lo16_nan.data(), table.hi16.data(), bp + 2 * c0, ldb, nan_flags.data(),
+                    table.lo16_nan.data(), table.hi16.data(), bp, ldb, nan_flags.data(),
                     vector_cols);
     for (std::size_t b = 0; b < whole_blocks; ++b) {
       for (std::size_t c = 0; c < vector_cols; ++c) {
@@ -334,7 +334,7 @@ void PackPair16B(const LineReader& rb, std::size_t col_base, std::size_t c0, std
   for (std::size_t c = c0; c < c1; ++c) {
     const std::size_t j = col_base + c;
     for (std::size_t b = c < c0 + vector_cols ? whole_blocks : 0; b < nb; ++b) {
-      std::int16_t* dst = bp + b * kMxK * ldb + 2 * c;  // 16 lo + 16 hi pair rows per block.
+      std::int16_t* dst = bp + b * kMxK * ldb + 2 * (c - c0);  // 16 lo + 16 hi pair rows per block.
       std::uint32_t nan = 0;
       if (j < n) {
         rb.Codes(j, blk0 + b, codes);
