@@ -693,6 +693,49 @@ TEST_P(PackedWeightsPerTarget, FewRowsDefaultBlockingMatchReference) {
   }
 }
 
+TEST_P(PackedWeightsPerTarget, StreamedPanelsMatchReference) {
+  // M <= 4 with prepacked FP32 panels: groups of 4 panels read side by side,
+  // 8 K rows per pass, groups split over threads; N within one panel, past
+  // several groups with a partial last panel; K below, at and past a
+  // multiple of 8; the epilogues of the random cases, NaN/Inf, and chains
+  // continued from C (accumulate).
+  Rng rng(Seed() + 8);
+  std::size_t shape = 0;
+  for (const std::size_t m : {1u, 2u, 4u}) {
+    for (const std::size_t n : {7u, 600u}) {
+      for (const bool accumulate : {false, true}) {
+        Case cs = RandomCase(rng, 4);
+        cs.m = m;
+        cs.n = n;
+        cs.k = std::array<std::size_t, 3>{5, 16, 19}[shape++ % 3];
+        cs.b = OperandSpec{};
+        cs.b.kind = Kind::kFp32;
+        if (accumulate) {  // FP32 C with unit column stride, plain product.
+          cs.params = {};
+          cs.params.accumulate = true;
+          cs.use_bias = false;
+          cs.out = OutputType::kFp32;
+          cs.c_transposed = false;
+          cs.special = cs.special == 2 ? 0 : cs.special;
+        }
+        SCOPED_TRACE(Describe(cs) + (accumulate ? " accumulate" : ""));
+        Built bt = Build(cs, rng);
+        StatusOr<PackedWeights> packed = PackedWeights::Pack(bt.b.op);
+        ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+        TestOutput want = CopyOutput(bt.c0);
+        ASSERT_TRUE(ref::Gemm(bt.a.op, bt.b.op, want.out, bt.params).ok());
+        for (const std::size_t threads : {1u, 2u}) {
+          TestOutput got = CopyOutput(bt.c0);
+          const Status s = Gemm(bt.a.op, *packed, got.out, bt.params, &Pool(threads));
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          const std::string diff = CompareOutputs(got, want);
+          ASSERT_TRUE(diff.empty()) << GetParam().name << " threads " << threads << ": " << diff;
+        }
+      }
+    }
+  }
+}
+
 TEST(PackedWeights, PackedOnOneTargetUsedOnAll) {
   Rng rng(Seed() + 5);
   const std::size_t m = 9, k = 70, n = 45;
