@@ -689,8 +689,9 @@ inline void StreamedPanelsGemm(const DenseGemmArgs& args, Executor& ex) {
             float* out = acc + r * kGroupCols + pp * kNr;
             const auto xv = hn::Set(d, ak[r * k + k0]);
             for (std::size_t v = 0; v < kVecs; ++v) {
-              hn::Store(hn::MulAdd(xv, hn::LoadU(d, bp + v * kLanes), hn::Load(d, out + v * kLanes)),
-                        d, out + v * kLanes);
+              hn::Store(
+                  hn::MulAdd(xv, hn::LoadU(d, bp + v * kLanes), hn::Load(d, out + v * kLanes)), d,
+                  out + v * kLanes);
             }
           }
         }

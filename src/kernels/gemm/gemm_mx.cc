@@ -216,12 +216,12 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
             std::uint8_t* tile = b_pack + (c0 / tc) * tile_bytes;
             switch (plan.layout) {
               case Layout::kFlatF32:
-                PackFlatB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<float*>(tile), tc,
-                          fb.data(), eb.data(), ncap);
+                PackFlatB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<float*>(tile), tc, fb.data(),
+                          eb.data(), ncap);
                 break;
               case Layout::kFlatF64:
-                PackFlatB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<double*>(tile), tc,
-                          fb.data(), eb.data(), ncap);
+                PackFlatB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<double*>(tile), tc, fb.data(),
+                          eb.data(), ncap);
                 break;
               case Layout::kQuadI8:
                 PackQuadB(rb, jc, c0, c1, n, kb, nb, reinterpret_cast<std::int8_t*>(tile), 4 * tc,
@@ -255,7 +255,9 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
             args.b = b_pack + (col / tc) * tile_bytes;
             switch (plan.layout) {
               case Layout::kFlatF32:
-              case Layout::kFlatF64: args.ldb = tc; break;
+              case Layout::kFlatF64:
+                args.ldb = tc;
+                break;
               case Layout::kQuadI8:
                 args.ldb = 4 * tc;
                 args.colsum = colsum.data() + col;
