@@ -389,6 +389,19 @@ TEST_P(GemmPerTarget, LargerShapesDefaultBlocking) {
   }
 }
 
+// A random case with M = m, N = n, a plain FP32 B and K in {5, 16, 19}
+// (below, at and past a multiple of the streamed paths' 8 K rows per pass),
+// chosen by `shape`.
+Case StreamedCase(Rng& rng, std::size_t m, std::size_t n, std::size_t shape) {
+  Case cs = RandomCase(rng, 4);
+  cs.m = m;
+  cs.n = n;
+  cs.k = std::array<std::size_t, 3>{5, 16, 19}[shape % 3];
+  cs.b = OperandSpec{};
+  cs.b.kind = Kind::kFp32;
+  return cs;
+}
+
 TEST_P(GemmPerTarget, StreamedRowsMatchReference) {
   // M <= 4 with a row-major FP32 B: B streamed 8 rows per pass into column
   // ranges of one per thread, at most 64 Ki / M columns each (m = 4, n =
@@ -398,12 +411,7 @@ TEST_P(GemmPerTarget, StreamedRowsMatchReference) {
   std::size_t shape = 0;
   for (const std::size_t m : {1u, 2u, 4u}) {
     for (const std::size_t n : {7u, 1031u, 16390u}) {
-      Case cs = RandomCase(rng, 4);
-      cs.m = m;
-      cs.n = n;
-      cs.k = std::array<std::size_t, 3>{5, 16, 19}[shape++ % 3];
-      cs.b = OperandSpec{};
-      cs.b.kind = Kind::kFp32;
+      Case cs = StreamedCase(rng, m, n, shape++);
       cs.b.pad = rng() % 2 == 0 ? 3 : 0;
       CheckCase(cs, rng, {{}}, GetParam(), /*with_threads=*/true);
       if (::testing::Test::HasFatalFailure()) return;
@@ -704,12 +712,7 @@ TEST_P(PackedWeightsPerTarget, StreamedPanelsMatchReference) {
   for (const std::size_t m : {1u, 2u, 4u}) {
     for (const std::size_t n : {7u, 600u}) {
       for (const bool accumulate : {false, true}) {
-        Case cs = RandomCase(rng, 4);
-        cs.m = m;
-        cs.n = n;
-        cs.k = std::array<std::size_t, 3>{5, 16, 19}[shape++ % 3];
-        cs.b = OperandSpec{};
-        cs.b.kind = Kind::kFp32;
+        Case cs = StreamedCase(rng, m, n, shape++);
         if (accumulate) {  // FP32 C with unit column stride, plain product.
           cs.params = {};
           cs.params.accumulate = true;

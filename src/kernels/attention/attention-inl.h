@@ -48,64 +48,77 @@ constexpr std::size_t kMxKeyChunk = internal::kAttnMxKeyChunk;
 // multiple of it.
 HWY_INLINE std::size_t VectorFloats() { return hn::Lanes(hn::ScalableTag<float>()); }
 
-// ScoreRows for kR rows from q0 and the two vectors of columns from j.
-template <std::size_t kR, class DF>
-HWY_INLINE void ScoreTile(DF df, const float* HWY_RESTRICT q0, std::size_t ldq,
-                          const float* HWY_RESTRICT kt, std::size_t ldk, std::size_t dqk,
-                          std::size_t j, float* HWY_RESTRICT o, std::size_t lds) {
+// out[r * ldo + col + i] = (load ? out[...] : +0) + the sum over t in [t0,
+// t1) increasing of a[r * lda + t] * b[t * ldb + col + i], one FMA chain per
+// output, for r < kR and the kC vectors of columns from col: QK^T and PV's
+// register tile.
+template <std::size_t kR, std::size_t kC, class DF>
+HWY_INLINE void RowTile(DF df, const float* HWY_RESTRICT a, std::size_t lda, std::size_t t0,
+                        std::size_t t1, const float* HWY_RESTRICT b, std::size_t ldb,
+                        std::size_t col, bool load, float* HWY_RESTRICT out, std::size_t ldo) {
   const std::size_t lanes = hn::Lanes(df);
-  VecArray<DF, 2 * kR> a;
+  VecArray<DF, kR * kC> acc;
 #pragma GCC unroll 8
-  for (std::size_t r = 0; r < 2 * kR; ++r) a.Set(r, hn::Zero(df));
-  for (std::size_t d = 0; d < dqk; ++d) {
-    const auto k0 = hn::LoadU(df, kt + d * ldk + j);
-    const auto k1 = hn::LoadU(df, kt + d * ldk + j + lanes);
+  for (std::size_t r = 0; r < kR; ++r) {
+#pragma GCC unroll 2
+    for (std::size_t c = 0; c < kC; ++c) {
+      acc.Set(r * kC + c, load ? hn::LoadU(df, out + r * ldo + col + c * lanes) : hn::Zero(df));
+    }
+  }
+  for (std::size_t t = t0; t < t1; ++t) {
+    VecArray<DF, kC> bv;
+#pragma GCC unroll 2
+    for (std::size_t c = 0; c < kC; ++c) bv.Set(c, hn::LoadU(df, b + t * ldb + col + c * lanes));
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < kR; ++r) {
-      const auto b = hn::Set(df, q0[r * ldq + d]);
-      a.Set(2 * r, hn::MulAdd(b, k0, a.Get(2 * r)));
-      a.Set(2 * r + 1, hn::MulAdd(b, k1, a.Get(2 * r + 1)));
+      const auto x = hn::Set(df, a[r * lda + t]);
+#pragma GCC unroll 2
+      for (std::size_t c = 0; c < kC; ++c) {
+        acc.Set(r * kC + c, hn::MulAdd(x, bv.Get(c), acc.Get(r * kC + c)));
+      }
     }
   }
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < kR; ++r) {
-    hn::StoreU(a.Get(2 * r), df, o + r * lds);
-    hn::StoreU(a.Get(2 * r + 1), df, o + r * lds + lanes);
-  }
-}
-
-// ScoreRows for kR rows from r: tiles of two vectors of columns, then one.
-template <std::size_t kR, class DF>
-HWY_INLINE void ScoreRowBlock(DF df, const float* HWY_RESTRICT q0, std::size_t ldq,
-                              const float* HWY_RESTRICT kt, std::size_t ldk, std::size_t dqk,
-                              std::size_t n, float* HWY_RESTRICT o, std::size_t lds) {
-  const std::size_t lanes = hn::Lanes(df);
-  std::size_t j = 0;
-  for (; j + lanes < n; j += 2 * lanes) {  // Two vectors (the second may be padding).
-    ScoreTile<kR>(df, q0, ldq, kt, ldk, dqk, j, o + j, lds);
-  }
-  for (; j < n; j += lanes) {
-    VecArray<DF, kR> a;
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < kR; ++r) a.Set(r, hn::Zero(df));
-    for (std::size_t d = 0; d < dqk; ++d) {
-      const auto k0 = hn::LoadU(df, kt + d * ldk + j);
-#pragma GCC unroll 8
-      for (std::size_t r = 0; r < kR; ++r) {
-        a.Set(r, hn::MulAdd(hn::Set(df, q0[r * ldq + d]), k0, a.Get(r)));
-      }
+#pragma GCC unroll 2
+    for (std::size_t c = 0; c < kC; ++c) {
+      hn::StoreU(acc.Get(r * kC + c), df, out + r * ldo + col + c * lanes);
     }
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < kR; ++r) hn::StoreU(a.Get(r), df, o + r * lds + j);
   }
 }
 
-// Rows per register tile of ScoreRows and PvRows: 6 rows x 2 vectors (12
-// accumulators, 2 loaded vectors and a broadcast fit 16 registers). With 4
-// rows (8 accumulators, just enough chains for two FMA pipes of latency 4,
-// and 2 vector loads per 8 FMAs instead of per 12) the two loops took about
-// 5 % more time in the prefill on Zen 3 (perf samples, alternated runs).
+// Rows per register tile: 6 rows x 2 vectors (12 accumulators, 2 loaded
+// vectors and a broadcast fit 16 registers). With 4 rows (8 accumulators,
+// just enough chains for two FMA pipes of latency 4, and 2 vector loads per 8
+// FMAs instead of per 12) QK^T and PV took about 5 % more time in the
+// prefill on Zen 3 (perf samples, alternated runs).
 inline constexpr std::size_t kAttnTileRows = 6;
+
+// RowTile over `rows` rows and the columns [0, n): tiles of two vectors (the
+// second may be padding up to n's whole vector), then one; rows in blocks of
+// kAttnTileRows, then 2, then 1.
+template <class DF>
+HWY_INLINE void RowTiles(DF df, const float* HWY_RESTRICT a, std::size_t lda, std::size_t rows,
+                         std::size_t t0, std::size_t t1, const float* HWY_RESTRICT b,
+                         std::size_t ldb, std::size_t n, bool load, float* HWY_RESTRICT out,
+                         std::size_t ldo) {
+  const std::size_t lanes = hn::Lanes(df);
+  const auto block = [&]<std::size_t kR>(std::size_t r) {
+    std::size_t j = 0;
+    for (; j + lanes < n; j += 2 * lanes) {
+      RowTile<kR, 2>(df, a + r * lda, lda, t0, t1, b, ldb, j, load, out + r * ldo, ldo);
+    }
+    for (; j < n; j += lanes) {
+      RowTile<kR, 1>(df, a + r * lda, lda, t0, t1, b, ldb, j, load, out + r * ldo, ldo);
+    }
+  };
+  std::size_t r = 0;
+  for (; r + kAttnTileRows <= rows; r += kAttnTileRows) {
+    block.template operator()<kAttnTileRows>(r);
+  }
+  for (; r + 2 <= rows; r += 2) block.template operator()<2>(r);
+  if (r < rows) block.template operator()<1>(r);
+}
 
 // s[r * lds + j] = sum over d increasing of q[r * ldq + d] * kt[d * ldk + j]
 // (FMA chain from +0) for r < rows and j < n. Lanes past n (up to the next
@@ -115,15 +128,7 @@ HWY_NOINLINE void ScoreRows(const float* HWY_RESTRICT q, std::size_t ldq, std::s
                             const float* HWY_RESTRICT kt, std::size_t ldk, std::size_t dqk,
                             std::size_t n, float* HWY_RESTRICT s, std::size_t lds) {
 #if HWY_NATIVE_FMA
-  const hn::ScalableTag<float> df;
-  std::size_t r = 0;
-  for (; r + kAttnTileRows <= rows; r += kAttnTileRows) {
-    ScoreRowBlock<kAttnTileRows>(df, q + r * ldq, ldq, kt, ldk, dqk, n, s + r * lds, lds);
-  }
-  for (; r + 2 <= rows; r += 2) {
-    ScoreRowBlock<2>(df, q + r * ldq, ldq, kt, ldk, dqk, n, s + r * lds, lds);
-  }
-  if (r < rows) ScoreRowBlock<1>(df, q + r * ldq, ldq, kt, ldk, dqk, n, s + r * lds, lds);
+  RowTiles(hn::ScalableTag<float>(), q, ldq, rows, 0, dqk, kt, ldk, n, /*load=*/false, s, lds);
 #else
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t j = 0; j < n; ++j) {
@@ -135,52 +140,6 @@ HWY_NOINLINE void ScoreRows(const float* HWY_RESTRICT q, std::size_t ldq, std::s
 #endif
 }
 
-// PvRows for kR rows from p0 / c: tiles of two vectors of d, then one.
-template <std::size_t kR, class DF>
-HWY_INLINE void PvRowBlock(DF df, const float* HWY_RESTRICT p0, std::size_t ldp, std::size_t j0,
-                           std::size_t j1, const float* HWY_RESTRICT v, std::size_t ldv,
-                           std::size_t dv, float* HWY_RESTRICT c, std::size_t lda) {
-  const std::size_t lanes = hn::Lanes(df);
-  std::size_t d = 0;
-  for (; d + lanes < dv; d += 2 * lanes) {
-    VecArray<DF, 2 * kR> a;
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < kR; ++r) {
-      a.Set(2 * r, hn::LoadU(df, c + r * lda + d));
-      a.Set(2 * r + 1, hn::LoadU(df, c + r * lda + d + lanes));
-    }
-    for (std::size_t j = j0; j < j1; ++j) {
-      const auto v0 = hn::LoadU(df, v + j * ldv + d);
-      const auto v1 = hn::LoadU(df, v + j * ldv + d + lanes);
-#pragma GCC unroll 8
-      for (std::size_t r = 0; r < kR; ++r) {
-        const auto b = hn::Set(df, p0[r * ldp + j]);
-        a.Set(2 * r, hn::MulAdd(b, v0, a.Get(2 * r)));
-        a.Set(2 * r + 1, hn::MulAdd(b, v1, a.Get(2 * r + 1)));
-      }
-    }
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < kR; ++r) {
-      hn::StoreU(a.Get(2 * r), df, c + r * lda + d);
-      hn::StoreU(a.Get(2 * r + 1), df, c + r * lda + d + lanes);
-    }
-  }
-  for (; d < dv; d += lanes) {
-    VecArray<DF, kR> a;
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < kR; ++r) a.Set(r, hn::LoadU(df, c + r * lda + d));
-    for (std::size_t j = j0; j < j1; ++j) {
-      const auto v0 = hn::LoadU(df, v + j * ldv + d);
-#pragma GCC unroll 8
-      for (std::size_t r = 0; r < kR; ++r) {
-        a.Set(r, hn::MulAdd(hn::Set(df, p0[r * ldp + j]), v0, a.Get(r)));
-      }
-    }
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < kR; ++r) hn::StoreU(a.Get(r), df, c + r * lda + d);
-  }
-}
-
 // acc[r * lda + d] = fma(p[r * ldp + j], v[j * ldv + d], acc[...]) for j
 // in [j0, j1) increasing, for the `rows` rows from r0 on and every d < dv.
 // lda and ldv must hold dv rounded up to a whole number of vectors (the
@@ -190,15 +149,7 @@ HWY_NOINLINE void PvRows(const float* HWY_RESTRICT p, std::size_t ldp, std::size
                          std::size_t ldv, std::size_t dv, float* HWY_RESTRICT acc,
                          std::size_t lda) {
 #if HWY_NATIVE_FMA
-  const hn::ScalableTag<float> df;
-  std::size_t r = 0;
-  for (; r + kAttnTileRows <= rows; r += kAttnTileRows) {
-    PvRowBlock<kAttnTileRows>(df, p + r * ldp, ldp, j0, j1, v, ldv, dv, acc + r * lda, lda);
-  }
-  for (; r + 2 <= rows; r += 2) {
-    PvRowBlock<2>(df, p + r * ldp, ldp, j0, j1, v, ldv, dv, acc + r * lda, lda);
-  }
-  if (r < rows) PvRowBlock<1>(df, p + r * ldp, ldp, j0, j1, v, ldv, dv, acc + r * lda, lda);
+  RowTiles(hn::ScalableTag<float>(), p, ldp, rows, j0, j1, v, ldv, dv, /*load=*/true, acc, lda);
 #else
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t d = 0; d < dv; ++d) {
