@@ -211,6 +211,16 @@ HWY_INLINE void LoadBlock(DI di, const std::uint16_t* HWY_RESTRICT in, BlockVecs
   }
 }
 
+// The |x| bits of a loaded block folded into one vector by Max (the amax
+// is the largest lane; it does not depend on the lane order).
+template <class Traits, class DI>
+HWY_INLINE hn::Vec<DI> AbsMaxLanes(DI di, const BlockVecs<DI>& x, const EncodeVecs<Traits, DI>& k) {
+  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / LanesOf(di);
+  hn::Vec<DI> m = hn::And(x.Get(0), k.abs_mask());
+  for (std::size_t v = 1; v < kV; ++v) m = hn::Max(m, hn::And(x.Get(v), k.abs_mask()));
+  return m;
+}
+
 // kOcpFloor from amax bits (lanes with finite values): the scale code
 // max(E - emax, 0) (ScaleCodeFromAmax; E <= 254 needs no upper clamp) in
 // *code and the reciprocal's FP32 bits (254 - code) << 23, in the vector
@@ -234,7 +244,6 @@ HWY_INLINE void QuantizeBlock(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* H
                               const EncodeVecs<Traits, DI>& k_sat) {
   using V = hn::Vec<DI>;
   const hn::Rebind<float, DI> df;
-  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / LanesOf(di);
   // Lanes(di) divides 32: a power of two (Highway rounds SVE's down to one)
   // of at most MaxLanes(DI()) lanes.
   static_assert(kMxBlock % hn::MaxLanes(DI()) == 0);
@@ -244,9 +253,7 @@ HWY_INLINE void QuantizeBlock(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* H
   LoadBlock<kBits>(di, in, x);
 
   // 2. amax of the FP32 bits, broadcast to every lane.
-  V amax_v = hn::And(x.Get(0), k.abs_mask());
-  for (std::size_t v = 1; v < kV; ++v) amax_v = hn::Max(amax_v, hn::And(x.Get(v), k.abs_mask()));
-  amax_v = hn::MaxOfLanes(di, amax_v);
+  const V amax_v = hn::MaxOfLanes(di, AbsMaxLanes(di, x, k));
 
   // 3. Scale.
   if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(amax_v, k.below_inf())))) {
@@ -336,14 +343,12 @@ HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
   using V = hn::Vec<DI>;
   const hn::Rebind<float, DI> df;
   const hn::Rebind<std::uint8_t, DI> d8;
-  constexpr std::size_t kV = kMxBlock / 16;
   constexpr std::size_t kBlockBytes = kBits * 4;
   BlockVecs<DI> x[4];
   V m[4];
   for (std::size_t j = 0; j < 4; ++j) {
     LoadBlock<kBits>(di, in + j * kMxBlock, x[j]);
-    m[j] = hn::And(x[j].Get(0), k.abs_mask());
-    for (std::size_t v = 1; v < kV; ++v) m[j] = hn::Max(m[j], hn::And(x[j].Get(v), k.abs_mask()));
+    m[j] = AbsMaxLanes(di, x[j], k);
   }
   const V u = MaxOfFourBlocks(di, m);
   if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf())))) {
@@ -553,32 +558,14 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
 #endif
 
 #if TRNMX_MX_GROUPS8
-// The |x| bits of a block's 32 values folded into one vector by Max, in
-// memory order (the amax does not depend on the lane order).
-template <class DI, class Traits>
-HWY_INLINE hn::Vec<DI> BlockAbsMaxLanes(DI di, const float* HWY_RESTRICT in,
+// AbsMaxLanes of the block at `in` loaded in memory order (LoadBlock<8>:
+// plain loads, no de-interleaving; the group reloads it to encode).
+template <class DI, class Traits, class TIn>
+HWY_INLINE hn::Vec<DI> BlockAbsMaxLanes(DI di, const TIn* HWY_RESTRICT in,
                                         const EncodeVecs<Traits, DI>& k) {
-  const hn::Rebind<float, DI> df;
-  constexpr std::size_t N = hn::MaxLanes(DI());
-  hn::Vec<DI> m = hn::And(hn::BitCast(di, hn::LoadU(df, in)), k.abs_mask());
-  for (std::size_t v = 1; v < kMxBlock / N; ++v) {
-    m = hn::Max(m, hn::And(hn::BitCast(di, hn::LoadU(df, in + v * N)), k.abs_mask()));
-  }
-  return m;
-}
-template <class DI, class Traits>
-HWY_INLINE hn::Vec<DI> BlockAbsMaxLanes(DI di, const std::uint16_t* HWY_RESTRICT in,
-                                        const EncodeVecs<Traits, DI>& k) {
-  const hn::Rebind<std::uint16_t, DI> d16;
-  const hn::RebindToUnsigned<DI> du;
-  constexpr std::size_t N = hn::MaxLanes(DI());
-  hn::Vec<DI> m = hn::Zero(di);
-  for (std::size_t v = 0; v < kMxBlock / N; ++v) {
-    const auto bits =
-        hn::ShiftLeft<16>(hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(d16, in + v * N))));
-    m = hn::Max(m, hn::And(bits, k.abs_mask()));
-  }
-  return m;
+  BlockVecs<DI> x;
+  LoadBlock<8>(di, in, x);
+  return AbsMaxLanes(di, x, k);
 }
 
 // Lane j of the result: the largest lane of m[j] (eight vectors of
