@@ -535,6 +535,45 @@ inline const float* WidenRows(const GemmOperand& a, std::size_t m, std::size_t k
   return ak;
 }
 
+// A's values of the kRows rows of a streamed pass from k0, x[r][u] = A(r, k0
+// + u), in a local array: read through `ak` (which may alias the
+// accumulators for the compiler) they would be reloaded after every store.
+template <std::size_t kRows>
+HWY_INLINE void PassValues(const float* HWY_RESTRICT ak, std::size_t k, std::size_t m,
+                           std::size_t k0, float (&x)[kMaxStreamedM][kRows]) {
+  for (std::size_t r = 0; r < m; ++r) {
+    for (std::size_t u = 0; u < kRows; ++u) x[r][u] = ak[r * k + k0 + u];
+  }
+}
+
+// One streamed pass over kRows rows of B: acc[r * ldacc + j] = fma(x[r][u],
+// b[u * ldb + j], acc[r * ldacc + j]) for u = 0 .. kRows - 1 in order, for r
+// < m and j < cols (vectors, then the columns past the last one).
+template <std::size_t kRows>
+HWY_INLINE void StreamPass(const float (&x)[kMaxStreamedM][kRows], std::size_t m,
+                           const float* HWY_RESTRICT b, std::size_t ldb, std::size_t cols,
+                           float* HWY_RESTRICT acc, std::size_t ldacc) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t vec_cols = cols / lanes * lanes;
+  for (std::size_t j = 0; j < vec_cols; j += lanes) {
+    for (std::size_t r = 0; r < m; ++r) {
+      auto v = hn::LoadU(d, acc + r * ldacc + j);
+      for (std::size_t u = 0; u < kRows; ++u) {
+        v = hn::MulAdd(hn::Set(d, x[r][u]), hn::LoadU(d, b + u * ldb + j), v);
+      }
+      hn::StoreU(v, d, acc + r * ldacc + j);
+    }
+  }
+  for (std::size_t j = vec_cols; j < cols; ++j) {
+    for (std::size_t r = 0; r < m; ++r) {
+      float v = acc[r * ldacc + j];
+      for (std::size_t u = 0; u < kRows; ++u) v = std::fma(x[r][u], b[u * ldb + j], v);
+      acc[r * ldacc + j] = v;
+    }
+  }
+}
+
 // Decode shapes with B unpacked: FP32 B with unit column stride and M <= 4
 // rows of A. B's rows are read once, in K order, as long contiguous runs
 // (kStreamedRows at a time) into accumulators of a column range kept in L2, each
@@ -578,46 +617,17 @@ inline void StreamedRowsGemm(const DenseGemmArgs& args, Executor& ex) {
     if (!p.accumulate) {  // Else the chains continue from C (c_is_acc: validated).
       for (std::size_t r = 0; r < m; ++r) std::fill(acc + r * ld, acc + r * ld + cols, 0.0f);
     }
-    const std::size_t vec_cols = cols / lanes * lanes;
-    for (std::size_t k0 = 0; k0 < k; k0 += kStreamedRows) {
-      const std::size_t kn = std::min(kStreamedRows, k - k0);
-      const float* brow = b + k0 * bo.row_stride + j0;
-      if (kn == kStreamedRows) {
-        // The pass's A values in a local array (read through `ak`, which may
-        // alias acc for the compiler, they would be reloaded after every
-        // store to acc) and a fixed count of rows, so the loop over u unrolls.
-        float x[kMaxStreamedM][kStreamedRows];
-        for (std::size_t r = 0; r < m; ++r) {
-          for (std::size_t u = 0; u < kStreamedRows; ++u) x[r][u] = ak[r * k + k0 + u];
-        }
-        for (std::size_t j = 0; j < vec_cols; j += lanes) {
-          for (std::size_t r = 0; r < m; ++r) {
-            auto v = hn::LoadU(d, acc + r * ld + j);
-            for (std::size_t u = 0; u < kStreamedRows; ++u) {
-              v = hn::MulAdd(hn::Set(d, x[r][u]), hn::LoadU(d, brow + u * bo.row_stride + j), v);
-            }
-            hn::StoreU(v, d, acc + r * ld + j);
-          }
-        }
-      }
-      for (std::size_t j = kn == kStreamedRows ? vec_cols : 0; j < vec_cols; j += lanes) {
-        for (std::size_t r = 0; r < m; ++r) {
-          auto v = hn::LoadU(d, acc + r * ld + j);
-          for (std::size_t u = 0; u < kn; ++u) {
-            v = hn::MulAdd(hn::Set(d, ak[r * k + k0 + u]), hn::LoadU(d, brow + u * bo.row_stride + j), v);
-          }
-          hn::StoreU(v, d, acc + r * ld + j);
-        }
-      }
-      for (std::size_t j = vec_cols; j < cols; ++j) {  // Columns past the last vector.
-        for (std::size_t r = 0; r < m; ++r) {
-          float v = acc[r * ld + j];
-          for (std::size_t u = 0; u < kn; ++u) {
-            v = std::fma(ak[r * k + k0 + u], brow[u * bo.row_stride + j], v);
-          }
-          acc[r * ld + j] = v;
-        }
-      }
+    const float* brow = b + j0;
+    std::size_t k0 = 0;
+    for (; k0 + kStreamedRows <= k; k0 += kStreamedRows) {
+      float x[kMaxStreamedM][kStreamedRows];
+      PassValues(ak, k, m, k0, x);
+      StreamPass(x, m, brow + k0 * bo.row_stride, bo.row_stride, cols, acc, ld);
+    }
+    for (; k0 < k; ++k0) {  // The last K % kStreamedRows rows.
+      float x[kMaxStreamedM][1];
+      PassValues(ak, k, m, k0, x);
+      StreamPass(x, m, brow + k0 * bo.row_stride, bo.row_stride, cols, acc, ld);
     }
     if (need_epilogue) Epilogue(c, p, 0, m, j0, j0 + cols, acc, ld);
   });
@@ -634,8 +644,6 @@ inline void StreamedRowsGemm(const DenseGemmArgs& args, Executor& ex) {
 constexpr std::size_t kStreamedPanels = 4;
 
 inline void StreamedPanelsGemm(const DenseGemmArgs& args, Executor& ex) {
-  const hn::ScalableTag<float> d;
-  constexpr std::size_t kVecs = kNr / kLanes;
   const std::size_t m = args.m;
   const std::size_t n = args.n;
   const std::size_t k = args.k;
@@ -662,40 +670,20 @@ inline void StreamedPanelsGemm(const DenseGemmArgs& args, Executor& ex) {
           std::copy_n(static_cast<const float*>(c.data) + r * c.row_stride + j0, j1 - j0, row);
         }
       }
+      // Passes over the group's panels side by side (each panel's rows are
+      // kNr floats apart).
+      const auto passes = [&]<std::size_t kRows>(std::size_t k0) HWY_ATTR {
+        float x[kMaxStreamedM][kRows];
+        PassValues(ak, k, m, k0, x);
+        for (std::size_t pp = 0; pp < np; ++pp) {
+          StreamPass(x, m, group + pp * stride + k0 * kNr, kNr, kNr, acc + pp * kNr, kGroupCols);
+        }
+      };
       std::size_t k0 = 0;
       for (; k0 + kStreamedRows <= k; k0 += kStreamedRows) {
-        float x[kMaxStreamedM][kStreamedRows];  // As in StreamedRowsGemm.
-        for (std::size_t r = 0; r < m; ++r) {
-          for (std::size_t u = 0; u < kStreamedRows; ++u) x[r][u] = ak[r * k + k0 + u];
-        }
-        for (std::size_t pp = 0; pp < np; ++pp) {
-          const float* bp = group + pp * stride + k0 * kNr;
-          for (std::size_t r = 0; r < m; ++r) {
-            float* out = acc + r * kGroupCols + pp * kNr;
-            for (std::size_t v = 0; v < kVecs; ++v) {
-              auto sum = hn::Load(d, out + v * kLanes);
-              for (std::size_t u = 0; u < kStreamedRows; ++u) {
-                sum = hn::MulAdd(hn::Set(d, x[r][u]), hn::LoadU(d, bp + u * kNr + v * kLanes), sum);
-              }
-              hn::Store(sum, d, out + v * kLanes);
-            }
-          }
-        }
+        passes.template operator()<kStreamedRows>(k0);
       }
-      for (; k0 < k; ++k0) {  // The last K % kStreamedRows rows.
-        for (std::size_t pp = 0; pp < np; ++pp) {
-          const float* bp = group + pp * stride + k0 * kNr;
-          for (std::size_t r = 0; r < m; ++r) {
-            float* out = acc + r * kGroupCols + pp * kNr;
-            const auto xv = hn::Set(d, ak[r * k + k0]);
-            for (std::size_t v = 0; v < kVecs; ++v) {
-              hn::Store(
-                  hn::MulAdd(xv, hn::LoadU(d, bp + v * kLanes), hn::Load(d, out + v * kLanes)), d,
-                  out + v * kLanes);
-            }
-          }
-        }
-      }
+      for (; k0 < k; ++k0) passes.template operator()<1>(k0);  // The last K % kStreamedRows.
       Epilogue(c, p, 0, m, j0, j1, acc, kGroupCols);
     }
   });
