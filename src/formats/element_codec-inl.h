@@ -274,11 +274,12 @@ HWY_INLINE V RoundToCodeNearestEven(DI di, V a, const EncodeVecs<Traits, DI>& k)
   return hn::IfThenElse(hn::Lt(a, k.min_normal()), hn::Sub(sum, k.sub_magic()), normal);
 }
 
-// EncodeFloatCodes after its first step: `a` is |x|'s bits, already flushed
-// where the options flush, and `bits` gives the sign (only its top bit is
-// read, so any value of x's sign will do).
-template <class Traits, Rounding R, bool kMaybeSpecial = true, class DI, class V = hn::Vec<DI>>
-HWY_INLINE V EncodeFloatFromAbs(DI di, V bits, V a, const EncodeVecs<Traits, DI>& k) {
+// The magnitude code of finite |x| bits a (already flushed where the options
+// flush): rounded by R with the carry into the exponent, and a code above MAX
+// replaced by the overflow code. EncodeFloatFromAbs without the sign and the
+// non-finite cases.
+template <class Traits, Rounding R, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V MagnitudeCode(DI di, V a, const EncodeVecs<Traits, DI>& k) {
   constexpr int m = Traits::kMantissaBits;
   static_assert(Traits::kEmin >= -126 && m <= 10);
   V mag;
@@ -294,7 +295,16 @@ HWY_INLINE V EncodeFloatFromAbs(DI di, V bits, V a, const EncodeVecs<Traits, DI>
   // code > MAX -> overflow_finite in one op: overflow_finite is MAX or the
   // code right above it (Inf or NaN, NonSatOverflowCode), so no code lies
   // strictly between the two (static_asserts in element_consts.h).
-  mag = hn::Min(mag, k.overflow_finite());
+  return hn::Min(mag, k.overflow_finite());
+}
+
+// EncodeFloatCodes after its first step: `a` is |x|'s bits, already flushed
+// where the options flush, and `bits` gives the sign (only its top bit is
+// read, so any value of x's sign will do).
+template <class Traits, Rounding R, bool kMaybeSpecial = true, class DI, class V = hn::Vec<DI>>
+HWY_INLINE V EncodeFloatFromAbs(DI di, V bits, V a, const EncodeVecs<Traits, DI>& k) {
+  constexpr int m = Traits::kMantissaBits;
+  const V mag = MagnitudeCode<Traits, R>(di, a, k);
   // The sign by a compare and a masked OR (no shift).
   const auto negative = hn::Lt(bits, hn::Zero(di));
   V code = hn::IfThenElse(negative, hn::Or(mag, k.sign_mask()), mag);
