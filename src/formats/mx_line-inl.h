@@ -107,7 +107,7 @@ inline constexpr int kLoadOrder = kBytePack<Traits, kBits> ? 8 : kBits;
 // v3 0-3 | v0 4-7, ...], which one vpermd restores: about 2 ops per vector
 // against 8 for a DemoteTo and a sign blend per vector. FP4 then joins
 // adjacent bytes, (w | w >> 4) & 0xFF per 16-bit lane, and packs them.
-template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, class DI>
+template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, bool kNT, class DI>
 HWY_INLINE void PackBlockBytes(DI di, const BlockVecs<DI>& x, const BlockVecs<DI>& a,
                                const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
   static_assert(hn::MaxLanes(DI()) == 8 && kBytePack<Traits, kBits>);
@@ -132,55 +132,37 @@ HWY_INLINE void PackBlockBytes(DI di, const BlockVecs<DI>& x, const BlockVecs<DI
     bytes = _mm256_or_si256(bytes, _mm256_and_si256(sign, _mm256_set1_epi8(kSignMask)));
   }
   bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  __m128i* dst = reinterpret_cast<__m128i*>(out);  // 16-byte aligned where kNT
   if constexpr (kBits == 8) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
+    if constexpr (kNT) {
+      _mm_stream_si128(dst, _mm256_castsi256_si128(bytes));
+      _mm_stream_si128(dst + 1, _mm256_extracti128_si256(bytes, 1));
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
+    }
   } else {
     const __m256i w = _mm256_and_si256(_mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 4)),
                                        _mm256_set1_epi16(0xFF));
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+    const __m128i packed =
+        _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08));
+    if constexpr (kNT) {
+      _mm_stream_si128(dst, packed);
+    } else {
+      _mm_storeu_si128(dst, packed);
+    }
   }
 }
 #endif  // TRNMX_MX_BYTE_PACK
 
-// Step 4: codes = encode(x * r), packed into kBits * 4 bytes at `out`.
-template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, bool kNT = false, class DI>
-HWY_INLINE void EncodeAndPack(DI di, const BlockVecs<DI>& x, hn::Vec<hn::Rebind<float, DI>> r,
-                              const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
+// Packs the codes c of a block (low bits of int32 lanes, in LoadBlock's
+// order) into kBits * 4 bytes at `out`.
+template <class Traits, int kBits, bool kNT, class DI>
+HWY_INLINE void PackCodes(DI di, const BlockVecs<DI>& c, const EncodeVecs<Traits, DI>& k,
+                          std::uint8_t* HWY_RESTRICT out) {
   using V = hn::Vec<DI>;
-  const hn::Rebind<float, DI> df;
   const hn::Rebind<std::uint8_t, DI> d8;
   TRNMX_LANES_CONSTEXPR std::size_t N = LanesOf(di);
   TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / N;
-  BlockVecs<DI> c;
-  if constexpr (detail::kIsMxInt8<Traits>) {
-    for (std::size_t v = 0; v < kV; ++v) {
-      const V y = hn::BitCast(di, hn::Mul(hn::BitCast(df, x.Get(v)), r));
-      c.Set(v, EncodeInt8Codes<R, kMaybeSpecial>(di, y, k));
-    }
-  } else {
-    // |x * r| as |x| * r (r > 0: the same bits), reusing the |x| of the amax
-    // step, x's sign for the code's, and the flush option tested once a block.
-    BlockVecs<DI> a;
-    for (std::size_t v = 0; v < kV; ++v) {
-      a.Set(v, hn::BitCast(di, hn::Mul(hn::BitCast(df, hn::And(x.Get(v), k.abs_mask())), r)));
-    }
-    if (k.flush) {
-      for (std::size_t v = 0; v < kV; ++v) {
-        a.Set(v, hn::IfThenZeroElse(hn::Lt(a.Get(v), k.flush_below()), a.Get(v)));
-      }
-    }
-#if TRNMX_MX_BYTE_PACK
-    if constexpr (kBytePack<Traits, kBits>) {
-      static_assert(!kNT);  // AVX2 stages its codes (QuantizeLine's kDirectNT)
-      PackBlockBytes<Traits, R, kBits, kMaybeSpecial>(di, x, a, k, out);
-      return;
-    }
-#endif
-    for (std::size_t v = 0; v < kV; ++v) {
-      c.Set(v, EncodeFloatFromAbs<Traits, R, kMaybeSpecial>(di, x.Get(v), a.Get(v), k));
-    }
-  }
   if constexpr (kBits == 8) {
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
     if constexpr (hn::MaxLanes(DI()) == 16) {
@@ -219,6 +201,44 @@ HWY_INLINE void EncodeAndPack(DI di, const BlockVecs<DI>& x, hn::Vec<hn::Rebind<
       hn::StoreInterleaved3(b0, b1, b2, d8, out + q * 3 * N);
     }
   }
+}
+
+// Step 4: codes = encode(x * r), packed into kBits * 4 bytes at `out`.
+template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, bool kNT = false, class DI>
+HWY_INLINE void EncodeAndPack(DI di, const BlockVecs<DI>& x, hn::Vec<hn::Rebind<float, DI>> r,
+                              const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
+  using V = hn::Vec<DI>;
+  const hn::Rebind<float, DI> df;
+  TRNMX_LANES_CONSTEXPR std::size_t kV = kMxBlock / LanesOf(di);
+  BlockVecs<DI> c;
+  if constexpr (detail::kIsMxInt8<Traits>) {
+    for (std::size_t v = 0; v < kV; ++v) {
+      const V y = hn::BitCast(di, hn::Mul(hn::BitCast(df, x.Get(v)), r));
+      c.Set(v, EncodeInt8Codes<R, kMaybeSpecial>(di, y, k));
+    }
+  } else {
+    // |x * r| as |x| * r (r > 0: the same bits), reusing the |x| of the amax
+    // step, x's sign for the code's, and the flush option tested once a block.
+    BlockVecs<DI> a;
+    for (std::size_t v = 0; v < kV; ++v) {
+      a.Set(v, hn::BitCast(di, hn::Mul(hn::BitCast(df, hn::And(x.Get(v), k.abs_mask())), r)));
+    }
+    if (k.flush) {
+      for (std::size_t v = 0; v < kV; ++v) {
+        a.Set(v, hn::IfThenZeroElse(hn::Lt(a.Get(v), k.flush_below()), a.Get(v)));
+      }
+    }
+#if TRNMX_MX_BYTE_PACK
+    if constexpr (kBytePack<Traits, kBits>) {
+      PackBlockBytes<Traits, R, kBits, kMaybeSpecial, kNT>(di, x, a, k, out);
+      return;
+    }
+#endif
+    for (std::size_t v = 0; v < kV; ++v) {
+      c.Set(v, EncodeFloatFromAbs<Traits, R, kMaybeSpecial>(di, x.Get(v), a.Get(v), k));
+    }
+  }
+  if constexpr (!kBytePack<Traits, kBits>) PackCodes<Traits, kBits, kNT>(di, c, k, out);
 }
 
 // Loads the 32 values of a block in packing order: FP8/INT8 natural, FP4
@@ -794,7 +814,8 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   };
   // Direct non-temporal stores need 16-byte code vectors (FP8/INT8/FP4 on
   // 16-lane targets) and 16-byte aligned codes; else stage and copy.
-  constexpr bool kDirectNT = hn::MaxLanes(DI()) == 16 && !HWY_HAVE_SCALABLE && kBits != 6;
+  constexpr bool kDirectNT =
+      (hn::MaxLanes(DI()) == 16 && !HWY_HAVE_SCALABLE && kBits != 6) || kBytePack<Traits, kBits>;
   if (!args.stream) {
     run.template operator()<false>(0, full, codes);
   } else if (kDirectNT && reinterpret_cast<std::uintptr_t>(codes) % 16 == 0) {
