@@ -80,33 +80,72 @@ HWY_INLINE void PutCodes(V v, D d, std::uint8_t* HWY_RESTRICT p) {
 }
 
 // AVX2 (8 int32 lanes) packs FP8 and FP4 codes four vectors at a time
-// (PackBlockBytes), from blocks loaded in memory order.
+// (PackBlockBytes), from blocks loaded in memory order, and quantizes groups
+// of eight blocks under kOcpFloor (QuantizeGroup8, QuantizeGroup8Bf16).
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-#define TRNMX_MX_BYTE_PACK 1
+#define TRNMX_MX_AVX2 1
 #else
-#define TRNMX_MX_BYTE_PACK 0
+#define TRNMX_MX_AVX2 0
 #endif
 
 // Whether PackBlockBytes packs the kBits-bit codes of Traits.
 template <class Traits, int kBits>
 inline constexpr bool kBytePack =
-    TRNMX_MX_BYTE_PACK && !detail::kIsMxInt8<Traits> && (kBits == 8 || kBits == 4);
+    TRNMX_MX_AVX2 && !detail::kIsMxInt8<Traits> && (kBits == 8 || kBits == 4);
 
 // The element order a block of kBits-bit codes is loaded in: LoadBlock's
 // kBits argument.
 template <class Traits, int kBits>
 inline constexpr int kLoadOrder = kBytePack<Traits, kBits> ? 8 : kBits;
 
-#if TRNMX_MX_BYTE_PACK
+#if TRNMX_MX_AVX2
+// AVX2 byte codes: ORs the sign bit of Traits into each byte of `bytes`
+// whose byte in `negative` has its top bit set (bit 3 for FP4: the bits
+// shifted in from the next byte are masked off).
+template <class Traits>
+HWY_INLINE __m256i OrSignBytes(__m256i bytes, __m256i negative) {
+  constexpr int kSignMask = static_cast<int>(Traits::kSignMask);
+  static_assert(kSignMask == 0x80 || kSignMask == 0x08);
+  if constexpr (kSignMask == 0x08) negative = _mm256_srli_epi16(negative, 4);
+  return _mm256_or_si256(bytes, _mm256_and_si256(negative, _mm256_set1_epi8(kSignMask)));
+}
+
+// Stores the 32 codes of a block, one per byte in element order: FP8 as they
+// are, FP4 with adjacent bytes joined, (w | w >> 4) & 0xFF per 16-bit lane,
+// and packed. kNT: non-temporal stores of 16-byte vectors (`out` 16-byte
+// aligned).
+template <int kBits, bool kNT>
+HWY_INLINE void StoreCodeBytes(__m256i bytes, std::uint8_t* HWY_RESTRICT out) {
+  __m128i* dst = reinterpret_cast<__m128i*>(out);
+  if constexpr (kBits == 8) {
+    if constexpr (kNT) {
+      _mm_stream_si128(dst, _mm256_castsi256_si128(bytes));
+      _mm_stream_si128(dst + 1, _mm256_extracti128_si256(bytes, 1));
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
+    }
+  } else {
+    static_assert(kBits == 4);
+    const __m256i w = _mm256_and_si256(_mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 4)),
+                                       _mm256_set1_epi16(0xFF));
+    const __m128i packed =
+        _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08));
+    if constexpr (kNT) {
+      _mm_stream_si128(dst, packed);
+    } else {
+      _mm_storeu_si128(dst, packed);
+    }
+  }
+}
+
 // AVX2, FP8 and FP4: the codes of a block loaded in memory order (x) from
 // its |x * r| bits a, stored at `out`. Two packusdw and one packuswb turn the
 // four vectors of int32 codes (< 256) into 32 bytes; without non-finite
 // lanes the signs come from the same signed packs of x itself (a negative
-// lane, -0 included, keeps its top bit) and are OR-ed in as the sign bit.
-// The packs work within 128-bit halves, leaving [v0 0-3, v1 0-3, v2 0-3,
-// v3 0-3 | v0 4-7, ...], which one vpermd restores: about 2 ops per vector
-// against 8 for a DemoteTo and a sign blend per vector. FP4 then joins
-// adjacent bytes, (w | w >> 4) & 0xFF per 16-bit lane, and packs them.
+// lane, -0 included, keeps its top bit). The packs work within 128-bit
+// halves, leaving [v0 0-3, v1 0-3, v2 0-3, v3 0-3 | v0 4-7, ...], which one
+// vpermd restores: about 2 ops per vector against 8 for a DemoteTo and a
+// sign blend per vector.
 template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, bool kNT, class DI>
 HWY_INLINE void PackBlockBytes(DI di, const BlockVecs<DI>& x, const BlockVecs<DI>& a,
                                const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
@@ -122,37 +161,14 @@ HWY_INLINE void PackBlockBytes(DI di, const BlockVecs<DI>& x, const BlockVecs<DI
   __m256i bytes =
       _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
   if constexpr (!kMaybeSpecial) {
-    constexpr int kSignMask = static_cast<int>(Traits::kSignMask);
-    static_assert(kSignMask == 0x80 || kSignMask == 0x08);
-    __m256i sign = _mm256_packs_epi16(_mm256_packs_epi32(x.Get(0).raw, x.Get(1).raw),
-                                      _mm256_packs_epi32(x.Get(2).raw, x.Get(3).raw));
-    // Each byte's top bit to the sign bit (bit 3 for FP4; the bits shifted
-    // in from the next byte are masked off).
-    if constexpr (kSignMask == 0x08) sign = _mm256_srli_epi16(sign, 4);
-    bytes = _mm256_or_si256(bytes, _mm256_and_si256(sign, _mm256_set1_epi8(kSignMask)));
+    bytes = OrSignBytes<Traits>(bytes,
+                                _mm256_packs_epi16(_mm256_packs_epi32(x.Get(0).raw, x.Get(1).raw),
+                                                   _mm256_packs_epi32(x.Get(2).raw, x.Get(3).raw)));
   }
-  bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  __m128i* dst = reinterpret_cast<__m128i*>(out);  // 16-byte aligned where kNT
-  if constexpr (kBits == 8) {
-    if constexpr (kNT) {
-      _mm_stream_si128(dst, _mm256_castsi256_si128(bytes));
-      _mm_stream_si128(dst + 1, _mm256_extracti128_si256(bytes, 1));
-    } else {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
-    }
-  } else {
-    const __m256i w = _mm256_and_si256(_mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 4)),
-                                       _mm256_set1_epi16(0xFF));
-    const __m128i packed =
-        _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08));
-    if constexpr (kNT) {
-      _mm_stream_si128(dst, packed);
-    } else {
-      _mm_storeu_si128(dst, packed);
-    }
-  }
+  StoreCodeBytes<kBits, kNT>(
+      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), out);
 }
-#endif  // TRNMX_MX_BYTE_PACK
+#endif  // TRNMX_MX_AVX2
 
 // Packs the codes c of a block (low bits of int32 lanes, in LoadBlock's
 // order) into kBits * 4 bytes at `out`.
@@ -228,7 +244,7 @@ HWY_INLINE void EncodeAndPack(DI di, const BlockVecs<DI>& x, hn::Vec<hn::Rebind<
         a.Set(v, hn::IfThenZeroElse(hn::Lt(a.Get(v), k.flush_below()), a.Get(v)));
       }
     }
-#if TRNMX_MX_BYTE_PACK
+#if TRNMX_MX_AVX2
     if constexpr (kBytePack<Traits, kBits>) {
       PackBlockBytes<Traits, R, kBits, kMaybeSpecial, kNT>(di, x, a, k, out);
       return;
@@ -461,10 +477,14 @@ HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
   }
 }
 
+#endif  // TRNMX_MX_GROUPS
+
+#if TRNMX_MX_GROUPS || TRNMX_MX_AVX2
 // BF16 input, float elements of 8 or 4 bits, kOcpFloor, round to nearest
 // even, no flush: four blocks at once on the BF16 bits themselves, one block
 // per vector of 32 int16 lanes (twice the elements per op of the FP32
-// encoder). With c a block's scale code and b, m, emin the element's bias,
+// encoder; AVX2's QuantizeGroup8Bf16: eight blocks, two vectors of 16 lanes
+// each). With c a block's scale code and b, m, emin the element's bias,
 // mantissa bits and smallest normal exponent, |x| 2^(127 - c) has the BF16
 // bits y = a - ((c - 127) << 7) (a: |x|'s bits), exactly while it is a
 // normal number. Then, as the FP32 path encodes the same value:
@@ -518,6 +538,9 @@ struct Bf16LaneVecs {
   V rounds_to_zero;  // y <= 2^(emin - m - 1): code 0 (ties to even)
   V sub_t1, sub_t2;  // E2M1: 0.25 and 0.75 - 1 ulp
 };
+#endif
+
+#if TRNMX_MX_GROUPS
 
 template <class Traits, int kBits, bool kNT, class DI, class D16>
 HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
@@ -641,15 +664,7 @@ HWY_INLINE bool QuantizeGroup4Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
 }
 #endif  // TRNMX_MX_GROUPS
 
-// 8-lane int32 vectors (AVX2, every element width): groups of eight blocks
-// under kOcpFloor.
-#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-#define TRNMX_MX_GROUPS8 1
-#else
-#define TRNMX_MX_GROUPS8 0
-#endif
-
-#if TRNMX_MX_GROUPS8
+#if TRNMX_MX_AVX2
 // AbsMaxLanes of the block at `in` loaded in memory order (LoadBlock<8>:
 // plain loads, no de-interleaving; the group reloads it to encode).
 template <class DI, class Traits, class TIn>
@@ -716,7 +731,109 @@ HWY_INLINE void QuantizeGroup8(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
     EncodeAndPack<Traits, R, kBits, false, kNT>(di, x, r, k, out + j * kBlockBytes);
   }
 }
-#endif  // TRNMX_MX_GROUPS8
+
+// Lane j (and j + 8) of the result: the largest lane of m[j] (eight vectors
+// of 16 non-negative int16 lanes): interleaving 16-, 32- and 64-bit lanes
+// within each 128-bit half, then the larger half (23 ops for eight blocks).
+HWY_INLINE __m256i MaxOfEightBlocks16(const __m256i* m) {
+  __m256i t[4], w[2];
+  for (std::size_t i = 0; i < 4; ++i) {
+    t[i] = _mm256_max_epi16(_mm256_unpacklo_epi16(m[2 * i], m[2 * i + 1]),
+                            _mm256_unpackhi_epi16(m[2 * i], m[2 * i + 1]));
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    w[i] = _mm256_max_epi16(_mm256_unpacklo_epi32(t[2 * i], t[2 * i + 1]),
+                            _mm256_unpackhi_epi32(t[2 * i], t[2 * i + 1]));
+  }
+  const __m256i z =
+      _mm256_max_epi16(_mm256_unpacklo_epi64(w[0], w[1]), _mm256_unpackhi_epi64(w[0], w[1]));
+  return _mm256_max_epi16(z, _mm256_permute2x128_si256(z, z, 0x01));
+}
+
+// BF16 input, FP8 or FP4, kOcpFloor, round to nearest even, no flush, AVX2:
+// eight blocks at once on the BF16 bits (one block per two vectors of 16
+// int16 lanes), with QuantizeGroup4Bf16's arithmetic (Bf16LaneVecs). Returns
+// false, writing nothing, when a block holds Inf / NaN or has c < kMinE:
+// the caller runs the group through QuantizeGroup8. A block of E4M3 / E5M2
+// with a lane below the normal range that does not round to 0 (rare: its
+// |x| is at least 2^-14 times smaller than the amax) is encoded by
+// QuantizeBlock instead, which needs the FP32 constants k and k_sat.
+template <class Traits, int kBits, bool kNT, class DI, class D16>
+HWY_INLINE bool QuantizeGroup8Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
+                                   std::uint8_t* HWY_RESTRICT out,
+                                   std::uint8_t* HWY_RESTRICT scales,
+                                   const internal::MxQuantizeArgs& args,
+                                   const EncodeVecs<Traits, DI>& k,
+                                   const EncodeVecs<Traits, DI>& k_sat,
+                                   const Bf16LaneVecs<Traits, D16>& k16) {
+  static_assert(kBytePack<Traits, kBits> && hn::MaxLanes(D16()) == 16);
+  constexpr std::size_t kBlockBytes = kBits * 4;
+  const auto load = [in](std::size_t v) HWY_ATTR {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 16 * v));
+  };
+  const __m256i abs_mask = k16.abs_mask.raw;
+  __m256i m[8];
+  for (std::size_t j = 0; j < 8; ++j) {
+    m[j] = _mm256_max_epi16(_mm256_and_si256(load(2 * j), abs_mask),
+                            _mm256_and_si256(load(2 * j + 1), abs_mask));
+  }
+  const __m256i u = MaxOfEightBlocks16(m);
+  // Inf / NaN (u > 7F7F) or c < kMinE (u < kMinE << 7): u - fast_lo above
+  // fast_span as unsigned, i.e. max_epu16 differing from fast_span.
+  const __m256i span = k16.fast_span.raw;
+  const __m256i off = _mm256_sub_epi16(u, k16.fast_lo.raw);
+  if (HWY_UNLIKELY(_mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_max_epu16(off, span), span)) !=
+                   -1)) {
+    return false;
+  }
+  // c = E - emax (QuantizeGroup4Bf16); lanes 0-7 to the eight scale bytes.
+  const __m256i c = _mm256_sub_epi16(_mm256_srli_epi16(u, 7), k16.emax.raw);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(scales),
+                   _mm256_castsi256_si128(_mm256_packus_epi16(c, c)));
+  const __m256i shift_all = _mm256_slli_epi16(_mm256_sub_epi16(c, k16.k127.raw), 7);
+  constexpr int kSh = 7 - Traits::kMantissaBits;
+  for (std::size_t j = 0; j < 8; ++j) {
+    // Block j's (c - 127) << 7 in every lane: its two bytes from each half.
+    const int pair = static_cast<int>(((2 * j + 1) << 8) | (2 * j));
+    const __m256i shift =
+        _mm256_shuffle_epi8(shift_all, _mm256_set1_epi16(static_cast<short>(pair)));
+    __m256i x[2], mag[2];
+    __m256i pending = _mm256_setzero_si256();
+    for (std::size_t h = 0; h < 2; ++h) {
+      x[h] = load(2 * j + h);
+      const __m256i y = _mm256_sub_epi16(_mm256_and_si256(x[h], abs_mask), shift);
+      const __m256i below = _mm256_cmpgt_epi16(k16.min_normal.raw, y);  // y < 2^emin
+      const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(y, kSh), k16.one.raw);
+      const __m256i normal =
+          _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(y, k16.rne_rebias.raw), odd), kSh);
+      __m256i v;
+      if constexpr (Traits::kMantissaBits == 1) {
+        // E2M1 below 1: code 1 above 0.25, 2 from 0.75 on (ties to even).
+        static_assert(Traits::kBias == 1 && Traits::kEmin == 0, "thresholds are E2M1's");
+        const __m256i sub =
+            _mm256_add_epi16(_mm256_and_si256(_mm256_cmpgt_epi16(y, k16.sub_t1.raw), k16.one.raw),
+                             _mm256_and_si256(_mm256_cmpgt_epi16(y, k16.sub_t2.raw), k16.one.raw));
+        v = _mm256_blendv_epi8(normal, sub, below);
+      } else {
+        v = _mm256_andnot_si256(below, normal);
+        pending = _mm256_or_si256(
+            pending, _mm256_and_si256(below, _mm256_cmpgt_epi16(y, k16.rounds_to_zero.raw)));
+      }
+      mag[h] = _mm256_min_epi16(v, k16.overflow.raw);
+    }
+    if (HWY_UNLIKELY(!_mm256_testz_si256(pending, pending))) {
+      QuantizeBlock<Traits, Rounding::kNearestEven, kBits, kNT>(
+          di, in + j * kMxBlock, out + j * kBlockBytes, scales + j, args, k, k_sat);
+      continue;
+    }
+    // Both packs leave [v0 0-7, v1 0-7 | v0 8-15, v1 8-15]; vpermq restores.
+    const __m256i bytes =
+        OrSignBytes<Traits>(_mm256_packus_epi16(mag[0], mag[1]), _mm256_packs_epi16(x[0], x[1]));
+    StoreCodeBytes<kBits, kNT>(_mm256_permute4x64_epi64(bytes, 0xD8), out + j * kBlockBytes);
+  }
+  return true;
+}
+#endif  // TRNMX_MX_AVX2
 
 // Streaming (large) lines prefetch their input 8 KiB ahead (this many blocks
 // of TIn): without it the in-cache rate halved on a 64 MiB line (the loads
@@ -738,14 +855,15 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   const EncodeVecs<Traits, DI> k_sat(di, args.sat_consts);
   constexpr std::size_t kBlockBytes = kBits * 4;
   const std::size_t full = n / kMxBlock;
-#if TRNMX_MX_GROUPS
+#if TRNMX_MX_GROUPS || TRNMX_MX_AVX2
   constexpr std::size_t N = hn::MaxLanes(DI());
   // 16-lane vectors: groups of four blocks under kOcpFloor.
   constexpr bool kGroups = N == 16 && kBits != 6;
   const bool groups = kGroups && args.rule == ScaleRule::kOcpFloor;
-  // BF16 input of a float format without the flush option: QuantizeGroup4Bf16.
-  constexpr bool kBf16Lanes =
-      kGroups && sizeof(TIn) == 2 && !detail::kIsMxInt8<Traits> && R == Rounding::kNearestEven;
+  // BF16 input of a float format without the flush option:
+  // QuantizeGroup4Bf16, or QuantizeGroup8Bf16 on AVX2 (FP8 and FP4).
+  constexpr bool kBf16Lanes = (kGroups || kBytePack<Traits, kBits>)&&sizeof(TIn) == 2 &&
+                              !detail::kIsMxInt8<Traits> && R == Rounding::kNearestEven;
   const bool bf16_lanes = kBf16Lanes && !k.flush;
   using D16 = hn::Repartition<std::int16_t, DI>;
   struct NoLaneVecs {
@@ -753,6 +871,8 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   };
   const std::conditional_t<kBf16Lanes, Bf16LaneVecs<Traits, D16>, NoLaneVecs> k16(
       D16(), static_cast<std::int16_t>(args.consts.overflow_finite_mag));
+#endif
+#if TRNMX_MX_GROUPS
   // Lane of u (QuantizeGroup4) holding block j's amax: A C B D order.
   HWY_ALIGN std::int32_t lanes[4][N];
   for (std::size_t j = 0; j < 4; ++j) {
@@ -796,10 +916,17 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
       }
     }
 #endif
-#if TRNMX_MX_GROUPS8
+#if TRNMX_MX_AVX2
     if (args.rule == ScaleRule::kOcpFloor) {
       for (; b + 8 <= count; b += 8) {
         prefetch(b, 8);
+        if constexpr (kBf16Lanes) {
+          if (bf16_lanes && QuantizeGroup8Bf16<Traits, kBits, kNT>(
+                                di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
+                                scales + first + b, args, k, k_sat, k16)) {
+            continue;
+          }
+        }
         QuantizeGroup8<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock,
                                               dst + b * kBlockBytes, scales + first + b, args, k,
                                               k_sat);
@@ -1014,6 +1141,6 @@ bool DequantizeMxLineBf16Kernel(MxFormat format, const std::uint8_t* HWY_RESTRIC
 HWY_AFTER_NAMESPACE();
 
 #undef TRNMX_MX_GROUPS
-#undef TRNMX_MX_GROUPS8
+#undef TRNMX_MX_AVX2
 
 #endif  // include guard toggle
