@@ -161,6 +161,88 @@ HWY_NOINLINE void PvRows(const float* HWY_RESTRICT p, std::size_t ldp, std::size
 #endif
 }
 
+// One row of n values of T (float, or uint16_t BF16 bits) as FP32: exact
+// (BF16: bits << 16).
+template <class T>
+HWY_INLINE float WidenOne(T v) {
+  if constexpr (sizeof(T) == 2) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(v) << 16);
+  } else {
+    return v;
+  }
+}
+
+// dst[j * ldd + d] = row j's value d as FP32, for j < count and d < n; row
+// j of BF16 bits at src + j * stride. Exact.
+HWY_NOINLINE void WidenBf16Rows(const std::uint16_t* HWY_RESTRICT src, std::size_t stride,
+                                std::size_t count, std::size_t n, float* HWY_RESTRICT dst,
+                                std::size_t ldd) {
+  const hn::ScalableTag<std::uint32_t> du;
+  const hn::Rebind<std::uint16_t, decltype(du)> d16;
+  const hn::Rebind<float, decltype(du)> df;
+  const std::size_t lanes = hn::Lanes(du);
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::uint16_t* row = src + j * stride;
+    float* out = dst + j * ldd;
+    std::size_t d = 0;
+    for (; d + lanes <= n; d += lanes) {
+      hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, row + d)))), df,
+                 out + d);
+    }
+    for (; d < n; ++d) out[d] = WidenOne(row[d]);
+  }
+}
+
+// kt[d * ldk + j] = key j's value d as FP32 (K transposed for ScoreRows),
+// for j < count and d < n; key j's row of T (float or BF16 bits) at src + j
+// * stride. Exact. On x86 8 x 8 blocks go through registers (8 row loads,
+// the usual unpack / shuffle / permute transpose, 8 column stores); the
+// rest, and other targets, element by element.
+template <class T>
+HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std::size_t count,
+                              std::size_t n, float* HWY_RESTRICT kt, std::size_t ldk) {
+  std::size_t j0 = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  const auto load = [&](std::size_t j, std::size_t d) HWY_ATTR {
+    const T* p = src + j * stride + d;
+    if constexpr (sizeof(T) == 2) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm256_loadu_ps(p);
+    }
+  };
+  for (; j0 + 8 <= count; j0 += 8) {
+    std::size_t d0 = 0;
+    for (; d0 + 8 <= n; d0 += 8) {
+      __m256 r[8], t[8], u[8];
+      for (std::size_t i = 0; i < 8; ++i) r[i] = load(j0 + i, d0);
+      for (std::size_t i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);      // keys i, i+1: values 0, 1 | 4, 5
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // 2, 3 | 6, 7
+      }
+      for (std::size_t i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);          // keys i..i+3: value 0 | 4
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);      // 1 | 5
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);  // 2 | 6
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);  // 3 | 7
+      }
+      float* out = kt + d0 * ldk + j0;
+      for (std::size_t i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(out + i * ldk, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps(out + (i + 4) * ldk, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+      }
+    }
+    for (std::size_t j = j0; j < j0 + 8; ++j) {
+      for (std::size_t d = d0; d < n; ++d) kt[d * ldk + j] = WidenOne(src[j * stride + d]);
+    }
+  }
+#endif
+  for (std::size_t j = j0; j < count; ++j) {
+    for (std::size_t d = 0; d < n; ++d) kt[d * ldk + j] = WidenOne(src[j * stride + d]);
+  }
+}
+
 #undef TRNMX_ATTN_MXFP8_DECODE  // Defined per target, below.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // MXFP8 decoders for AVX2 and AVX-512 (F16C; other targets take the

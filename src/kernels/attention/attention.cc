@@ -82,6 +82,18 @@ bool AttnMxVRows(MxFormat format, const std::uint8_t* codes, std::size_t cstride
 #endif
 }
 std::size_t AttnVectorFloats() { return attn::VectorFloats(); }
+void AttnWidenBf16Rows(const std::uint16_t* src, std::size_t stride, std::size_t count,
+                       std::size_t n, float* dst, std::size_t ldd) {
+  attn::WidenBf16Rows(src, stride, count, n, dst, ldd);
+}
+void AttnTransposeKeys(const void* src, bool bf16, std::size_t stride, std::size_t count,
+                       std::size_t n, float* kt, std::size_t ldk) {
+  if (bf16) {
+    attn::TransposeKeys(static_cast<const std::uint16_t*>(src), stride, count, n, kt, ldk);
+  } else {
+    attn::TransposeKeys(static_cast<const float*>(src), stride, count, n, kt, ldk);
+  }
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace trnmx
@@ -126,6 +138,8 @@ HWY_EXPORT(AttnMxKScoreRows);
 HWY_EXPORT(AttnMxVRows);
 HWY_EXPORT(AttnHasMxfp8Decode);
 HWY_EXPORT(AttnVectorFloats);
+HWY_EXPORT(AttnWidenBf16Rows);
+HWY_EXPORT(AttnTransposeKeys);
 
 namespace internal {
 namespace {
@@ -422,6 +436,18 @@ class Worker {
     const std::size_t ld = dims_.tile_p;
     const std::size_t lds = dims_.dqk_p;
     if (sh_.dqk == 0) return;  // K may then have null data.
+    const AttnOperand& k = *sh_.k;
+    std::size_t view = 0;
+    std::size_t s0 = 0;
+    if (k.type != OperandType::kMx && OneRun(b, a, e, &view, &s0)) {
+      // Dense keys at one stride: widened and transposed in one pass.
+      const std::size_t at = view * k.n_stride + s0 * k.s_stride + g * k.h_stride;
+      const bool bf16 = k.type == OperandType::kBf16;
+      const void* src = bf16 ? static_cast<const void*>(static_cast<const Bf16*>(k.data) + at)
+                             : static_cast<const void*>(static_cast<const float*>(k.data) + at);
+      HWY_DYNAMIC_DISPATCH(AttnTransposeKeys)(src, bf16, k.s_stride, e - a, sh_.dqk, kt_, ld);
+      return;
+    }
     for (std::size_t j0 = a; j0 < e; j0 += 16) {
       const std::size_t count = std::min<std::size_t>(16, e - j0);
       for (std::size_t t = 0; t < count; ++t) KeyRow(b, g, j0 + t, stage_ + t * lds);
@@ -491,6 +517,14 @@ class Worker {
     if (sh_.dv == 0) return;  // V may then have null data.
     if (v.type == OperandType::kMx) {
       LoadMxV(b, g, a, e);
+      return;
+    }
+    std::size_t view = 0;
+    std::size_t s0 = 0;
+    if (v.type == OperandType::kBf16 && OneRun(b, a, e, &view, &s0)) {
+      const std::size_t at = view * v.n_stride + s0 * v.s_stride + g * v.h_stride;
+      HWY_DYNAMIC_DISPATCH(AttnWidenBf16Rows)
+      (&static_cast<const Bf16*>(v.data)[at].bits, v.s_stride, e - a, sh_.dv, vt_, dims_.dv_p);
       return;
     }
     for (std::size_t j = a; j < e; ++j) {
