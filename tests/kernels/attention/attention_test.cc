@@ -69,7 +69,7 @@ std::vector<Spec> Cases() {
     s.qt = s.kt = OperandType::kBf16, s.ot = OutputType::kBf16, s.bshd = true;
     s.hq = 8, s.hkv = 2, s.sq = 9, s.skv = 40, s.dqk = s.dv = 64, s.params.causal = true;
   });
-  for (std::size_t d : {64, 80, 96, 128, 256}) {
+  for (std::size_t d : {20, 64, 80, 96, 128, 256}) {
     add("head_dim_" + std::to_string(d),
         [d](Spec& s) { s.sq = 3, s.skv = 40, s.dqk = s.dv = d, s.params.causal = true; });
   }
