@@ -55,9 +55,59 @@ std::size_t HeadToAlign(const T* p, std::size_t vec_bytes, std::size_t n) {
   return h < n ? h : n;
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+// AVX2, one byte per code: EncodeFloatCodes on 32 elements per step, packed
+// by PackCodeBytes (with the signs of the inputs' signed packs, unless the
+// step holds a non-finite input: then with the codes' own), 32 bytes stored
+// at once, non-temporally (kStream; `out` 32-byte aligned). Returns the
+// elements done: n rounded down to a multiple of 32.
+template <class Traits, Rounding R, bool kStream, class DI>
+HWY_INLINE std::size_t EncodeBytes32(const float* HWY_RESTRICT in, std::size_t n,
+                                     std::uint8_t* HWY_RESTRICT out,
+                                     const EncodeVecs<Traits, DI>& k) {
+  static_assert(hn::MaxLanes(DI()) == 8);
+  const DI di;
+  const hn::Rebind<float, DI> df;
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if constexpr (kStream) {
+      hwy::Prefetch(in + i + kPrefetchFloats);
+      hwy::Prefetch(in + i + 16 + kPrefetchFloats);
+    }
+    hn::Vec<DI> xv[4], a[4];
+    __m256i x[4], c[4];
+    auto most = hn::Zero(di);
+    for (std::size_t v = 0; v < 4; ++v) {
+      xv[v] = hn::BitCast(di, hn::LoadU(df, in + i + 8 * v));
+      x[v] = xv[v].raw;
+      a[v] = hn::And(xv[v], k.abs_mask());
+      if (k.flush) a[v] = hn::IfThenZeroElse(hn::Lt(a[v], k.flush_below()), a[v]);
+      most = hn::Max(most, a[v]);
+    }
+    __m256i bytes;
+    if (HWY_LIKELY(hn::AllFalse(di, hn::Gt(most, k.below_inf())))) {
+      for (std::size_t v = 0; v < 4; ++v) c[v] = MagnitudeCode<Traits, R>(di, a[v], k).raw;
+      bytes = PackCodeBytes<Traits>(c, x);
+    } else {
+      for (std::size_t v = 0; v < 4; ++v) {
+        c[v] = EncodeFloatFromAbs<Traits, R, true>(di, xv[v], a[v], k).raw;
+      }
+      bytes = PackCodeBytes(c);
+    }
+    if constexpr (kStream) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), bytes);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), bytes);
+    }
+  }
+  return i;
+}
+#endif
+
 // FP32 -> one code per element (Out = uint16_t for BF16/FP16, else uint8_t).
 // kStream: whole vectors of output go out with non-temporal stores once the
 // output is aligned (the head before that and the tail use plain stores).
+// AVX2 with byte codes: EncodeBytes32, then this loop for the tail.
 template <class Traits, Rounding R, class Out, bool kStream>
 HWY_NOINLINE void EncodeElements(const float* HWY_RESTRICT in, std::size_t n, Out* HWY_RESTRICT out,
                                  const internal::ElementEncodeConsts& consts) {
@@ -74,6 +124,16 @@ HWY_NOINLINE void EncodeElements(const float* HWY_RESTRICT in, std::size_t n, Ou
     i = HeadToAlign(out, N * sizeof(Out), n);
     EncodeElements<Traits, R, Out, false>(in, i, out, consts);
   }
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  if constexpr (sizeof(Out) == 1) {
+    static_assert(!kNT);      // 8-byte code vectors: EncodeBytes32 streams instead
+    if constexpr (kStream) {  // the head before the first 32-byte aligned output
+      i = HeadToAlign(out, 32, n);
+      EncodeElements<Traits, R, Out, false>(in, i, out, consts);
+    }
+    i += EncodeBytes32<Traits, R, kStream>(in + i, n - i, out + i, k);
+  }
+#endif
   for (; i + 2 * N <= n; i += 2 * N) {
     if constexpr (kNT) {  // large inputs: read ahead of the hardware prefetcher
       for (std::size_t j = 0; j < 2 * N; j += 16) hwy::Prefetch(in + i + j + kPrefetchFloats);

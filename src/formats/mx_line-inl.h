@@ -99,17 +99,6 @@ template <class Traits, int kBits>
 inline constexpr int kLoadOrder = kBytePack<Traits, kBits> ? 8 : kBits;
 
 #if TRNMX_MX_AVX2
-// AVX2 byte codes: ORs the sign bit of Traits into each byte of `bytes`
-// whose byte in `negative` has its top bit set (bit 3 for FP4: the bits
-// shifted in from the next byte are masked off).
-template <class Traits>
-HWY_INLINE __m256i OrSignBytes(__m256i bytes, __m256i negative) {
-  constexpr int kSignMask = static_cast<int>(Traits::kSignMask);
-  static_assert(kSignMask == 0x80 || kSignMask == 0x08);
-  if constexpr (kSignMask == 0x08) negative = _mm256_srli_epi16(negative, 4);
-  return _mm256_or_si256(bytes, _mm256_and_si256(negative, _mm256_set1_epi8(kSignMask)));
-}
-
 // Stores the 32 codes of a block, one per byte in element order: FP8 as they
 // are, FP4 with adjacent bytes joined, (w | w >> 4) & 0xFF per 16-bit lane,
 // and packed. kNT: non-temporal stores of 16-byte vectors (`out` 16-byte
@@ -139,34 +128,24 @@ HWY_INLINE void StoreCodeBytes(__m256i bytes, std::uint8_t* HWY_RESTRICT out) {
 }
 
 // AVX2, FP8 and FP4: the codes of a block loaded in memory order (x) from
-// its |x * r| bits a, stored at `out`. Two packusdw and one packuswb turn the
-// four vectors of int32 codes (< 256) into 32 bytes; without non-finite
-// lanes the signs come from the same signed packs of x itself (a negative
-// lane, -0 included, keeps its top bit). The packs work within 128-bit
-// halves, leaving [v0 0-3, v1 0-3, v2 0-3, v3 0-3 | v0 4-7, ...], which one
-// vpermd restores: about 2 ops per vector against 8 for a DemoteTo and a
-// sign blend per vector.
+// its |x * r| bits a, packed by PackCodeBytes (element_codec-inl.h) with the
+// signs of x, or, where a non-finite lane may occur, with the codes'
+// own signs from EncodeFloatFromAbs; stored at `out`.
 template <class Traits, Rounding R, int kBits, bool kMaybeSpecial, bool kNT, class DI>
 HWY_INLINE void PackBlockBytes(DI di, const BlockVecs<DI>& x, const BlockVecs<DI>& a,
                                const EncodeVecs<Traits, DI>& k, std::uint8_t* HWY_RESTRICT out) {
   static_assert(hn::MaxLanes(DI()) == 8 && kBytePack<Traits, kBits>);
   __m256i c[4];
+  __m256i xs[4];
   for (std::size_t v = 0; v < 4; ++v) {
+    xs[v] = x.Get(v).raw;
     if constexpr (kMaybeSpecial) {
       c[v] = EncodeFloatFromAbs<Traits, R, true>(di, x.Get(v), a.Get(v), k).raw;
     } else {
       c[v] = MagnitudeCode<Traits, R>(di, a.Get(v), k).raw;
     }
   }
-  __m256i bytes =
-      _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
-  if constexpr (!kMaybeSpecial) {
-    bytes = OrSignBytes<Traits>(bytes,
-                                _mm256_packs_epi16(_mm256_packs_epi32(x.Get(0).raw, x.Get(1).raw),
-                                                   _mm256_packs_epi32(x.Get(2).raw, x.Get(3).raw)));
-  }
-  StoreCodeBytes<kBits, kNT>(
-      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), out);
+  StoreCodeBytes<kBits, kNT>(kMaybeSpecial ? PackCodeBytes(c) : PackCodeBytes<Traits>(c, xs), out);
 }
 #endif  // TRNMX_MX_AVX2
 
