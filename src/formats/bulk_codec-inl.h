@@ -59,9 +59,11 @@ std::size_t HeadToAlign(const T* p, std::size_t vec_bytes, std::size_t n) {
 // AVX2, one byte per code: EncodeFloatCodes on 32 elements per step, packed
 // by PackCodeBytes (with the signs of the inputs' signed packs, unless the
 // step holds a non-finite input: then with the codes' own), 32 bytes stored
-// at once, non-temporally (kStream; `out` 32-byte aligned). Returns the
-// elements done: n rounded down to a multiple of 32.
-template <class Traits, Rounding R, bool kStream, class DI>
+// at once, non-temporally (kStream; `out` 32-byte aligned); kNibbles: FP4's
+// two codes per byte, 16 bytes a step (JoinNibbles; `out` 16-byte aligned
+// for kStream). Returns the elements done: n rounded down to a multiple of
+// 32.
+template <class Traits, Rounding R, bool kStream, bool kNibbles = false, class DI>
 HWY_INLINE std::size_t EncodeBytes32(const float* HWY_RESTRICT in, std::size_t n,
                                      std::uint8_t* HWY_RESTRICT out,
                                      const EncodeVecs<Traits, DI>& k) {
@@ -94,7 +96,14 @@ HWY_INLINE std::size_t EncodeBytes32(const float* HWY_RESTRICT in, std::size_t n
       }
       bytes = PackCodeBytes(c);
     }
-    if constexpr (kStream) {
+    if constexpr (kNibbles) {
+      __m128i* dst = reinterpret_cast<__m128i*>(out + i / 2);
+      if constexpr (kStream) {
+        _mm_stream_si128(dst, JoinNibbles(bytes));
+      } else {
+        _mm_storeu_si128(dst, JoinNibbles(bytes));
+      }
+    } else if constexpr (kStream) {
       _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), bytes);
     } else {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), bytes);
@@ -179,6 +188,15 @@ HWY_NOINLINE void EncodePackedFp4(const float* HWY_RESTRICT in, std::size_t n,
     i = 2 * head_bytes < n ? 2 * head_bytes : n;
     EncodePackedFp4<R, false>(in, i, out, consts);
   }
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  static_assert(!kNT);      // 8-byte code vectors: EncodeBytes32 streams instead
+  if constexpr (kStream) {  // the head before the first 16-byte aligned output
+    const std::size_t head_bytes = HeadToAlign(out, 16, (n + 1) / 2);
+    i = 2 * head_bytes < n ? 2 * head_bytes : n;
+    EncodePackedFp4<R, false>(in, i, out, consts);
+  }
+  i += EncodeBytes32<Fp4E2M1Traits, R, kStream, /*kNibbles=*/true>(in + i, n - i, out + i / 2, k);
+#endif
   for (; i + 2 * N <= n; i += 2 * N) {
     if constexpr (kNT) {
       for (std::size_t j = 0; j < 2 * N; j += 16) hwy::Prefetch(in + i + j + kPrefetchFloats);

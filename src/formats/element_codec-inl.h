@@ -391,6 +391,14 @@ HWY_INLINE __m256i PackCodeBytes(const __m256i* c) {
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// 32 bytes b[0..31] (codes below 16) -> the 16 bytes b[2i] | b[2i + 1] << 4
+// (FP4's packing): (w | w >> 4) & 0xFF per 16-bit lane, packed.
+HWY_INLINE __m128i JoinNibbles(__m256i bytes) {
+  const __m256i w = _mm256_and_si256(_mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 4)),
+                                     _mm256_set1_epi16(0xFF));
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08));
+}
+
 // The same for magnitude codes, with the sign bit of Traits set where the
 // FP32 bits x[i] of the input are negative (the signed packs of x, in the
 // same order): about two ops per vector against eight for DemoteTo and a

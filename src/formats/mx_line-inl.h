@@ -100,9 +100,8 @@ inline constexpr int kLoadOrder = kBytePack<Traits, kBits> ? 8 : kBits;
 
 #if TRNMX_MX_AVX2
 // Stores the 32 codes of a block, one per byte in element order: FP8 as they
-// are, FP4 with adjacent bytes joined, (w | w >> 4) & 0xFF per 16-bit lane,
-// and packed. kNT: non-temporal stores of 16-byte vectors (`out` 16-byte
-// aligned).
+// are, FP4 with adjacent bytes joined (JoinNibbles). kNT: non-temporal stores of 16-byte vectors
+// (`out` 16-byte aligned).
 template <int kBits, bool kNT>
 HWY_INLINE void StoreCodeBytes(__m256i bytes, std::uint8_t* HWY_RESTRICT out) {
   __m128i* dst = reinterpret_cast<__m128i*>(out);
@@ -115,10 +114,7 @@ HWY_INLINE void StoreCodeBytes(__m256i bytes, std::uint8_t* HWY_RESTRICT out) {
     }
   } else {
     static_assert(kBits == 4);
-    const __m256i w = _mm256_and_si256(_mm256_or_si256(bytes, _mm256_srli_epi16(bytes, 4)),
-                                       _mm256_set1_epi16(0xFF));
-    const __m128i packed =
-        _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08));
+    const __m128i packed = JoinNibbles(bytes);
     if constexpr (kNT) {
       _mm_stream_si128(dst, packed);
     } else {

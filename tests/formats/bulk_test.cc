@@ -374,6 +374,13 @@ TEST(BulkTest, StreamingStoresOtherFormatsBestTarget) {
   std::vector<std::uint8_t> packed((n4 + 1) / 2);
   ASSERT_TRUE(BulkEncodePackedFp4(z, packed, {}, &pool2).ok());
   ASSERT_EQ(packed, WantPacked(z, {}));
+  // Again one byte further on: the streaming encoder's plain head before the
+  // first 16-byte aligned output byte.
+  std::vector<std::uint8_t> shifted(packed.size() + 1);
+  ASSERT_TRUE(
+      BulkEncodePackedFp4(z, std::span<std::uint8_t>(shifted.data() + 1, packed.size()), {}, &pool2)
+          .ok());
+  ASSERT_TRUE(std::equal(packed.begin(), packed.end(), shifted.begin() + 1));
   // Decoders over 8 MiB of FP32 output (the streaming threshold): the first
   // m8 FP8 codes and m4 packed FP4 codes (odd: half a last byte), at an
   // aligned and an odd float offset. Packed FP4's streaming form goes
