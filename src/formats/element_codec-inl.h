@@ -378,7 +378,8 @@ HWY_INLINE __m256i OrSignBytes(__m256i bytes, __m256i negative) {
   constexpr int kSignBit = kSignMask == 0x80 ? 7 : kSignMask == 0x20 ? 5 : 3;
   static_assert(kSignMask == 1 << kSignBit, "a sign bit of an 8-bit or narrower code");
   if constexpr (kSignBit != 7) negative = _mm256_srli_epi16(negative, 7 - kSignBit);
-  return _mm256_or_si256(bytes, _mm256_and_si256(negative, _mm256_set1_epi8(kSignMask)));
+  return _mm256_or_si256(
+      bytes, _mm256_and_si256(negative, _mm256_set1_epi8(static_cast<char>(kSignMask))));
 }
 
 // Four vectors of 8 int32 codes c[0..3] (each 0..255) -> their 32 bytes in

@@ -834,12 +834,11 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   constexpr std::size_t N = hn::MaxLanes(DI());
   // 16-lane vectors: groups of four blocks under kOcpFloor.
   constexpr bool kGroups = N == 16 && kBits != 6;
-  const bool groups = kGroups && args.rule == ScaleRule::kOcpFloor;
   // BF16 input of a float format without the flush option:
   // QuantizeGroup4Bf16, or QuantizeGroup8Bf16 on AVX2 (FP8 and FP4).
   constexpr bool kBf16Lanes = (kGroups || kBytePack<Traits, kBits>)&&sizeof(TIn) == 2 &&
                               !detail::kIsMxInt8<Traits> && R == Rounding::kNearestEven;
-  const bool bf16_lanes = kBf16Lanes && !k.flush;
+  [[maybe_unused]] const bool bf16_lanes = kBf16Lanes && !k.flush;
   using D16 = hn::Repartition<std::int16_t, DI>;
   struct NoLaneVecs {
     NoLaneVecs(D16, std::int16_t) {}
@@ -848,6 +847,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
       D16(), static_cast<std::int16_t>(args.consts.overflow_finite_mag));
 #endif
 #if TRNMX_MX_GROUPS
+  const bool groups = kGroups && args.rule == ScaleRule::kOcpFloor;
   // Lane of u (QuantizeGroup4) holding block j's amax: A C B D order.
   HWY_ALIGN std::int32_t lanes[4][N];
   for (std::size_t j = 0; j < 4; ++j) {
