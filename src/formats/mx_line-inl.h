@@ -4,9 +4,9 @@
 //
 // Quantizing a block:
 //   1. load its 32 values in the packer's order (FP8/INT8 natural; FP4 even /
-//      odd elements, natural on AVX2 (PackBlockBytes); FP6 the four elements
-//      of each 3-byte group), so that every element lands in the lane its
-//      code needs;
+//      odd elements; FP6 the four elements of each 3-byte group; FP4 and FP6
+//      natural on AVX2, whose PackBlockBytes packs bytes), so that every
+//      element lands in the lane its code needs;
 //   2. amax = max over lanes of (bits & 7FFFFFFF), an integer max: any lane
 //      order gives the same value (section 6.2 step 2);
 //   3. amax > 7F800000 (NaN) or == 7F800000 under SpecialBlock::kDefault ->
@@ -79,7 +79,7 @@ HWY_INLINE void PutCodes(V v, D d, std::uint8_t* HWY_RESTRICT p) {
   }
 }
 
-// AVX2 (8 int32 lanes) packs FP8 and FP4 codes four vectors at a time
+// AVX2 (8 int32 lanes) packs FP8, FP6 and FP4 codes four vectors at a time
 // (PackBlockBytes), from blocks loaded in memory order, and quantizes groups
 // of eight blocks under kOcpFloor (QuantizeGroup8, QuantizeGroup8Bf16).
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
@@ -91,7 +91,7 @@ HWY_INLINE void PutCodes(V v, D d, std::uint8_t* HWY_RESTRICT p) {
 // Whether PackBlockBytes packs the kBits-bit codes of Traits.
 template <class Traits, int kBits>
 inline constexpr bool kBytePack =
-    TRNMX_MX_AVX2 && !detail::kIsMxInt8<Traits> && (kBits == 8 || kBits == 4);
+    TRNMX_MX_AVX2 && !detail::kIsMxInt8<Traits> && (kBits == 8 || kBits == 6 || kBits == 4);
 
 // The element order a block of kBits-bit codes is loaded in: LoadBlock's
 // kBits argument.
@@ -99,9 +99,12 @@ template <class Traits, int kBits>
 inline constexpr int kLoadOrder = kBytePack<Traits, kBits> ? 8 : kBits;
 
 #if TRNMX_MX_AVX2
-// Stores the 32 codes of a block, one per byte in element order: FP8 as they
-// are, FP4 with adjacent bytes joined (JoinNibbles). kNT: non-temporal stores of 16-byte vectors
-// (`out` 16-byte aligned).
+// Stores the 32 codes of a block, given one per byte in element order: FP8
+// as they are; FP6 as four codes a, b, c, d per 3 bytes, a | b << 6 | c <<
+// 12 | d << 18 (vpmaddubsw by 1 and 64, vpmaddwd by 1 and 4096, then the low
+// 3 bytes of each dword gathered by vpshufb and vpermd); FP4 with adjacent
+// bytes joined (JoinNibbles). kNT (FP8, FP4): non-temporal stores of 16-byte
+// vectors (`out` 16-byte aligned).
 template <int kBits, bool kNT>
 HWY_INLINE void StoreCodeBytes(__m256i bytes, std::uint8_t* HWY_RESTRICT out) {
   __m128i* dst = reinterpret_cast<__m128i*>(out);
@@ -112,6 +115,18 @@ HWY_INLINE void StoreCodeBytes(__m256i bytes, std::uint8_t* HWY_RESTRICT out) {
     } else {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
     }
+  } else if constexpr (kBits == 6) {
+    static_assert(!kNT);  // 24 bytes a block: streamed lines are staged
+    const __m256i pairs = _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x4001));  // a + 64 b
+    const __m256i quads =
+        _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x10000001));  // + 4096 (c + 64 d)
+    const __m256i low3 = _mm256_shuffle_epi8(
+        quads, _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4,
+                                5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1));
+    const __m256i joined =
+        _mm256_permutevar8x32_epi32(low3, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7));
+    _mm_storeu_si128(dst, _mm256_castsi256_si128(joined));
+    _mm_storel_epi64(dst + 1, _mm256_extracti128_si256(joined, 1));
   } else {
     static_assert(kBits == 4);
     const __m128i packed = JoinNibbles(bytes);
@@ -123,7 +138,7 @@ HWY_INLINE void StoreCodeBytes(__m256i bytes, std::uint8_t* HWY_RESTRICT out) {
   }
 }
 
-// AVX2, FP8 and FP4: the codes of a block loaded in memory order (x) from
+// AVX2, FP8, FP6 and FP4: the codes of a block loaded in memory order (x) from
 // its |x * r| bits a, packed by PackCodeBytes (element_codec-inl.h) with the
 // signs of x, or, where a non-finite lane may occur, with the codes'
 // own signs from EncodeFloatFromAbs; stored at `out`.
@@ -836,8 +851,9 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   constexpr bool kGroups = N == 16 && kBits != 6;
   // BF16 input of a float format without the flush option:
   // QuantizeGroup4Bf16, or QuantizeGroup8Bf16 on AVX2 (FP8 and FP4).
-  constexpr bool kBf16Lanes = (kGroups || kBytePack<Traits, kBits>)&&sizeof(TIn) == 2 &&
-                              !detail::kIsMxInt8<Traits> && R == Rounding::kNearestEven;
+  constexpr bool kBf16Lanes = (kGroups || (kBytePack<Traits, kBits> && kBits != 6)) &&
+                              sizeof(TIn) == 2 && !detail::kIsMxInt8<Traits> &&
+                              R == Rounding::kNearestEven;
   [[maybe_unused]] const bool bf16_lanes = kBf16Lanes && !k.flush;
   using D16 = hn::Repartition<std::int16_t, DI>;
   struct NoLaneVecs {
@@ -917,7 +933,7 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   // Direct non-temporal stores need 16-byte code vectors (FP8/INT8/FP4 on
   // 16-lane targets) and 16-byte aligned codes; else stage and copy.
   constexpr bool kDirectNT =
-      (hn::MaxLanes(DI()) == 16 && !HWY_HAVE_SCALABLE && kBits != 6) || kBytePack<Traits, kBits>;
+      kBits != 6 && ((hn::MaxLanes(DI()) == 16 && !HWY_HAVE_SCALABLE) || kBytePack<Traits, kBits>);
   if (!args.stream) {
     run.template operator()<false>(0, full, codes);
   } else if (kDirectNT && reinterpret_cast<std::uintptr_t>(codes) % 16 == 0) {
