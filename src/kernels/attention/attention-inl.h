@@ -330,6 +330,74 @@ HWY_INLINE void DecodePiece(const std::uint8_t* const* rows, const float* m, std
   }
 }
 
+// A whole 8 x 32 block (lines rows[t], factors m[t]) into out[p * ldo + t],
+// p < 32, in 256-bit vectors; false, with nothing written, if a code is
+// NaN or Inf. The block is transposed as bytes by three rounds of
+// interleaves within 128-bit halves, after which vector c[i] holds, in its
+// half L, positions 16 L + 2 i and 16 L + 2 i + 1 of the 8 lines (8 bytes
+// each). Interleaving a zero below each code puts it in the top byte of a
+// 16-bit lane, where E5M2 already is an FP16 pattern and E4M3 becomes one
+// with an arithmetic shift by 1 (the sign then also lands in bit 14, which
+// the mask clears): the same patterns as DecodePiece.
+template <bool kE4M3>
+HWY_INLINE bool DecodeWholeBlock8(const std::uint8_t* const* rows, const float* m,
+                                  float* HWY_RESTRICT out, std::size_t ldo) {
+  const hn::FixedTag<std::uint8_t, 32> d8;
+  const hn::FixedTag<std::int8_t, 32> di8;
+  const hn::FixedTag<std::uint16_t, 16> d16;
+  const hn::FixedTag<std::int16_t, 16> di16;
+  const hn::FixedTag<std::uint32_t, 8> d32;
+  const hn::FixedTag<std::uint16_t, 8> dh;
+  const hn::FixedTag<hwy::float16_t, 8> df16;
+  const hn::FixedTag<float, 8> df;
+  using V8 = hn::Vec<decltype(d8)>;
+  V8 r[kMxLines];
+  auto top = hn::Zero(di8);  // The largest code magnitude (below the sign).
+  for (std::size_t t = 0; t < kMxLines; ++t) {
+    r[t] = hn::LoadU(d8, rows[t]);
+    top = hn::Max(top, hn::BitCast(di8, hn::And(r[t], hn::Set(d8, 0x7F))));
+  }
+  // E4M3: S.1111.111 is NaN; E5M2: S.11111.xx is Inf or NaN.
+  if (!hn::AllFalse(di8, hn::Gt(top, hn::Set(di8, kE4M3 ? 0x7E : 0x7B)))) return false;
+  V8 a[8];  // a[2 q + u]: lines 2q, 2q + 1, positions 16 L + 8 u + 0..7.
+  for (std::size_t q = 0; q < 4; ++q) {
+    a[2 * q] = hn::InterleaveLower(d8, r[2 * q], r[2 * q + 1]);
+    a[2 * q + 1] = hn::InterleaveUpper(d8, r[2 * q], r[2 * q + 1]);
+  }
+  V8 b[8];  // b[4 u + 2 w + v]: lines 4w..4w+3, positions 16 L + 8 u + 4 v + 0..3.
+  for (std::size_t u = 0; u < 2; ++u) {
+    for (std::size_t w = 0; w < 2; ++w) {
+      const auto x = hn::BitCast(d16, a[4 * w + u]);
+      const auto y = hn::BitCast(d16, a[4 * w + 2 + u]);
+      b[4 * u + 2 * w] = hn::BitCast(d8, hn::InterleaveLower(d16, x, y));
+      b[4 * u + 2 * w + 1] = hn::BitCast(d8, hn::InterleaveUpper(d16, x, y));
+    }
+  }
+  const auto mv = hn::Load(df, m);
+  const auto zero = hn::Zero(d8);
+  for (std::size_t i = 0; i < 8; ++i) {  // i = 4 u + 2 v + e: positions 2 i, 2 i + 1.
+    const std::size_t u = i / 4;
+    const std::size_t v = (i / 2) % 2;
+    const auto x = hn::BitCast(d32, b[4 * u + v]);
+    const auto y = hn::BitCast(d32, b[4 * u + 2 + v]);
+    const V8 c = hn::BitCast(d8, i % 2 == 0 ? hn::InterleaveLower(d32, x, y)
+                                            : hn::InterleaveUpper(d32, x, y));
+    for (std::size_t k = 0; k < 2; ++k) {  // Positions 2 i + k and 16 + 2 i + k.
+      auto w = hn::BitCast(d16, k == 0 ? hn::InterleaveLower(d8, zero, c)
+                                       : hn::InterleaveUpper(d8, zero, c));
+      if constexpr (kE4M3) {
+        w = hn::And(hn::BitCast(d16, hn::ShiftRight<1>(hn::BitCast(di16, w))),
+                    hn::Set(d16, 0xBFFF));
+      }
+      const auto lo = hn::PromoteTo(df, hn::BitCast(df16, hn::LowerHalf(dh, w)));
+      const auto hi = hn::PromoteTo(df, hn::BitCast(df16, hn::UpperHalf(dh, w)));
+      hn::StoreU(hn::Mul(lo, mv), df, out + (2 * i + k) * ldo);
+      hn::StoreU(hn::Mul(hi, mv), df, out + (16 + 2 * i + k) * ldo);
+    }
+  }
+  return true;
+}
+
 // The 8 x 32 block of lines rows[t] (each at its block's first code) with
 // scales sc[t] (its first position pbase): decoded and transposed into
 // out[(p - origin) * ldo + t] for p in [p0, p1) within [pbase, pbase + 32),
@@ -342,18 +410,27 @@ HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows,
   const hn::FixedTag<std::uint8_t, 16> d8;
   HWY_ALIGN float m[kMxLines];
   bool special = false;
-  auto any = hn::Zero(d8);  // FF in a lane holding a special code.
   for (std::size_t t = 0; t < kMxLines; ++t) {
     if constexpr (kE4M3) {
       special = special || sc[t] > 0xF6;
       m[t] = std::bit_cast<float>(static_cast<std::uint32_t>(sc[t] + 8) << 23);
+    } else {
+      special = special || sc[t] == kE8M0Nan;
+      m[t] = DecodeE8M0(sc[t]);
+    }
+  }
+  if (!special && p0 == pbase && p1 == pbase + 32 &&
+      DecodeWholeBlock8<kE4M3>(rows, m, out + (pbase - origin) * ldo, ldo)) {
+    return;
+  }
+  auto any = hn::Zero(d8);  // FF in a lane holding a special code.
+  for (std::size_t t = 0; t < kMxLines; ++t) {
+    if constexpr (kE4M3) {
       const auto k = hn::Set(d8, 0x7F);  // S.1111.111: NaN.
       for (std::size_t i = 0; i < 32; i += 16) {
         any = hn::Or(any, hn::VecFromMask(d8, hn::Eq(hn::And(hn::LoadU(d8, rows[t] + i), k), k)));
       }
     } else {
-      special = special || sc[t] == kE8M0Nan;
-      m[t] = DecodeE8M0(sc[t]);
       const auto k = hn::Set(d8, 0x7C);  // Exponent all ones: Inf, NaN.
       for (std::size_t i = 0; i < 32; i += 16) {
         any = hn::Or(any, hn::VecFromMask(d8, hn::Eq(hn::And(hn::LoadU(d8, rows[t] + i), k), k)));
