@@ -96,7 +96,7 @@ inline constexpr std::size_t kAttnTileRows = 6;
 
 // RowTile over `rows` rows and the columns [0, n): tiles of two vectors (the
 // second may be padding up to n's whole vector), then one; rows in blocks of
-// kAttnTileRows, then 2, then 1.
+// kAttnTileRows, then 4, 2, 1.
 template <class DF>
 HWY_INLINE void RowTiles(DF df, const float* HWY_RESTRICT a, std::size_t lda, std::size_t rows,
                          std::size_t t0, std::size_t t1, const float* HWY_RESTRICT b,
@@ -115,6 +115,13 @@ HWY_INLINE void RowTiles(DF df, const float* HWY_RESTRICT a, std::size_t lda, st
   std::size_t r = 0;
   for (; r + kAttnTileRows <= rows; r += kAttnTileRows) {
     block.template operator()<kAttnTileRows>(r);
+  }
+  // A remainder of 4 or 5 rows (decode with a group of 4 query heads)
+  // takes one 4-row tile: 8 chains keep both FMA pipes busy, two 2-row
+  // tiles of 4 chains each would wait on the FMA latency.
+  if (r + 4 <= rows) {
+    block.template operator()<4>(r);
+    r += 4;
   }
   for (; r + 2 <= rows; r += 2) block.template operator()<2>(r);
   if (r < rows) block.template operator()<1>(r);
