@@ -269,6 +269,7 @@ HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std
 #define TRNMX_ATTN_MXFP8_DECODE 1
 
 constexpr std::size_t kMxLines = 8;  // Lines per piece (lanes of the FP32 vectors).
+constexpr std::size_t kMxKeyAhead = 32;  // Keys of an MXFP8 K prefetched ahead of use.
 
 // Codes of one position of 8 lines per vector: the transposed piece,
 // h[k] = positions 2k (bytes 0..7) and 2k + 1 (bytes 8..15).
@@ -466,14 +467,14 @@ HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows,
 
 // ScoreRows of `rows` rows of q against the n keys of an MXFP8 K blocked
 // along d (key t: codes at codes + t * cstride, scales at scales + t *
-// sstride): kMxKeyChunk keys at a time are decoded into stage ([d][16],
-// while in L1) and scored from there.
+// sstride; `readable` >= n keys there): kMxKeyChunk keys at a time are
+// decoded into stage ([d][16], while in L1) and scored from there.
 template <bool kE4M3>
 HWY_INLINE void MxKScoreRowsT(MxFormat format, const float* HWY_RESTRICT q, std::size_t ldq,
                               std::size_t rows, const std::uint8_t* codes, std::size_t cstride,
                               const std::uint8_t* scales, std::size_t sstride, std::size_t dqk,
-                              std::size_t n, float* HWY_RESTRICT stage, float* HWY_RESTRICT s,
-                              std::size_t lds) {
+                              std::size_t n, std::size_t readable, float* HWY_RESTRICT stage,
+                              float* HWY_RESTRICT s, std::size_t lds) {
   constexpr std::size_t kC = kMxKeyChunk;
   static_assert(kC % kMxLines == 0);
   for (std::size_t c0 = 0; c0 < n; c0 += kC) {
@@ -483,6 +484,14 @@ HWY_INLINE void MxKScoreRowsT(MxFormat format, const float* HWY_RESTRICT q, std:
       std::uint8_t sc[kMxLines];
       std::size_t key[kMxLines];
       for (std::size_t t = 0; t < kMxLines; ++t) key[t] = std::min(c0 + g0 + t, n - 1);
+      // The codes kMxKeyAhead keys on (into the next tile while the view
+      // has keys): the hardware prefetchers alone leave these loads waiting
+      // on memory.
+      for (std::size_t t = 0; t < kMxLines; ++t) {
+        const std::uint8_t* ahead =
+            codes + std::min(c0 + g0 + t + kMxKeyAhead, readable - 1) * cstride;
+        for (std::size_t at = 0; at < dqk; at += 64) hwy::Prefetch(ahead + at);
+      }
       for (std::size_t blk = 0; blk * 32 < dqk; ++blk) {
         for (std::size_t t = 0; t < kMxLines; ++t) {
           row[t] = codes + key[t] * cstride + blk * 32;

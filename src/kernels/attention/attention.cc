@@ -54,16 +54,16 @@ bool AttnHasMxfp8Decode() {
 // the format has no such decoder.
 bool AttnMxKScoreRows(MxFormat format, const float* q, std::size_t ldq, std::size_t rows,
                       const std::uint8_t* codes, std::size_t cstride, const std::uint8_t* scales,
-                      std::size_t sstride, std::size_t dqk, std::size_t n, float* stage, float* s,
-                      std::size_t lds) {
+                      std::size_t sstride, std::size_t dqk, std::size_t n, std::size_t readable,
+                      float* stage, float* s, std::size_t lds) {
 #if TRNMX_ATTN_MXFP8_DECODE
   return attn::WithMxfp8(format, [&](auto e4m3) HWY_ATTR {
     attn::MxKScoreRowsT<decltype(e4m3)::value>(format, q, ldq, rows, codes, cstride, scales,
-                                               sstride, dqk, n, stage, s, lds);
+                                               sstride, dqk, n, readable, stage, s, lds);
   });
 #else
   (void)format, (void)q, (void)ldq, (void)rows, (void)codes, (void)cstride, (void)scales;
-  (void)sstride, (void)dqk, (void)n, (void)stage, (void)s, (void)lds;
+  (void)sstride, (void)dqk, (void)n, (void)readable, (void)stage, (void)s, (void)lds;
   return false;
 #endif
 }
@@ -482,7 +482,7 @@ class Worker {
     return HWY_DYNAMIC_DISPATCH(AttnMxKScoreRows)(
         view.shape.format, q_, dims_.dqk_p, rows, view.codes + s0 * view.codes_stride,
         view.codes_stride, view.scales + s0 * view.scales_stride, view.scales_stride, sh_.dqk,
-        e - a, stage_, sc_, dims_.tile_p);
+        e - a, view.shape.num_lines() - s0, stage_, sc_, dims_.tile_p);
   }
 
   // Whether this target decodes the MX format with AttnMxKScoreRows /
