@@ -662,7 +662,7 @@ class Worker {
         const float* alpha = dalpha_ + ti * rows;
         const float* active = dactive_ + ti * rows;
         for (std::size_t r = 0; r < rows; ++r) {
-          if (active[r] == 0.0f) continue;
+          if (active[r] == 0.0f || alpha[r] == 1.0f) continue;  // As in Tile.
           float* acc = acc_ + r * dims_.dv_p + dg;
           for (std::size_t d = 0; d < w; ++d) acc[d] = acc[d] * alpha[r];
         }
@@ -754,7 +754,12 @@ class Worker {
         std::copy(s + ra, s + re, pbuf_ + r * defer->span + (ra - defer->ulo));
         continue;
       }
-      for (std::size_t d = 0; d < sh_.dv; ++d) acc[d] = acc[d] * alpha;
+      // acc * 1 is acc, except that it quiets a signaling NaN (a caller's
+      // state, AttentionTile); the FMA chain over the row's keys, at least
+      // one, quiets it as well, keeping the payload: skipped.
+      if (alpha != 1.0f) {
+        for (std::size_t d = 0; d < sh_.dv; ++d) acc[d] = acc[d] * alpha;
+      }
       if (mx_pv_) {
         MxPv(b, g, ra, re, s, acc);
         continue;
