@@ -300,8 +300,7 @@ class Worker {
     for (std::size_t t = ulo / tile; ulo < uhi && t * tile < uhi; ++t) {
       const std::size_t a = std::max(t * tile, ulo);
       const std::size_t e = std::min((t + 1) * tile, uhi);
-      Prefetch(b, g, e, std::min(e + tile, uhi));
-      Tile(b, g, u0, rows, a, e, deferred ? &defer : nullptr);
+      Tile(b, g, u0, rows, a, e, std::min(e + tile, uhi), deferred ? &defer : nullptr);
     }
     if (deferred) DeferredPv(rows, defer);
     for (std::size_t r = 0; r < rows; ++r) {
@@ -349,7 +348,7 @@ class Worker {
     }
     if (ulo >= uhi) return;
     if (!mx_qk_) LoadQ(b, g, u0, rows);
-    Tile(b, g, u0, rows, ulo, uhi, nullptr);
+    Tile(b, g, u0, rows, ulo, uhi, uhi, nullptr);
     for (std::size_t r = 0; r < rows; ++r) {
       states[r].m = m_[r];
       states[r].l = l_[r];
@@ -702,9 +701,10 @@ class Worker {
     }
   }
 
-  // One KV tile [a, e) for the task's rows.
+  // One KV tile [a, e) for the task's rows; the dense K and V rows of
+  // keys [e, next_e), the next tile, are prefetched meanwhile.
   void Tile(std::size_t b, std::size_t g, std::size_t u0, std::size_t rows, std::size_t a,
-            std::size_t e, const Deferred* defer) {
+            std::size_t e, std::size_t next_e, const Deferred* defer) {
     const std::size_t ld = dims_.tile_p;
     const std::size_t group = sh_.group;
     if (!mx_qk_ && !MxKScores(b, g, rows, a, e)) {
@@ -713,8 +713,14 @@ class Worker {
     }
     const std::int64_t diag_off =
         static_cast<std::int64_t>(sh_.Keys(b)) - static_cast<std::int64_t>(sh_.Queries(b));
+    // The next tile's keys [e, next_e) are prefetched a slice per row: all
+    // at once, the prefetches waited on the core's miss queue (about 2 % of
+    // the prefill's samples).
+    const std::size_t slice = (next_e - e + rows - 1) / std::max<std::size_t>(rows, 1);
     // Scores, tile max and probabilities of every row the tile updates.
     for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t p0 = std::min(next_e, e + r * slice);
+      Prefetch(b, g, p0, std::min(next_e, p0 + slice));
       const std::size_t ra = std::max(a, lo_[r]);
       const std::size_t re = std::min(e, hi_[r]);
       updated_[r] = false;
