@@ -253,11 +253,13 @@ HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std
 #undef TRNMX_ATTN_MXFP8_DECODE  // Defined per target, below.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 // MXFP8 decoders for AVX2 and AVX-512 (F16C; other targets take the
-// portable path of attention.cc). An 8 x 16 piece of codes -- 16
-// consecutive positions of one 32-element block in each of 8 lines (K: key
-// rows along d; V: d lines along keys) -- is transposed as bytes (three
-// rounds of interleaves) so that each vector holds one position of the 8
-// lines, then widened exactly: an FP8 code is an FP16 bit pattern once
+// portable path of attention.cc). A whole 8 x 32 block of codes -- one
+// 32-element block in each of 8 lines (K: key rows along d; V: d lines
+// along keys) -- is transposed as bytes in 256-bit vectors
+// (DecodeWholeBlock8), a block of which only some positions are wanted in
+// 8 x 16 pieces of 128-bit vectors (DecodePiece): three rounds of
+// interleaves, after which each vector holds positions of the 8 lines.
+// Each code is then widened exactly: an FP8 code is an FP16 bit pattern once
 // moved into place (E5M2: the top byte; E4M3: sign to bit 15, the rest
 // shifted by 7, FP16(code) = element * 2^-8, subnormals included), F16C
 // widens it to FP32, and one multiply by the line's factor m (E5M2:
