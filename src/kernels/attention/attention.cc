@@ -209,7 +209,7 @@ ScratchDims Dims(const AttnShape& sh) {
   s.zero = s.dv_p;
   s.ml = 2 * kRows;
   // LoadK's 16 rows, LoadMxV's [d][32], DeferredPv's V rows.
-  s.stage = std::max({16 * s.dqk_p, kMxK * s.dv_p, kMxVChunk * kDeferLines});
+  s.stage = std::max({kAttnMxKeyChunk * s.dqk_p, kMxK * s.dv_p, kMxVChunk * kDeferLines});
   // A deferred task has rows * keys <= kDeferFloats, keys spanning at most
   // keys / 32 + 2 tiles (kv_tile >= 32), and rows <= kRows.
   s.deferred_tiles = kDeferFloats / 32 + 2 * kRows;
