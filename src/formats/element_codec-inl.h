@@ -382,15 +382,21 @@ HWY_INLINE __m256i OrSignBytes(__m256i bytes, __m256i negative) {
       bytes, _mm256_and_si256(negative, _mm256_set1_epi8(static_cast<char>(kSignMask))));
 }
 
-// Four vectors of 8 int32 codes c[0..3] (each 0..255) -> their 32 bytes in
-// order. Two packusdw and one packuswb work within 128-bit halves, leaving
-// [c0 0-3, c1 0-3, c2 0-3, c3 0-3 | c0 4-7, ...], which one vpermd restores:
-// about one op per vector against four for DemoteTo's.
-HWY_INLINE __m256i PackCodeBytes(const __m256i* c) {
-  const __m256i bytes =
-      _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
-  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+// Four vectors of 8 int32 codes c[0..3] (each 0..255) -> their 32 bytes,
+// still in the packs' order: two packusdw and one packuswb work within
+// 128-bit halves, leaving [c0 0-3, c1 0-3, c2 0-3, c3 0-3 | c0 4-7, ...].
+HWY_INLINE __m256i PackWithinHalves(const __m256i* c) {
+  return _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
 }
+
+// PackWithinHalves' bytes in element order: one vpermd.
+HWY_INLINE __m256i ElementOrder(__m256i packed) {
+  return _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Four vectors of 8 int32 codes c[0..3] (each 0..255) -> their 32 bytes in
+// order: about one op per vector against four for DemoteTo's.
+HWY_INLINE __m256i PackCodeBytes(const __m256i* c) { return ElementOrder(PackWithinHalves(c)); }
 
 // 32 bytes b[0..31] (codes below 16) -> the 16 bytes b[2i] | b[2i + 1] << 4
 // (FP4's packing): (w | w >> 4) & 0xFF per 16-bit lane, packed.
@@ -406,11 +412,9 @@ HWY_INLINE __m128i JoinNibbles(__m256i bytes) {
 // sign blend per vector.
 template <class Traits>
 HWY_INLINE __m256i PackCodeBytes(const __m256i* c, const __m256i* x) {
-  __m256i bytes =
-      _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
-  bytes = OrSignBytes<Traits>(
-      bytes, _mm256_packs_epi16(_mm256_packs_epi32(x[0], x[1]), _mm256_packs_epi32(x[2], x[3])));
-  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i negative =
+      _mm256_packs_epi16(_mm256_packs_epi32(x[0], x[1]), _mm256_packs_epi32(x[2], x[3]));
+  return ElementOrder(OrSignBytes<Traits>(PackWithinHalves(c), negative));
 }
 #endif
 
