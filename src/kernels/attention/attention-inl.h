@@ -208,6 +208,12 @@ HWY_NOINLINE void WidenBf16Rows(const std::uint16_t* HWY_RESTRICT src, std::size
 template <class T>
 HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std::size_t count,
                               std::size_t n, float* HWY_RESTRICT kt, std::size_t ldk) {
+  // Keys [j_begin, j_end), values d_begin .. n - 1.
+  const auto by_element = [&](std::size_t j_begin, std::size_t j_end, std::size_t d_begin) {
+    for (std::size_t j = j_begin; j < j_end; ++j) {
+      for (std::size_t d = d_begin; d < n; ++d) kt[d * ldk + j] = WidenOne(src[j * stride + d]);
+    }
+  };
   std::size_t j0 = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   const auto load = [&](std::size_t j, std::size_t d) HWY_ATTR {
@@ -240,14 +246,10 @@ HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std
         _mm256_storeu_ps(out + (i + 4) * ldk, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
       }
     }
-    for (std::size_t j = j0; j < j0 + 8; ++j) {
-      for (std::size_t d = d0; d < n; ++d) kt[d * ldk + j] = WidenOne(src[j * stride + d]);
-    }
+    by_element(j0, j0 + 8, d0);
   }
 #endif
-  for (std::size_t j = j0; j < count; ++j) {
-    for (std::size_t d = 0; d < n; ++d) kt[d * ldk + j] = WidenOne(src[j * stride + d]);
-  }
+  by_element(j0, count, 0);
 }
 
 #undef TRNMX_ATTN_MXFP8_DECODE  // Defined per target, below.
