@@ -257,11 +257,11 @@ HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std
 // MXFP8 decoders for AVX2 and AVX-512 (F16C; other targets take the
 // portable path of attention.cc). A whole 8 x 32 block of codes -- one
 // 32-element block in each of 8 lines (K: key rows along d; V: d lines
-// along keys) -- is transposed as bytes in 256-bit vectors
-// (DecodeWholeBlock8), a block of which only some positions are wanted in
-// 8 x 16 pieces of 128-bit vectors (DecodePiece): three rounds of
-// interleaves, after which each vector holds positions of the 8 lines.
-// Each code is then widened exactly: an FP8 code is an FP16 bit pattern once
+// along keys) -- is transposed as bytes in 256-bit vectors by three
+// rounds of interleaves (DecodeWholeBlock8; a block of which only some
+// positions are wanted is decoded whole and those copied), after which
+// each vector holds positions of the 8 lines. Each code is then widened
+// exactly: an FP8 code is an FP16 bit pattern once
 // moved into place (E5M2: the top byte; E4M3: sign to bit 15, the rest
 // shifted by 7, FP16(code) = element * 2^-8, subnormals included), F16C
 // widens it to FP32, and one multiply by the line's factor m (E5M2:
@@ -272,75 +272,8 @@ HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std
 // by that line decoder itself.
 #define TRNMX_ATTN_MXFP8_DECODE 1
 
-constexpr std::size_t kMxLines = 8;  // Lines per piece (lanes of the FP32 vectors).
+constexpr std::size_t kMxLines = 8;  // Lines per block decode (lanes of the FP32 vectors).
 constexpr std::size_t kMxKeyAhead = 32;  // Keys of an MXFP8 K prefetched ahead of use.
-
-// Codes of one position of 8 lines per vector: the transposed piece,
-// h[k] = positions 2k (bytes 0..7) and 2k + 1 (bytes 8..15).
-HWY_INLINE void TransposeCodes(const std::uint8_t* const* rows,
-                               hn::Vec<hn::FixedTag<std::uint8_t, 16>>* h) {
-  const hn::FixedTag<std::uint8_t, 16> d8;
-  const hn::FixedTag<std::uint16_t, 8> d16;
-  const hn::FixedTag<std::uint32_t, 4> d32;
-  using V8 = hn::Vec<decltype(d8)>;
-  using V16 = hn::Vec<decltype(d16)>;
-  V8 a[8];
-  for (std::size_t t = 0; t < 8; t += 2) {
-    const V8 r0 = hn::LoadU(d8, rows[t]);
-    const V8 r1 = hn::LoadU(d8, rows[t + 1]);
-    a[t] = hn::InterleaveLower(d8, r0, r1);      // Positions 0..7 of lines t, t + 1.
-    a[t + 1] = hn::InterleaveUpper(d8, r0, r1);  // Positions 8..15.
-  }
-  V16 f[8];
-  for (std::size_t half = 0; half < 2; ++half) {  // Positions 0..7, 8..15.
-    for (std::size_t q = 0; q < 2; ++q) {         // Lines 0..3, 4..7.
-      const V16 x = hn::BitCast(d16, a[4 * q + half]);
-      const V16 y = hn::BitCast(d16, a[4 * q + 2 + half]);
-      f[4 * half + 2 * q] = hn::InterleaveLower(d16, x, y);      // 4 positions x 4 lines.
-      f[4 * half + 2 * q + 1] = hn::InterleaveUpper(d16, x, y);  // The next 4.
-    }
-  }
-  for (std::size_t quad = 0; quad < 4; ++quad) {  // Positions 4 quad .. 4 quad + 3.
-    const std::size_t half = quad / 2;
-    const std::size_t sub = quad % 2;
-    const auto x = hn::BitCast(d32, f[4 * half + sub]);      // Lines 0..3.
-    const auto y = hn::BitCast(d32, f[4 * half + 2 + sub]);  // Lines 4..7.
-    h[2 * quad] = hn::BitCast(d8, hn::InterleaveLower(d32, x, y));
-    h[2 * quad + 1] = hn::BitCast(d8, hn::InterleaveUpper(d32, x, y));
-  }
-}
-
-// out[(p - origin) * ldo + t] for positions p in [p0, p1) (origin <= p0)
-// of the piece starting at position pbase: line t's codes at rows[t],
-// factor m[t].
-template <bool kE4M3>
-HWY_INLINE void DecodePiece(const std::uint8_t* const* rows, const float* m, std::size_t pbase,
-                            std::size_t p0, std::size_t p1, float* HWY_RESTRICT out,
-                            std::size_t origin, std::size_t ldo) {
-  const hn::FixedTag<std::uint16_t, 16> dw;
-  const hn::FixedTag<std::uint16_t, 8> dh;
-  const hn::FixedTag<hwy::float16_t, 8> df16;
-  const hn::FixedTag<float, 8> df;
-  hn::Vec<hn::FixedTag<std::uint8_t, 16>> h[8];
-  TransposeCodes(rows, h);
-  const auto mv = hn::LoadU(df, m);
-  for (std::size_t k = 0; k < 8; ++k) {
-    const std::size_t p = pbase + 2 * k;
-    if (p + 1 < p0 || p >= p1) continue;
-    const auto w = hn::PromoteTo(dw, h[k]);
-    hn::Vec<decltype(dw)> bits;
-    if constexpr (kE4M3) {
-      bits = hn::Or(hn::ShiftLeft<8>(hn::And(w, hn::Set(dw, 0x80))),
-                    hn::ShiftLeft<7>(hn::And(w, hn::Set(dw, 0x7F))));
-    } else {
-      bits = hn::ShiftLeft<8>(w);
-    }
-    const auto lo = hn::Mul(hn::PromoteTo(df, hn::BitCast(df16, hn::LowerHalf(dh, bits))), mv);
-    const auto hi = hn::Mul(hn::PromoteTo(df, hn::BitCast(df16, hn::UpperHalf(dh, bits))), mv);
-    if (p >= p0) hn::StoreU(lo, df, out + (p - origin) * ldo);
-    if (p + 1 < p1) hn::StoreU(hi, df, out + (p + 1 - origin) * ldo);
-  }
-}
 
 // A whole 8 x 32 block (lines rows[t], factors m[t]) into out[p * ldo + t],
 // p < 32, in 256-bit vectors; false, with nothing written, if a code is
@@ -350,7 +283,7 @@ HWY_INLINE void DecodePiece(const std::uint8_t* const* rows, const float* m, std
 // each). Interleaving a zero below each code puts it in the top byte of a
 // 16-bit lane, where E5M2 already is an FP16 pattern and E4M3 becomes one
 // with an arithmetic shift by 1 (the sign then also lands in bit 14, which
-// the mask clears): the same patterns as DecodePiece.
+// the mask clears).
 template <bool kE4M3>
 HWY_INLINE bool DecodeWholeBlock8(const std::uint8_t* const* rows, const float* m,
                                   float* HWY_RESTRICT out, std::size_t ldo) {
@@ -419,7 +352,6 @@ HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows,
                              const std::uint8_t* sc, std::size_t pbase, std::size_t p0,
                              std::size_t p1, float* HWY_RESTRICT out, std::size_t origin,
                              std::size_t ldo) {
-  const hn::FixedTag<std::uint8_t, 16> d8;
   HWY_ALIGN float m[kMxLines];
   bool special = false;
   for (std::size_t t = 0; t < kMxLines; ++t) {
@@ -431,41 +363,28 @@ HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows,
       m[t] = DecodeE8M0(sc[t]);
     }
   }
-  if (!special && p0 == pbase && p1 == pbase + 32 &&
-      DecodeWholeBlock8<kE4M3>(rows, m, out + (pbase - origin) * ldo, ldo)) {
-    return;
+  if (!special) {
+    if (p0 == pbase && p1 == pbase + 32) {
+      if (DecodeWholeBlock8<kE4M3>(rows, m, out + (pbase - origin) * ldo, ldo)) return;
+    } else {  // Part of the block (the edges of a key range): decoded whole, then copied.
+      HWY_ALIGN float v[32][kMxLines];
+      if (DecodeWholeBlock8<kE4M3>(rows, m, &v[0][0], kMxLines)) {
+        for (std::size_t p = p0; p < p1; ++p) {
+          std::memcpy(out + (p - origin) * ldo, v[p - pbase], sizeof(v[0]));
+        }
+        return;
+      }
+    }
   }
-  auto any = hn::Zero(d8);  // FF in a lane holding a special code.
+  // A special code or scale: the MX line decoder, line by line.
+  HWY_ALIGN float v[kMxLines][32];
   for (std::size_t t = 0; t < kMxLines; ++t) {
-    if constexpr (kE4M3) {
-      const auto k = hn::Set(d8, 0x7F);  // S.1111.111: NaN.
-      for (std::size_t i = 0; i < 32; i += 16) {
-        any = hn::Or(any, hn::VecFromMask(d8, hn::Eq(hn::And(hn::LoadU(d8, rows[t] + i), k), k)));
-      }
-    } else {
-      const auto k = hn::Set(d8, 0x7C);  // Exponent all ones: Inf, NaN.
-      for (std::size_t i = 0; i < 32; i += 16) {
-        any = hn::Or(any, hn::VecFromMask(d8, hn::Eq(hn::And(hn::LoadU(d8, rows[t] + i), k), k)));
-      }
+    if (!internal::DequantizeMxLineSimd(format, rows[t], sc + t, 32, 1.0f, v[t])) {
+      internal::DequantizeMxLineScalar(format, rows[t], sc + t, 32, 1.0f, v[t]);
     }
   }
-  if (HWY_UNLIKELY(special || !hn::AllFalse(d8, hn::MaskFromVec(any)))) {
-    HWY_ALIGN float v[kMxLines][32];
-    for (std::size_t t = 0; t < kMxLines; ++t) {
-      if (!internal::DequantizeMxLineSimd(format, rows[t], sc + t, 32, 1.0f, v[t])) {
-        internal::DequantizeMxLineScalar(format, rows[t], sc + t, 32, 1.0f, v[t]);
-      }
-    }
-    for (std::size_t p = p0; p < p1; ++p) {
-      for (std::size_t t = 0; t < kMxLines; ++t) out[(p - origin) * ldo + t] = v[t][p - pbase];
-    }
-    return;
-  }
-  for (std::size_t half = 0; half < 32; half += 16) {
-    if (pbase + half + 16 <= p0 || pbase + half >= p1) continue;
-    const std::uint8_t* r[kMxLines];
-    for (std::size_t t = 0; t < kMxLines; ++t) r[t] = rows[t] + half;
-    DecodePiece<kE4M3>(r, m, pbase + half, p0, p1, out, origin, ldo);
+  for (std::size_t p = p0; p < p1; ++p) {
+    for (std::size_t t = 0; t < kMxLines; ++t) out[(p - origin) * ldo + t] = v[t][p - pbase];
   }
 }
 
