@@ -624,7 +624,10 @@ TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
                           {200, 300, true, false},    {1000, 2100, false, false},
                           {129, 95, true, true},      {3000, 1024, false, false},
                           {40, 100, false, false, 0}, {40, 100, false, false, 1},
-                          {41, 77, true, false, 0xFE}, {9, 70, false, false, 0xFF}};
+                          {41, 77, true, false, 0xFE}, {9, 70, false, false, 0xFF},
+                          // Special codes and an Inf in x under a normal scale: the
+                          // AVX2 kernel's folded-scale path meets -0 * Inf.
+                          {64, 200, false, true, 0x7F}};
   static SerialExecutor serial;
   static ThreadPoolExecutor two(2);
   static ThreadPoolExecutor three(3);

@@ -1,8 +1,9 @@
 // AVX2 + FMA streaming GEMVs with MXFP4 weights (gemm_mx_kernels.h): the
 // AVX-512 VNNI kernels' counterparts for CPUs and dispatch targets without
 // AVX-512, so that decode-shaped products stream the weights at memory speed
-// there too. Intrinsics with target attributes (vpmaddubsw, vpermps and
-// vblendvps have no Highway 1.0.3 form that keeps these instruction counts);
+// there too. Intrinsics with target attributes (vpmaddubsw, vphaddd and the
+// 256-bit in-lane transposes have no Highway 1.0.3 form that keeps these
+// instruction counts);
 // chosen by gemm_mx-inl.h GetMxTileKernels on the AVX2 and AVX-512 targets.
 // Each gives the bits of ref::MxDot / the gemm.h dense x MX contract.
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <limits>
 
+#include "formats/mx_decode.h"
 #include "kernels/gemm/gemm_mx_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -42,10 +44,11 @@ TRNMX_AVX2_TARGET inline const std::uint8_t* ChunkBytes(const std::uint8_t* col,
 }
 
 // The chunk's scale bytes of 8 columns, one uint32 (4 blocks, byte b = block
-// b, 0 past the last block) per column.
+// b, 0 past the last block) per column. Built in registers: a vector load of
+// eight scalar stores would stall on store forwarding.
 TRNMX_AVX2_TARGET inline __m256i ChunkScales(const std::uint8_t* const* sc, std::size_t ch,
                                              std::size_t nb) {
-  alignas(32) std::uint32_t w[kLanes];
+  std::uint32_t w[kLanes];
   for (std::size_t l = 0; l < kLanes; ++l) {
     w[l] = 0;
     if (nb == kChunkBlocks) {
@@ -56,7 +59,9 @@ TRNMX_AVX2_TARGET inline __m256i ChunkScales(const std::uint8_t* const* sc, std:
       }
     }
   }
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(w));
+  return _mm256_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]), static_cast<int>(w[2]),
+                           static_cast<int>(w[3]), static_cast<int>(w[4]), static_cast<int>(w[5]),
+                           static_cast<int>(w[6]), static_cast<int>(w[7]));
 }
 
 // Dwords d = 0..7 of eight rows (r[l] = row l) to r[d] = dword d of rows 0..7.
@@ -77,6 +82,27 @@ TRNMX_AVX2_TARGET inline void Transpose8x8Epi32(__m256i* r) {
     r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
     r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
   }
+}
+
+// Elements [0, valid) of one chunk of 8 columns (bytes[l], sc[l]: column l's
+// chunk codes and scale line) one at a time, in K order: acc_l = fma(x_i, w,
+// acc_l) with w from MxScaledValue, the contract's definition. The dense GEMV's
+// path for chunks whose scales it cannot fold into one normal factor.
+TRNMX_AVX2_TARGET __m256 DenseFp4ChunkExact(const float* xc, std::size_t valid,
+                                            const std::uint8_t* const* bytes,
+                                            const std::uint8_t* const* sc, std::size_t ch,
+                                            __m256 acc) {
+  const MxValueTable& values = *MxValues(MxFormat::kMxfp4);
+  alignas(32) float a[kLanes];
+  _mm256_store_ps(a, acc);
+  for (std::size_t l = 0; l < kLanes; ++l) {
+    for (std::size_t i = 0; i < valid; ++i) {
+      const std::uint32_t code = (bytes[l][i / 2] >> (4 * (i % 2))) & 0xFu;
+      const float w = MxScaledValue(values[code], sc[l][kChunkBlocks * ch + i / kMxK]);
+      a[l] = std::fma(xc[i], w, a[l]);
+    }
+  }
+  return _mm256_load_ps(a);
 }
 
 }  // namespace
@@ -180,22 +206,28 @@ TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::s
 
 // Dense x MXFP4 GEMV (gemv_mx.h): 4 FMA chains of 8 columns. Per group and
 // chunk of 4 blocks the 8 x 64 code bytes are transposed as two 8 x 8
-// matrices of dwords (dword d of a column holds its elements 8 d .. 8 d + 7),
-// so that one vector holds element k of 8 columns after a shift; VPERMPS maps
-// the nibble's low 3 bits to |E2M1| (it reads bits 0-2 of each index lane),
-// VBLENDVPS picks +2^(s - 127) or -2^(s - 127) by the nibble's sign bit (moved
-// to bit 31), and one multiply gives w = fl32(value * 2^(s - 127)) as the
-// contract's single FP32 multiply (for code 8, -0 = 0 * -2^(s - 127)); scale
-// FF gives +NaN either way. acc = fma(x_k, w, acc) in K order.
+// matrices of dwords (dword d of a column holds its elements 8 d .. 8 d + 7).
+// VPSHUFB maps each nibble to the signed integer 2 * value (-12..12) in its
+// byte; a shift and a mask put element e's byte alone in the top byte of each
+// column's lane, whose conversion is 2 * value * 2^24, exact. One multiply
+// by 2^(s - 152) gives w = value * 2^(s - 127), the contract's single FP32
+// multiply (the product is exact, or overflows alike); -0 codes give +0 there,
+// which no chain can tell apart: acc starts at +0 and is never -0, and
+// 0 * Inf is the same default NaN for either sign. Scale FF gives +NaN. A
+// chunk with a scale below 26 in any lane, where 2^(s - 152) is not a normal
+// float, runs element by element (DenseFp4ChunkExact). acc = fma(x_k, w, acc)
+// in K order.
 TRNMX_AVX2_TARGET void GemvDenseFp4Avx2(const float* x, std::size_t k, const std::uint8_t* codes,
                                         std::size_t codes_stride, const std::uint8_t* scales,
                                         std::size_t scales_stride, std::size_t j0, std::size_t j1,
                                         float* out) {
-  const __m256 magnitude = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+  const __m256i twice_value = _mm256_broadcastsi128_si256(
+      _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i top_byte = _mm256_set1_epi32(static_cast<int>(0xFF000000u));
   const __m256i byte_mask = _mm256_set1_epi32(0xFF);
-  const __m256i zero = _mm256_setzero_si256();
+  const __m256i min_fast_scale = _mm256_set1_epi32(26);
   const __m256 nan = _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN());
-  const __m256 sign = _mm256_set1_ps(-0.0f);
   const std::size_t blocks = (k + kMxK - 1) / kMxK;
   const std::size_t chunks = (blocks + kChunkBlocks - 1) / kChunkBlocks;
   constexpr std::size_t kG = 4;
@@ -212,59 +244,71 @@ TRNMX_AVX2_TARGET void GemvDenseFp4Avx2(const float* x, std::size_t k, const std
     for (std::size_t g = 0; g < kG; ++g) acc[g] = _mm256_setzero_ps();
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       const std::size_t nb = std::min(kChunkBlocks, blocks - kChunkBlocks * ch);
-      alignas(32) __m256i q[kG][16];             // q[g][d]: dword d of the group's 8 columns.
-      alignas(32) __m256 pos[kG][kChunkBlocks];  // +2^(s - 127) per column, block.
-      alignas(32) __m256 neg[kG][kChunkBlocks];
+      const float* xc = x + ch * kChunkBlocks * kMxK;
+      const std::size_t valid = std::min(kChunkBlocks * kMxK, k - ch * kChunkBlocks * kMxK);
+      const std::uint8_t* bytes[kG * kLanes];
+      alignas(32) __m256i q[kG][16];  // q[g][d]: dword d of group g's 8 columns.
+      alignas(32) __m256 f[kG][kChunkBlocks];  // 2^(s - 152) per column, block; NaN for FF.
+      __m256i slow = _mm256_setzero_si256();
       for (std::size_t g = 0; g < kG; ++g) {
         for (std::size_t l = 0; l < kLanes; ++l) {
-          const std::uint8_t* bytes = ChunkBytes(col[kLanes * g + l], ch, nb, tail[kLanes * g + l]);
-          q[g][l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes));
-          q[g][8 + l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + 32));
+          const std::size_t c = kLanes * g + l;
+          bytes[c] = ChunkBytes(col[c], ch, nb, tail[c]);
+          q[g][l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes[c]));
+          q[g][8 + l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes[c] + 32));
         }
         Transpose8x8Epi32(q[g]);
         Transpose8x8Epi32(q[g] + 8);
         const __m256i sv = ChunkScales(sc + kLanes * g, ch, nb);
         for (std::size_t b = 0; b < kChunkBlocks; ++b) {
-          // 2^(s - 127): s << 23 for s >= 1, the subnormal 2^-127 for 00, NaN for FF.
           const __m256i s =
               _mm256_and_si256(_mm256_srli_epi32(sv, static_cast<int>(8 * b)), byte_mask);
-          __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(s, 23));
-          f = _mm256_blendv_ps(f, _mm256_castsi256_ps(_mm256_set1_epi32(1 << 22)),
-                               _mm256_castsi256_ps(_mm256_cmpeq_epi32(s, zero)));
-          const __m256 is_nan = _mm256_castsi256_ps(_mm256_cmpeq_epi32(s, byte_mask));
-          pos[g][b] = _mm256_blendv_ps(f, nan, is_nan);
-          neg[g][b] = _mm256_blendv_ps(_mm256_xor_ps(f, sign), nan, is_nan);
+          if (b < nb) slow = _mm256_or_si256(slow, _mm256_cmpgt_epi32(min_fast_scale, s));
+          const __m256i pow2 = _mm256_slli_epi32(_mm256_sub_epi32(s, _mm256_set1_epi32(25)), 23);
+          f[g][b] = _mm256_blendv_ps(_mm256_castsi256_ps(pow2), nan,
+                                     _mm256_castsi256_ps(_mm256_cmpeq_epi32(s, byte_mask)));
         }
       }
-      const float* xc = x + ch * kChunkBlocks * kMxK;
-      const std::size_t valid = std::min(kChunkBlocks * kMxK, k - ch * kChunkBlocks * kMxK);
+      if (!_mm256_testz_si256(slow, slow)) {
+        for (std::size_t g = 0; g < kG; ++g) {
+          acc[g] = DenseFp4ChunkExact(xc, valid, bytes + kLanes * g, sc + kLanes * g, ch, acc[g]);
+        }
+        continue;
+      }
       for (std::size_t d = 0; d < 16 && 8 * d < valid; ++d) {
         const std::size_t b = d / 4;
+        __m256i lo[kG], hi[kG];  // Byte t: 2 * value of element 8 d + 2 t (lo), + 1 (hi).
+        for (std::size_t g = 0; g < kG; ++g) {
+          lo[g] = _mm256_shuffle_epi8(twice_value, _mm256_and_si256(q[g][d], nibble));
+          hi[g] = _mm256_shuffle_epi8(twice_value,
+                                      _mm256_and_si256(_mm256_srli_epi16(q[g][d], 4), nibble));
+        }
         if (8 * d + 8 <= valid) {
+          // The groups' chains interleave: each FMA waits on its own group's previous one.
 #pragma GCC unroll 8
           for (int e = 0; e < 8; ++e) {
             const __m256 xv = _mm256_broadcast_ss(xc + 8 * d + static_cast<std::size_t>(e));
+            const int byte = e / 2;
 #pragma GCC unroll 4
             for (std::size_t g = 0; g < kG; ++g) {
-              const __m256 mag =
-                  _mm256_permutevar8x32_ps(magnitude, _mm256_srli_epi32(q[g][d], 4 * e));
-              const __m256 f =
-                  _mm256_blendv_ps(pos[g][b], neg[g][b],
-                                   _mm256_castsi256_ps(_mm256_slli_epi32(q[g][d], 28 - 4 * e)));
-              acc[g] = _mm256_fmadd_ps(xv, _mm256_mul_ps(mag, f), acc[g]);
+              const __m256i v = (e & 1) != 0 ? hi[g] : lo[g];
+              const __m256i top =
+                  byte == 0 ? _mm256_slli_epi32(v, 24)
+                            : _mm256_and_si256(byte == 3 ? v : _mm256_slli_epi32(v, 24 - 8 * byte),
+                                               top_byte);
+              const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(top), f[g][b]);
+              acc[g] = _mm256_fmadd_ps(xv, w, acc[g]);
             }
           }
         } else {
           for (std::size_t e = 0; 8 * d + e < valid; ++e) {
             const __m256 xv = _mm256_broadcast_ss(xc + 8 * d + e);
-            const __m128i right = _mm_cvtsi32_si128(static_cast<int>(4 * e));
-            const __m128i left = _mm_cvtsi32_si128(static_cast<int>(28 - 4 * e));
+            const __m128i left = _mm_cvtsi32_si128(static_cast<int>(24 - 8 * (e / 2)));
             for (std::size_t g = 0; g < kG; ++g) {
-              const __m256 mag =
-                  _mm256_permutevar8x32_ps(magnitude, _mm256_srl_epi32(q[g][d], right));
-              const __m256 f = _mm256_blendv_ps(
-                  pos[g][b], neg[g][b], _mm256_castsi256_ps(_mm256_sll_epi32(q[g][d], left)));
-              acc[g] = _mm256_fmadd_ps(xv, _mm256_mul_ps(mag, f), acc[g]);
+              const __m256i v = (e & 1) != 0 ? hi[g] : lo[g];
+              const __m256i top = _mm256_and_si256(_mm256_sll_epi32(v, left), top_byte);
+              const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(top), f[g][b]);
+              acc[g] = _mm256_fmadd_ps(xv, w, acc[g]);
             }
           }
         }

@@ -173,7 +173,7 @@ bool CpuHasAvx512Vnni();
 
 // AVX2 + FMA GEMVs (gemm_mx_avx2.cc, intrinsics; same contracts as the
 // AVX-512 ones above): 8 columns per vector, vpmaddubsw block sums for MX
-// activations, vpermps + vblendvps weight decode for dense ones.
+// activations, a vpshufb weight decode and one scale multiply for dense ones.
 void MxGemvFp4Avx2(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
 void GemvDenseFp4Avx2(const float* x, std::size_t k, const std::uint8_t* codes,
                       std::size_t codes_stride, const std::uint8_t* scales,
