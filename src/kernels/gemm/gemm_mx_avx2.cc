@@ -43,27 +43,6 @@ TRNMX_AVX2_TARGET inline const std::uint8_t* ChunkBytes(const std::uint8_t* col,
   return tail;
 }
 
-// The chunk's scale bytes of 8 columns, one uint32 (4 blocks, byte b = block
-// b, 0 past the last block) per column. Built in registers: a vector load of
-// eight scalar stores would stall on store forwarding.
-TRNMX_AVX2_TARGET inline __m256i ChunkScales(const std::uint8_t* const* sc, std::size_t ch,
-                                             std::size_t nb) {
-  std::uint32_t w[kLanes];
-  for (std::size_t l = 0; l < kLanes; ++l) {
-    w[l] = 0;
-    if (nb == kChunkBlocks) {
-      std::memcpy(&w[l], sc[l] + kChunkBlocks * ch, 4);
-    } else {
-      for (std::size_t b = 0; b < nb; ++b) {
-        w[l] |= static_cast<std::uint32_t>(sc[l][kChunkBlocks * ch + b]) << (8 * b);
-      }
-    }
-  }
-  return _mm256_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]), static_cast<int>(w[2]),
-                           static_cast<int>(w[3]), static_cast<int>(w[4]), static_cast<int>(w[5]),
-                           static_cast<int>(w[6]), static_cast<int>(w[7]));
-}
-
 // Dwords d = 0..7 of eight rows (r[l] = row l) to r[d] = dword d of rows 0..7.
 TRNMX_AVX2_TARGET inline void Transpose8x8Epi32(__m256i* r) {
   __m256i t[8];
@@ -82,6 +61,31 @@ TRNMX_AVX2_TARGET inline void Transpose8x8Epi32(__m256i* r) {
     r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
     r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
   }
+}
+
+constexpr std::size_t kSpanChunks = 8;  // Chunks whose scales one SpanScales call reads.
+
+// The scale bytes of 8 columns (sc[l]: column l's scale line) for the chunks
+// kSpanChunks * span onwards: out[c] holds chunk kSpanChunks * span + c, one
+// uint32 per column (byte b = block b; 0 past the line's last block, unused). One
+// 32-byte load per column and a dword transpose; a line's last, shorter span
+// is copied zero-padded first, so nothing past it is read.
+TRNMX_AVX2_TARGET inline void SpanScales(const std::uint8_t* const* sc, std::size_t span,
+                                         std::size_t blocks, __m256i* out) {
+  constexpr std::size_t kSpanBlocks = kSpanChunks * kChunkBlocks;
+  const std::size_t first = kSpanBlocks * span;
+  const std::size_t n = std::min(kSpanBlocks, blocks - first);
+  alignas(32) std::uint8_t tail[kSpanBlocks];
+  for (std::size_t l = 0; l < kLanes; ++l) {
+    const std::uint8_t* from = sc[l] + first;
+    if (n < kSpanBlocks) {
+      std::memset(tail, 0, kSpanBlocks);
+      std::memcpy(tail, from, n);
+      from = tail;
+    }
+    out[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
+  }
+  Transpose8x8Epi32(out);
 }
 
 // Elements [0, valid) of one chunk of 8 columns (bytes[l], sc[l]: column l's
@@ -135,8 +139,10 @@ TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::s
       sc[l] = g.scales + j * g.scales_stride;
     }
     __m256 acc = _mm256_setzero_ps();
+    __m256i span_scales[kSpanChunks];
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       const std::size_t nb = std::min(kChunkBlocks, g.blocks - kChunkBlocks * ch);
+      if (ch % kSpanChunks == 0) SpanScales(sc, ch / kSpanChunks, g.blocks, span_scales);
       const std::uint8_t* bytes[kLanes];
       for (std::size_t l = 0; l < kLanes; ++l) bytes[l] = ChunkBytes(col[l], ch, nb, tail[l]);
       __m256i s[kChunkBlocks];  // s[b]: block b's S, lane = column.
@@ -163,7 +169,7 @@ TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::s
         s[2 * h] = _mm256_permute2x128_si256(q0, q1, 0x20);
         s[2 * h + 1] = _mm256_permute2x128_si256(q0, q1, 0x31);
       }
-      const __m256i sv = ChunkScales(sc, ch, nb);
+      const __m256i sv = span_scales[ch % kSpanChunks];
       __m256i e[kChunkBlocks];
       __m256i bad = _mm256_setzero_si256();
       for (std::size_t b = 0; b < nb; ++b) {
@@ -242,8 +248,14 @@ TRNMX_AVX2_TARGET void GemvDenseFp4Avx2(const float* x, std::size_t k, const std
     }
     __m256 acc[kG];
     for (std::size_t g = 0; g < kG; ++g) acc[g] = _mm256_setzero_ps();
+    alignas(32) __m256i span_scales[kG][kSpanChunks];
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       const std::size_t nb = std::min(kChunkBlocks, blocks - kChunkBlocks * ch);
+      if (ch % kSpanChunks == 0) {
+        for (std::size_t g = 0; g < kG; ++g) {
+          SpanScales(sc + kLanes * g, ch / kSpanChunks, blocks, span_scales[g]);
+        }
+      }
       const float* xc = x + ch * kChunkBlocks * kMxK;
       const std::size_t valid = std::min(kChunkBlocks * kMxK, k - ch * kChunkBlocks * kMxK);
       const std::uint8_t* bytes[kG * kLanes];
@@ -259,7 +271,7 @@ TRNMX_AVX2_TARGET void GemvDenseFp4Avx2(const float* x, std::size_t k, const std
         }
         Transpose8x8Epi32(q[g]);
         Transpose8x8Epi32(q[g] + 8);
-        const __m256i sv = ChunkScales(sc + kLanes * g, ch, nb);
+        const __m256i sv = span_scales[g][ch % kSpanChunks];
         for (std::size_t b = 0; b < kChunkBlocks; ++b) {
           const __m256i s =
               _mm256_and_si256(_mm256_srli_epi32(sv, static_cast<int>(8 * b)), byte_mask);
