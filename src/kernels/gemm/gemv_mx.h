@@ -11,8 +11,9 @@
 // Implementation (gemm_mx_kernels.h DenseGemvFn): 4 independent FMA chains of
 // 16 (AVX-512) or 8 (AVX2) columns; 64 code bytes per column loaded and
 // transposed so that a vector holds 8 consecutive elements of its columns;
-// nibbles to values by VPERMPS, multiplied by the column's block scale;
-// streams the weights once. Threads split columns.
+// nibbles to values by VPERMPS (AVX-512) or to 2 x value bytes by VPSHUFB and
+// a conversion (AVX2), multiplied by the column's block scale; streams the
+// weights once. Threads split columns.
 #ifndef TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
 #define TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
 
