@@ -67,9 +67,9 @@ constexpr std::size_t kSpanChunks = 8;  // Chunks whose scales one SpanScales ca
 
 // The scale bytes of 8 columns (sc[l]: column l's scale line) for the chunks
 // kSpanChunks * span onwards: out[c] holds chunk kSpanChunks * span + c, one
-// uint32 per column (byte b = block b, 0 past the line's last block). One
-// 32-byte load per column and a dword transpose; a line's last, shorter span
-// is copied zero-padded first, so nothing past it is read.
+// uint32 per column (byte b = block b; 0 past the line's last block, which no
+// caller uses). One 32-byte load per column and a dword transpose; a line's
+// last, shorter span is copied zero-padded first, so nothing past it is read.
 TRNMX_AVX2_TARGET inline void SpanScales(const std::uint8_t* const* sc, std::size_t span,
                                          std::size_t blocks, __m256i* out) {
   constexpr std::size_t kSpanBlocks = kSpanChunks * kChunkBlocks;
