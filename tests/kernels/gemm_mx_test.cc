@@ -619,6 +619,9 @@ TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
     bool bf16, special;
     int scale = -1;  // >= 0: every block of B gets this scale (whole chains of subnormal,
                      // overflowing or NaN weights).
+    std::size_t low_every = 0;  // > 0: block low_every - 1 and every low_every-th after it
+                                // get scale 3 in all columns (the AVX2 kernel's exact
+                                // chunks between its fast ones).
   };
   const Shape shapes[] = {{1, 1, false, false},       {70, 33, false, true},
                           {200, 300, true, false},    {1000, 2100, false, false},
@@ -627,7 +630,8 @@ TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
                           {41, 77, true, false, 0xFE}, {9, 70, false, false, 0xFF},
                           // Special codes and an Inf in x under a normal scale: the
                           // AVX2 kernel's folded-scale path meets -0 * Inf.
-                          {64, 200, false, true, 0x7F}};
+                          {64, 200, false, true, 0x7F},
+                          {40, 2000, true, false, -1, 11}};
   static SerialExecutor serial;
   static ThreadPoolExecutor two(2);
   static ThreadPoolExecutor three(3);
@@ -638,6 +642,14 @@ TEST_P(GemvDenseMxPerTarget, MatchesDenseContract) {
     if (sh.scale >= 0) {
       for (std::size_t j = 0; j < sh.n; ++j) {
         std::fill_n(b.line_scales(j), b.shape.blocks_per_line(), static_cast<std::uint8_t>(sh.scale));
+      }
+    }
+    if (sh.low_every > 0) {
+      const std::size_t blocks = b.shape.blocks_per_line();
+      for (std::size_t j = 0; j < sh.n; ++j) {
+        for (std::size_t blk = sh.low_every - 1; blk < blocks; blk += sh.low_every) {
+          b.line_scales(j)[blk] = 3;
+        }
       }
     }
     std::vector<float> x(sh.k);
