@@ -101,7 +101,8 @@ TRNMX_AVX2_TARGET __m256 DenseFp4ChunkExact(const float* xc, std::size_t valid,
   _mm256_store_ps(a, acc);
   for (std::size_t l = 0; l < kLanes; ++l) {
     for (std::size_t i = 0; i < valid; ++i) {
-      const std::uint32_t code = (bytes[l][i / 2] >> (4 * (i % 2))) & 0xFu;
+      const std::uint32_t code =
+          MxElementCode(MxFormat::kMxfp4, bytes[l] + (i / kMxK) * (kMxK / 2), i % kMxK);
       const float w = MxScaledValue(values[code], sc[l][kChunkBlocks * ch + i / kMxK]);
       a[l] = std::fma(xc[i], w, a[l]);
     }
