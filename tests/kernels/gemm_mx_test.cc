@@ -530,9 +530,10 @@ TEST_P(GemmMxMxPerTarget, Pair16NanCodesInWindowRows) {
   CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), "pair16 NaN codes", GetParam());
 }
 
-// M <= 4 with MXFP4 weights: the streaming GEMV path (AVX2 and AVX-512 targets),
-// with K tails inside a 4-block chunk, N tails inside a 16-column group,
-// extreme scales, and enough work for the threads to split N.
+// M <= 4 with MXFP4 weights: the streaming GEMV path (AVX2 and AVX-512 targets;
+// E3M2 and E4M3 activations in 2 and 3 int8 planes), with K tails inside a
+// 4-block chunk, N tails inside a 16-column group, extreme scales, NaN codes
+// in the activations, and enough work for the threads to split N.
 TEST_P(GemmMxMxPerTarget, GemvShapes) {
   std::mt19937_64 rng(TestSeed() ^ 0x2005);
   struct Shape {
@@ -544,6 +545,8 @@ TEST_P(GemmMxMxPerTarget, GemvShapes) {
       {MxFormat::kMxfp4, 1, 3001, 800, false}, {MxFormat::kMxfp4, 1, 333, 1000, true},
       {MxFormat::kMxfp6E2M3, 1, 47, 97, true}, {MxFormat::kMxint8, 2, 129, 160, true},
       {MxFormat::kMxfp4, 4, 300, 64, true},    {MxFormat::kMxint8, 1, 1600, 1400, false},
+      {MxFormat::kMxfp8E4M3, 1, 333, 1000, true}, {MxFormat::kMxfp8E4M3, 3, 1030, 600, false},
+      {MxFormat::kMxfp6E3M2, 1, 47, 97, true},    {MxFormat::kMxfp6E3M2, 2, 130, 300, false},
   };
   for (const Shape& sh : shapes) {
     Case cs{sh.m, sh.n, sh.k, {}, false};
@@ -556,6 +559,37 @@ TEST_P(GemmMxMxPerTarget, GemvShapes) {
                        "gemv " + PairName(sh.fa, MxFormat::kMxfp4), GetParam()))
       return;
   }
+}
+
+// E4M3 activations of the top binades (|a| in [256, 448], one sign) against
+// positive weights: block sums of 2^24 to 2^28, which float(S) rounds in the
+// 3-plane GEMV; the bits must still be one rounding of S * 2^e. Then the same
+// with a NaN code (and no special scale) in one block: every output NaN.
+TEST_P(GemmMxMxPerTarget, GemvE4M3LargeBlockSumsAndNanCodes) {
+  std::mt19937_64 rng(TestSeed() ^ 0x2006);
+  Case cs{1, 77, 640, {}, false};
+  MxTestTensor a = MakeRandomCodes(MxFormat::kMxfp8E4M3, BlockAxis::kRows, cs.m, cs.k, 0, rng,
+                                   false, false);
+  MxTestTensor b =
+      MakeRandomCodes(MxFormat::kMxfp4, BlockAxis::kCols, cs.k, cs.n, 0, rng, false, false);
+  std::uniform_int_distribution<unsigned> pick(0, 14);
+  for (std::size_t i = 0; i < cs.k; ++i) {  // 0x70 .. 0x7E: 256 .. 448, no NaN.
+    a.line_codes(0)[i] = static_cast<std::uint8_t>(0x70 + pick(rng));
+  }
+  for (std::size_t j = 0; j < cs.n; ++j) {  // E2M1 codes 1 .. 7: 0.5 .. 6.
+    for (std::size_t i = 0; i < cs.k / 2; ++i) {
+      b.line_codes(j)[i] = static_cast<std::uint8_t>((1 + pick(rng) % 7) | (1 + pick(rng) % 7) << 4);
+    }
+  }
+  const std::vector<float> c_old(cs.m * cs.n, 0.0f);
+  if (!CheckOnTarget(a, b, cs, c_old, ExpectedC(a, b, cs, c_old, {}), "gemv E4M3 large sums",
+                     GetParam())) {
+    return;
+  }
+  a.line_codes(0)[5 * 32 + 7] = 0xFF;
+  const std::vector<float> expected = ExpectedC(a, b, cs, c_old, {});
+  EXPECT_TRUE(std::isnan(expected[0]));
+  CheckOnTarget(a, b, cs, c_old, expected, "gemv E4M3 NaN code", GetParam());
 }
 
 // alpha, beta (with NaN in C ignored when beta == 0), bias, BF16 output.

@@ -7,6 +7,8 @@
 //   M <= 4, MXFP4 weights, activations    int32, VNNI vpdpbusd or    MxGemvFp4Vnni / MxGemvFp4Avx2
 //     E2M1 / E2M3 / MXINT8                vpmaddubsw, weights          (AVX-512 VNNI / AVX2;
 //                                         streamed once                RunGemvFp4)
+//     E3M2 / E4M3                         the same in 2 / 3 int8       MxGemvFp4PlanesAvx2
+//                                         planes of the activations    (x86 targets)
 //   E2M1 / E2M3 / MXINT8 x same class     int32, VNNI vpdpbusd       MxTileQuadI8Vnni (AVX-512 VNNI)
 //     (portable targets, or with E3M2)    FP32 FMA (|S| < 2^23)      MxTileFlat<float>
 //   E4M3 x E4M3 or a small format         int16 VNNI vpdpwssd,       MxTilePair16Vnni (AVX-512 VNNI)

@@ -114,20 +114,26 @@ TRNMX_AVX2_TARGET __m256 DenseFp4ChunkExact(const float* xc, std::size_t valid,
 
 // GEMV, MX activations x MXFP4 weights (gemm_mx_kernels.h MxGemvArgs): per
 // group of 8 columns and chunk of 4 blocks, per column two 32-byte loads,
-// nibbles through a vpshufb table to w + 12 (0..24, unsigned), vpmaddubsw
-// against the even / odd activation bytes (pairs |.| <= 2 * 24 * 128: no
-// saturation), vpmaddwd to int32, a vphaddd tree to one int32 per (block,
-// column), plus -12 * sum a: the exact block sum S (|S| < 2^16). Then per
-// block y = fl32(S * 2^e), e = ea + sb - 128, computed as float(S) * 2^e when
-// every lane's 2^e is a normal FP32 value with S * 2^e normal (the product is
-// exact), otherwise per lane in FP64 with one rounding (also NaN for scale
-// FF); acc = fl32(acc + y) in block order.
-TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::size_t j1,
-                                     float* acc_out) {
+// nibbles through a vpshufb table to w + 12 (0..24, unsigned), per activation
+// plane vpmaddubsw against its even / odd bytes (pairs |.| <= 2 * 24 * 128,
+// two pairs <= 12288: no saturation) and vpmaddwd by the plane's weight (1,
+// 2^7, 2^14) to int32, the planes added, a vphaddd tree to one int32 per
+// (block, column), plus -12 * sum a: the exact block sum S (|S| < 2^28).
+// Then per block y = fl32(S * 2^e), e = ea + sb - 128, computed as float(S)
+// * 2^e when every lane's 2^e is a normal FP32 value with S * 2^e normal
+// (float(S) rounds S once, to nearest even, and the scaling is exact),
+// otherwise per lane in FP64 with one rounding (also NaN for scale FF);
+// acc = fl32(acc + y) in block order.
+template <std::size_t kPlanes>
+TRNMX_AVX2_TARGET void MxGemvFp4PlanesT(const MxGemvArgs& g, std::size_t j0, std::size_t j1,
+                                        float* acc_out) {
+  static_assert(kPlanes >= 1 && kPlanes <= 3);
   const __m256i lut = _mm256_broadcastsi128_si256(
       _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
   const __m256i nibble = _mm256_set1_epi8(0x0F);
-  const __m256i ones16 = _mm256_set1_epi16(1);
+  // vpmaddwd factors of the planes' int16 pair sums: 1, 2^7, 2^14.
+  const __m256i plane_weight[3] = {_mm256_set1_epi16(1), _mm256_set1_epi16(1 << 7),
+                                   _mm256_set1_epi16(1 << 14)};
   const __m256i byte_mask = _mm256_set1_epi32(0xFF);
   const std::size_t chunks = (g.blocks + kChunkBlocks - 1) / kChunkBlocks;
   alignas(32) std::uint8_t tail[kLanes][kChunkBytes];
@@ -148,10 +154,12 @@ TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::s
       for (std::size_t l = 0; l < kLanes; ++l) bytes[l] = ChunkBytes(col[l], ch, nb, tail[l]);
       __m256i s[kChunkBlocks];  // s[b]: block b's S, lane = column.
       for (std::size_t h = 0; h < 2; ++h) {
-        const __m256i ae = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(g.a_even + kChunkBytes * ch + 32 * h));
-        const __m256i ao = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(g.a_odd + kChunkBytes * ch + 32 * h));
+        __m256i ae[kPlanes], ao[kPlanes];
+        for (std::size_t i = 0; i < kPlanes; ++i) {
+          const std::size_t at = i * g.plane_stride + kChunkBytes * ch + 32 * h;
+          ae[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.a_even + at));
+          ao[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.a_odd + at));
+        }
         __m256i p[kLanes];  // Lanes 0-3: block 2h, lanes 4-7: block 2h + 1.
 #pragma GCC unroll 8
         for (std::size_t l = 0; l < kLanes; ++l) {
@@ -159,8 +167,12 @@ TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::s
           const __m256i wl = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nibble));
           const __m256i wh =
               _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
-          p[l] = _mm256_madd_epi16(
-              _mm256_add_epi16(_mm256_maddubs_epi16(wl, ae), _mm256_maddubs_epi16(wh, ao)), ones16);
+          for (std::size_t i = 0; i < kPlanes; ++i) {
+            const __m256i q = _mm256_madd_epi16(
+                _mm256_add_epi16(_mm256_maddubs_epi16(wl, ae[i]), _mm256_maddubs_epi16(wh, ao[i])),
+                plane_weight[i]);
+            p[l] = i == 0 ? q : _mm256_add_epi32(p[l], q);
+          }
         }
         const __m256i q0 =
             _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
@@ -208,6 +220,20 @@ TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::s
     alignas(32) float out[kLanes];
     _mm256_store_ps(out, acc);
     for (std::size_t l = 0; l < kLanes && jg + l < j1; ++l) acc_out[jg - j0 + l] = out[l];
+  }
+}
+
+TRNMX_AVX2_TARGET void MxGemvFp4Avx2(const MxGemvArgs& g, std::size_t j0, std::size_t j1,
+                                     float* acc_out) {
+  MxGemvFp4PlanesT<1>(g, j0, j1, acc_out);
+}
+
+TRNMX_AVX2_TARGET void MxGemvFp4PlanesAvx2(const MxGemvArgs& g, std::size_t j0, std::size_t j1,
+                                           float* acc_out) {
+  if (g.planes == 2) {
+    MxGemvFp4PlanesT<2>(g, j0, j1, acc_out);
+  } else {
+    MxGemvFp4PlanesT<3>(g, j0, j1, acc_out);
   }
 }
 

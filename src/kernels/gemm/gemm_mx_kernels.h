@@ -92,21 +92,27 @@ struct MxTileKernel {
   std::size_t cols = 0;
 };
 
-// Streaming GEMV for MXFP4 weights (B, K x N, kCols) and one row of int8-class
-// activations (E2M1 / E2M3 / MXINT8): reads every weight byte once. Per
-// block: S = sum (w + 12) * a - 12 * sum a with w = 2 * E2M1 value (vpshufb
-// of the nibbles; vpdpbusd or vpmaddubsw), exact in int32; one column per
-// vector lane, FP32 accumulation per column in block order (formats.md
-// section 10).
-//   a_even / a_odd: the activation's int8 values (units 2^qa) of the even and
-//     odd elements, 16 per block, blocks padded to a multiple of 4 with 0
-//     and 64 bytes more;
+// Streaming GEMV for MXFP4 weights (B, K x N, kCols) and one row of MX
+// activations: reads every weight byte once. Per block: S = sum (w + 12) * a
+// - 12 * sum a with w = 2 * E2M1 value (vpshufb of the nibbles; vpdpbusd or
+// vpmaddubsw), exact in int32; one column per vector lane, FP32 accumulation
+// per column in block order (formats.md section 10). Activations whose
+// values (units 2^qa) are int8 (E2M1 / E2M3 / MXINT8) take one plane; wider
+// ones (E3M2: |a| < 2^9, E4M3: |a| < 2^18) are split into `planes` int8
+// planes, a = p0 + 2^7 p1 + 2^14 p2 with p_i = sign(a) * (7-bit digit i of
+// |a|), whose block sums are combined in int32 (|S| < 2^28).
+//   a_even / a_odd: plane i's int8 values of the even and odd elements at
+//     a_even + i * plane_stride (a_odd likewise), 16 per block, blocks padded
+//     to a multiple of 4 with 0 and 64 bytes more;
 //   corr: per chunk of 4 blocks, 16 int32 with -12 * (sum of block b's
 //     activation values) in lane 4 b and 0 elsewhere;
-//   ea[blk] = sa - 127 + qa, or kMxScaleNanExponent for scale FF.
+//   ea[blk] = sa - 127 + qa, or kMxScaleNanExponent for scale FF or a block
+//     holding a NaN code.
 struct MxGemvArgs {
   const std::int8_t* a_even = nullptr;
   const std::int8_t* a_odd = nullptr;
+  std::size_t planes = 1;        // 1 (gemv_fp4), 2 or 3 (gemv_fp4_planes).
+  std::size_t plane_stride = 0;  // Bytes from one plane to the next.
   const std::int32_t* corr = nullptr;  // 16 per chunk (see above).
   const std::int32_t* ea = nullptr;
   std::size_t blocks = 0;  // ceil(K / 32)
@@ -140,6 +146,7 @@ struct MxTileKernels {
   MxTileKernel quad_i8;   // E2M1 / E2M3 / MXINT8 pairs: AVX-512 VNNI vpdpbusd.
   MxTileKernel pair_i16;  // E4M3 x (E4M3 or small): AVX-512 VNNI vpdpwssd.
   MxGemvFn gemv_fp4 = nullptr;           // AVX-512 VNNI or AVX2.
+  MxGemvFn gemv_fp4_planes = nullptr;    // 2 or 3 activation planes: AVX2 (on AVX-512 too).
   DenseGemvFn gemv_dense_fp4 = nullptr;  // AVX-512 VNNI or AVX2.
   const char* gemv_name = "none";        // Of the two GEMVs: "avx512-vnni", "avx2".
 };
@@ -175,6 +182,7 @@ bool CpuHasAvx512Vnni();
 // AVX-512 ones above): 8 columns per vector, vpmaddubsw block sums for MX
 // activations, a vpshufb weight decode and one scale multiply for dense ones.
 void MxGemvFp4Avx2(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
+void MxGemvFp4PlanesAvx2(const MxGemvArgs& args, std::size_t j0, std::size_t j1, float* acc);
 void GemvDenseFp4Avx2(const float* x, std::size_t k, const std::uint8_t* codes,
                       std::size_t codes_stride, const std::uint8_t* scales,
                       std::size_t scales_stride, std::size_t j0, std::size_t j1, float* out);

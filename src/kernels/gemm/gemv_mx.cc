@@ -19,16 +19,35 @@ namespace {
 // M up to this many rows with MXFP4 weights stream B once per row.
 constexpr std::size_t kGemvMaxRows = 4;
 
+// The int8 planes (MxGemvArgs) of an activation format: 1 for int8 values,
+// else 7-bit digits of the largest finite |value| (units 2^q): E3M2 2, E4M3
+// 3; 0 where three do not hold it (E5M2).
+std::size_t GemvPlanes(const FormatTable& t) {
+  if (t.int8) return 1;
+  std::int32_t top = 0;
+  for (const std::int32_t v : t.value_i32) top = std::max(top, v < 0 ? -v : v);
+  const int bits = std::bit_width(static_cast<std::uint32_t>(top));
+  return t.wide || bits > 21 ? 0 : static_cast<std::size_t>((bits + 6) / 7);
+}
+
+// The kernel for `planes` activation planes (nullptr: none on this target).
+MxGemvFn GemvKernel(std::size_t planes, const MxTileKernels& kernels) {
+  if (planes == 1) return kernels.gemv_fp4;
+  return planes == 0 ? nullptr : kernels.gemv_fp4_planes;
+}
+
 }  // namespace
 
 // Rows of A one at a time against MXFP4 weights, streaming B once per row.
 Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std::size_t n,
                   std::size_t k, const GemmOutput& c, const GemmParams& params,
                   Executor& pool) {
-  const MxGemvFn kernel = CurrentMxTileKernels().gemv_fp4;
+  const std::size_t planes = GemvPlanes(*ra.table);
+  const MxGemvFn kernel = GemvKernel(planes, CurrentMxTileKernels());
   const std::size_t blocks = CeilDiv(k, kMxK);
   const std::size_t padded = RoundUp(blocks, 4) * (kMxK / 2);
-  std::vector<std::int8_t> a_even(padded + 64), a_odd(padded + 64);
+  const std::size_t plane_stride = padded + 64;
+  std::vector<std::int8_t> a_even(planes * plane_stride), a_odd(planes * plane_stride);
   std::vector<std::int32_t> corr(RoundUp(blocks, 4) * 4), ea(blocks);
   SerialExecutor serial;
   Executor& executor = ExecutorFor(static_cast<double>(n) * static_cast<double>(k),
@@ -41,6 +60,8 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
   MxGemvArgs g;
   g.a_even = a_even.data();
   g.a_odd = a_odd.data();
+  g.planes = planes;
+  g.plane_stride = plane_stride;
   g.corr = corr.data();
   g.ea = ea.data();
   g.blocks = blocks;
@@ -55,13 +76,20 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
     for (std::size_t b = 0; b < blocks; ++b) {
       ra.Codes(i, b, codes);  // Codes past K read as 0: those products vanish.
       std::int32_t sum = 0;
-      for (std::size_t e = 0; e < kMxK / 2; ++e) {
-        a_even[b * (kMxK / 2) + e] = ra.table->value_i8[codes[2 * e]];
-        a_odd[b * (kMxK / 2) + e] = ra.table->value_i8[codes[2 * e + 1]];
-        sum += ra.table->value_i8[codes[2 * e]] + ra.table->value_i8[codes[2 * e + 1]];
+      std::uint32_t nan = 0;
+      for (std::size_t e = 0; e < kMxK; ++e) {
+        const std::int32_t v = ra.table->value_i32[codes[e]];  // 0 for NaN codes.
+        nan |= ra.table->nan[codes[e]];
+        sum += v;
+        const std::int32_t mag = v < 0 ? -v : v;
+        std::int8_t* plane0 = (e % 2 == 0 ? a_even.data() : a_odd.data()) + b * (kMxK / 2) + e / 2;
+        for (std::size_t p = 0; p < planes; ++p) {
+          const std::int32_t digit = planes == 1 ? mag : (mag >> (7 * p)) & 0x7F;
+          plane0[p * plane_stride] = static_cast<std::int8_t>(v < 0 ? -digit : digit);
+        }
       }
       corr[4 * b] = -12 * sum;  // Lane 4 (b % 4) of chunk b / 4; the other lanes stay 0.
-      ea[b] = ra.Exponent(i, b);
+      ea[b] = nan != 0 ? kMxScaleNanExponent : ra.Exponent(i, b);
     }
     executor.ParallelFor(tasks, [&](std::size_t t) {
       const std::size_t j0 = t * per_task;
@@ -76,8 +104,16 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
 
 const char* GemvMxfp4KernelName() { return CurrentMxTileKernels().gemv_name; }
 
+const char* MxGemvKernelName(MxFormat a, MxFormat b, std::size_t m) {
+  const MxTileKernels& kernels = CurrentMxTileKernels();
+  const std::size_t planes = GemvPlanes(GetFormatTable(a));
+  if (!UseGemv(GetFormatTable(a), b, m, kernels)) return nullptr;
+  return planes == 1 ? kernels.gemv_name : planes == 2 ? "avx2, 2 planes" : "avx2, 3 planes";
+}
+
 bool UseGemv(const FormatTable& ta, MxFormat fb, std::size_t m, const MxTileKernels& kernels) {
-  return m <= kGemvMaxRows && fb == MxFormat::kMxfp4 && ta.int8 && kernels.gemv_fp4 != nullptr;
+  return m <= kGemvMaxRows && fb == MxFormat::kMxfp4 &&
+         GemvKernel(GemvPlanes(ta), kernels) != nullptr;
 }
 
 bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,

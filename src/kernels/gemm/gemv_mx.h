@@ -17,7 +17,10 @@
 #ifndef TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
 #define TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
 
+#include <cstddef>
+
 #include "trnmx/executor.h"
+#include "trnmx/formats/mx_format.h"
 #include "trnmx/gemm.h"
 
 namespace trnmx::internal {
@@ -29,6 +32,11 @@ namespace trnmx::internal {
 // Preconditions: the call was validated by Gemm() (shapes agree).
 bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
                  const GemmParams& params, Executor& executor);
+
+// The streaming GEMV kernel (RunGemvFp4) GemmMxMx runs an M-row product of MX
+// formats a x b with on the current target ("avx512-vnni", "avx2", "avx2, 3
+// planes", ...), or nullptr when it takes its tiled paths (benchmark labels).
+const char* MxGemvKernelName(MxFormat a, MxFormat b, std::size_t m);
 
 // The current target's MXFP4 GEMV kernels (this one and GemmMxMx's M <= 4
 // path): "avx512-vnni", "avx2" or "none" (benchmark labels).
