@@ -4,8 +4,9 @@
 //   (a) Copy/*        64 MiB: non-temporal streaming copy (the bandwidth
 //                     ceiling, shared/reference/machine.md) and glibc memcpy.
 //   (b) Dram/*        64 MiB of FP32 in, one thread: FP32 -> BF16 (BulkEncode
-//                     with a SerialExecutor) and FP32 -> MXFP8 E4M3 / MXFP4
-//                     through QuantizeMxLineSimd over the whole buffer as one
+//                     with a SerialExecutor) and FP32 -> MXFP8 E4M3 / MXFP6
+//                     E2M3 / MXFP4 through QuantizeMxLineSimd over the whole
+//                     buffer as one
 //                     line. Outputs >= 8 MiB use non-temporal stores.
 //                     Dram/Bf16In_*: 64 MiB of BF16 in, through the public
 //                     QuantizeMxInto on the calling thread.
@@ -194,6 +195,9 @@ void BM_Dram_Bf16In_Mxfp8E4M3(benchmark::State& state) {
 void BM_Dram_Bf16In_Mxfp4(benchmark::State& state) {
   MxBf16In(state, MxFormat::kMxfp4, kDramElems * 2);
 }
+void BM_Dram_Bf16In_Mxfp6E2M3(benchmark::State& state) {
+  MxBf16In(state, MxFormat::kMxfp6E2M3, kDramElems * 2);
+}
 void BM_InCache_Bf16In_Mxfp8E4M3(benchmark::State& state) {
   MxBf16In(state, MxFormat::kMxfp8E4M3, kCacheElems);
 }
@@ -201,6 +205,7 @@ void BM_InCache_Bf16In_Mxfp4(benchmark::State& state) {
   MxBf16In(state, MxFormat::kMxfp4, kCacheElems);
 }
 void BM_Dram_Mxfp8E4M3(benchmark::State& state) { MxLine(state, MxFormat::kMxfp8E4M3, kDramElems); }
+void BM_Dram_Mxfp6E2M3(benchmark::State& state) { MxLine(state, MxFormat::kMxfp6E2M3, kDramElems); }
 void BM_Dram_Mxfp4(benchmark::State& state) { MxLine(state, MxFormat::kMxfp4, kDramElems); }
 void BM_InCache_Bf16(benchmark::State& state) { EncodeBf16(state, kCacheElems); }
 void BM_Dram_E4M3(benchmark::State& state) { EncodeE4M3(state, kDramElems); }
@@ -242,8 +247,10 @@ BENCHMARK(BM_Copy_Stream)->UseRealTime();
 BENCHMARK(BM_Copy_Memcpy)->UseRealTime();
 BENCHMARK(BM_Dram_Bf16)->UseRealTime();
 BENCHMARK(BM_Dram_Mxfp8E4M3)->UseRealTime();
+BENCHMARK(BM_Dram_Mxfp6E2M3)->UseRealTime();
 BENCHMARK(BM_Dram_Mxfp4)->UseRealTime();
 BENCHMARK(BM_Dram_Bf16In_Mxfp8E4M3)->UseRealTime();
+BENCHMARK(BM_Dram_Bf16In_Mxfp6E2M3)->UseRealTime();
 BENCHMARK(BM_Dram_Bf16In_Mxfp4)->UseRealTime();
 BENCHMARK(BM_InCache_Bf16)->UseRealTime();
 BENCHMARK(BM_InCache_Mxfp8E4M3)->UseRealTime();

@@ -325,9 +325,12 @@ void BM_ReadBandwidth(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
-void BM_GemvMxfp4(benchmark::State& state) {
+// MX activations (MXFP4, or MXFP8 E4M3 for issue 14's MXFP8 row) x the MXFP4
+// weights through internal::GemmMxMx; the label names the kernel when the
+// streaming GEMV applies to the pairing, else the tiled MX path.
+void RunGemvMx(benchmark::State& state, MxFormat activations) {
   const MxBuffer& w = GemvWeights();
-  const MxBuffer x = MakeRandom(MxFormat::kMxfp4, BlockAxis::kRows, 1, kGemvK, 4);
+  const MxBuffer x = MakeRandom(activations, BlockAxis::kRows, 1, kGemvK, 4);
   std::vector<float> y(kGemvN);
   Executor& ex = Pool(static_cast<std::size_t>(state.range(0)));
   const GemmOperand ga = GemmOperand::Mx(x.view());
@@ -342,8 +345,13 @@ void BM_GemvMxfp4(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemvK * kGemvN,
                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string("gemv ") + internal::GemvMxfp4KernelName());
+  const char* gemv = internal::MxGemvKernelName(activations, MxFormat::kMxfp4, 1);
+  state.SetLabel(gemv != nullptr ? std::string("gemv ") + gemv
+                                 : std::string("tiled ") +
+                                       internal::GemmMxMxPathName(activations, MxFormat::kMxfp4));
 }
+void BM_GemvMxfp4(benchmark::State& state) { RunGemvMx(state, MxFormat::kMxfp4); }
+void BM_GemvMxfp8xMxfp4(benchmark::State& state) { RunGemvMx(state, MxFormat::kMxfp8E4M3); }
 // Cache-resident weights (K 8192, N 512: 2.1 MB): the kernel's compute rate.
 void BM_GemvMxfp4Cached(benchmark::State& state) {
   constexpr std::size_t kN = 512;
@@ -365,21 +373,26 @@ BENCHMARK(BM_GemvMxfp4Cached)->Arg(8192)->Arg(8064)->ArgName("K")->Unit(benchmar
 
 BENCHMARK(BM_GemvMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
     ->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_GemvMxfp8xMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->MinTime(2.0);
 
-// Dense FP32 activations x the same MXFP4 weights through the public Gemm
-// (gemm.h dense x MX contract: FP32 FMA chain per output in K order), which
-// streams the weights with internal::GemvDenseMx where that applies (AVX2 or
-// AVX-512 targets) and takes the dense path elsewhere; the label names the
-// path and kernel.
-void BM_GemvDenseFp32xMxfp4(benchmark::State& state) {
+// Dense FP32 or BF16 activations x the same MXFP4 weights through the public
+// Gemm (gemm.h dense x MX contract: FP32 FMA chain per output in K order,
+// BF16 widened exactly), which streams the weights with internal::GemvDenseMx
+// where that applies (AVX2 or AVX-512 targets) and takes the dense path
+// elsewhere; the label names the path and kernel.
+void RunGemvDense(benchmark::State& state, bool bf16) {
   const MxBuffer& w = GemvWeights();
   std::vector<float> x(kGemvK);
   std::mt19937_64 rng(6);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (auto& v : x) v = normal(rng);
+  std::vector<Bf16> x16(kGemvK);
+  for (std::size_t i = 0; i < kGemvK; ++i) x16[i] = Fp32ToBf16Rne(x[i]);
   std::vector<float> y(kGemvN);
   Executor& ex = Pool(static_cast<std::size_t>(state.range(0)));
-  const GemmOperand ga = GemmOperand::Fp32(x.data(), 1, kGemvK, kGemvK);
+  const GemmOperand ga = bf16 ? GemmOperand::Bf16(x16.data(), 1, kGemvK, kGemvK)
+                              : GemmOperand::Fp32(x.data(), 1, kGemvK, kGemvK);
   const GemmOperand gb = GemmOperand::Mx(w.view());
   const GemmOutput gc = GemmOutput::Fp32(y.data(), 1, kGemvN, kGemvN);
   state.SetLabel(internal::GemvDenseMx(ga, gb, gc, {}, ex)
@@ -390,12 +403,17 @@ void BM_GemvDenseFp32xMxfp4(benchmark::State& state) {
     if (!s.ok()) state.SkipWithError(s.message().c_str());
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(w.bytes() + 4 * kGemvK),
+  const double x_bytes = static_cast<double>(kGemvK * (bf16 ? 2 : 4));
+  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(w.bytes()) + x_bytes,
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemvK * kGemvN,
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_GemvDenseFp32xMxfp4(benchmark::State& state) { RunGemvDense(state, false); }
+void BM_GemvDenseBf16xMxfp4(benchmark::State& state) { RunGemvDense(state, true); }
 BENCHMARK(BM_GemvDenseFp32xMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_GemvDenseBf16xMxfp4)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
     ->UseRealTime()->MinTime(2.0);
 
 // The same with cache-resident weights (K 8192, N 512: 2.1 MB): the dense
@@ -437,34 +455,40 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (it == run.counters.end()) continue;
       const std::string name = run.run_name.str();
       if (name.rfind("BM_ReadBandwidth", 0) == 0) read_ = it->second.value;
-      if (name.rfind("BM_GemvMxfp4/threads:1", 0) == 0) gemv1_ = it->second.value;
-      if (name.rfind("BM_GemvMxfp4/threads:2", 0) == 0) gemv2_ = it->second.value;
-      if (name.rfind("BM_GemvDenseFp32xMxfp4/threads:1", 0) == 0) dense1_ = it->second.value;
+      for (Gemv& g : gemvs_) {
+        for (int t = 0; t < 2; ++t) {
+          if (name.rfind(g.name + "/threads:" + std::to_string(t + 1), 0) == 0) {
+            g.rate[t] = it->second.value;
+          }
+        }
+      }
     }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    if (read_ > 0 && gemv1_ > 0) {
-      std::printf("MXFP4 GEMV (M=1, K=%zu, N=%zu) / single-thread read bandwidth: %.3f "
-                  "(%.2f / %.2f GB/s, weights + scales)\n",
-                  kGemvK, kGemvN, gemv1_ / read_, gemv1_ * 1e-9, read_ * 1e-9);
-    }
-    if (read_ > 0 && dense1_ > 0) {
-      std::printf("FP32 x MXFP4 GEMV (dense activations) / single-thread read bandwidth: %.3f (%.2f GB/s)\n",
-                  dense1_ / read_, dense1_ * 1e-9);
-    }
-    if (read_ > 0 && gemv2_ > 0) {
-      std::printf("  with 2 threads: %.3f of the single-thread read bandwidth (%.2f GB/s)\n",
-                  gemv2_ / read_, gemv2_ * 1e-9);
+    if (read_ <= 0) return;
+    std::printf("GEMVs (M=1, K=%zu, N=%zu, MXFP4 weights) / single-thread read bandwidth "
+                "(%.2f GB/s):\n", kGemvK, kGemvN, read_ * 1e-9);
+    for (const Gemv& g : gemvs_) {
+      if (g.rate[0] <= 0) continue;
+      std::printf("  %-22s %.3f (%.2f GB/s)", g.what, g.rate[0] / read_, g.rate[0] * 1e-9);
+      if (g.rate[1] > 0) std::printf("; 2 threads %.2fx of 1", g.rate[1] / g.rate[0]);
+      std::printf("\n");
     }
   }
 
  private:
+  struct Gemv {
+    std::string name;
+    const char* what;
+    double rate[2] = {0.0, 0.0};  // bytes/s with 1 and 2 threads.
+  };
   double read_ = 0.0;
-  double gemv1_ = 0.0;
-  double gemv2_ = 0.0;
-  double dense1_ = 0.0;
+  Gemv gemvs_[4] = {{"BM_GemvMxfp4", "MXFP4 activations"},
+                    {"BM_GemvMxfp8xMxfp4", "MXFP8 activations"},
+                    {"BM_GemvDenseBf16xMxfp4", "BF16 activations"},
+                    {"BM_GemvDenseFp32xMxfp4", "FP32 activations"}};
 };
 
 // --target=NAME (a Highway target name such as AVX2): dispatch restricted to

@@ -59,6 +59,25 @@ class GemmRows(unittest.TestCase):
         self.assertIn("no peer", r["note"])
 
 
+class MxRows(unittest.TestCase):
+    def test_gemv_against_read_bandwidth_and_two_thread_speedup_on_wall_time(self):
+        gemv = "BM_GemvMxfp8xMxfp4/threads:{}/min_time:2.000/real_time"
+        run = {"benchmarks": [
+            gb_iteration("BM_ReadBandwidth/real_time", 1.0, 1.0, **{"bytes/s": 20e9}),
+            dict(gb_iteration(gemv.format(1), 1.0, 0.5, **{"bytes/s": 8e9}), label="gemv avx2"),
+            # The calling thread's CPU time misses the pool's worker: wall only.
+            dict(gb_iteration(gemv.format(2), 1.0, 0.25, **{"bytes/s": 14e9}), label="gemv avx2"),
+        ]}
+        rows = {r["case"]: r for r in compare.mx_rows(run, "wall")}
+        one = rows["MXFP8 x MXFP4 GEMV, same shape"]
+        self.assertEqual((one["trnmx"], one["peer_figure"], one["bar"]), (8.0, 20.0, 0.8))
+        self.assertEqual(one["note"], "kernel gemv avx2")
+        two = rows["MXFP8 x MXFP4 GEMV, 2 threads (wall clock)"]
+        self.assertEqual((two["trnmx"], two["peer_figure"], two["bar"]), (14.0, 8.0, 1.7))
+        self.assertAlmostEqual(two["ratio"], 1.75)
+        self.assertEqual(rows["FP32 x MXFP4 GEMV, 2 threads (wall clock)"]["note"], "not run")
+
+
 class Bulk(unittest.TestCase):
     def test_fastest_copy_is_the_reference_and_numpy_absent_is_said(self):
         bulk = {"benchmarks": [

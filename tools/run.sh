@@ -333,7 +333,7 @@ case "$mode" in
       np_args=(--repeats 5)
     else
       gemm_1t=sq1024,sq2048,sq4096,m1_k4096_n4096,m8_k4096_n4096,m128_k4096_n4096
-      mx_filter='^BM_(GemmMxfp8/M:512/N:4096/K:4096/threads:1|GemmBf16Exact/M:512/N:4096/K:4096/threads:1|GemmMxfp8ViaBf16/M:512/N:4096/K:4096/mode:[0-9]|GemmBf16Mode/M:512/N:4096/K:4096/mode:[0-9]|ReadBandwidth|GemvMxfp4/threads:1|GemvDenseFp32xMxfp4/threads:1)/'
+      mx_filter='^BM_(GemmMxfp8/M:512/N:4096/K:4096/threads:1|GemmBf16Exact/M:512/N:4096/K:4096/threads:1|GemmMxfp8ViaBf16/M:512/N:4096/K:4096/mode:[0-9]|GemmBf16Mode/M:512/N:4096/K:4096/mode:[0-9]|ReadBandwidth|Gemv(Mxfp4|Mxfp8xMxfp4|DenseBf16xMxfp4|DenseFp32xMxfp4)/threads:[12])/'
       bulk_filter='^BM_(Copy_Stream|Copy_Memcpy|Dram_[A-Za-z0-9_]*)/'
       np_args=(--repeats 11)
     fi
