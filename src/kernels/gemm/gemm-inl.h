@@ -71,23 +71,29 @@ using internal::kGemmPanelCols;
 #define TRNMX_GEMM_VECTOR_KERNEL 0
 #endif
 
-template <std::size_t kRows, std::size_t kLanes, std::size_t kRegisters>
+// kPasses: the kernel covers the panel's NR columns in this many passes over
+// K, each with its own accumulators (kNvPass vectors per row).
+template <std::size_t kRows, std::size_t kLanes, std::size_t kRegisters, std::size_t kPasses = 1>
 struct TileShape {
   static constexpr std::size_t kMr = kRows;
   static constexpr std::size_t kNr = kGemmPanelCols;
   static constexpr std::size_t kNv = kNr / kLanes;
+  static constexpr std::size_t kNvPass = kNv / kPasses;
   // Accumulators + the B vectors of one k + one broadcast A value.
   static_assert(kNr % kLanes == 0, "a panel is a whole number of vectors");
-  static_assert(kMr * kNv + kNv + 1 <= kRegisters || kMr * kNv + kMr + 1 <= kRegisters,
-                "the tile must fit the vector registers");
+  static_assert(kNv % kPasses == 0, "a pass is a whole number of vectors");
+  static_assert(kMr * kNvPass + kNvPass + 1 <= kRegisters, "the tile must fit the vector registers");
   // Two FMA pipes of latency 4 need >= 8 independent chains.
-  static_assert(kMr * kNv >= 8, "too few independent accumulators to hide FMA latency");
+  static_assert(kMr * kNvPass >= 8, "too few independent accumulators to hide FMA latency");
 };
 
 #if TRNMX_GEMM_VECTOR_KERNEL
 constexpr std::size_t kLanes = HWY_LANES(float);
 #if HWY_ARCH_X86 && HWY_MAX_BYTES == 32
-using Tile = TileShape<3, kLanes, 16>;  // AVX2: 12 accumulators, 16 ymm.
+// AVX2: 6 rows x 16 columns (12 accumulators, 2 B vectors and a broadcast:
+// 15 of 16 ymm), two passes per 32-column panel. 3 x 32 needed 17 registers,
+// so the compiler re-read one B vector from L1 for every row.
+using Tile = TileShape<6, kLanes, 16, 2>;
 #elif HWY_MAX_BYTES >= 64
 using Tile = TileShape<14, kLanes, 32>;  // AVX-512: 28 accumulators, 32 zmm.
 #else
@@ -112,33 +118,45 @@ HWY_NOINLINE void KernelFp32(std::size_t kc, const float* HWY_RESTRICT ap,
 #if TRNMX_GEMM_VECTOR_KERNEL
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
-  constexpr std::size_t kNv = Tile::kNv;
-  V acc[kRows][kNv];
-  if (load) {
-    for (std::size_t r = 0; r < kRows; ++r) {
-      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::LoadU(d, c + r * ldc + v * kLanes);
+  constexpr std::size_t kNv = Tile::kNvPass;
+  constexpr std::size_t kPassCols = kNv * kLanes;
+  for (std::size_t col = 0; col < kNr; col += kPassCols) {
+    V acc[kRows][kNv];
+    if (load) {
+      for (std::size_t r = 0; r < kRows; ++r) {
+        for (std::size_t v = 0; v < kNv; ++v) {
+          acc[r][v] = hn::LoadU(d, c + r * ldc + col + v * kLanes);
+        }
+      }
+    } else {
+      for (std::size_t r = 0; r < kRows; ++r) {
+        for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::Zero(d);
+      }
     }
-  } else {
-    for (std::size_t r = 0; r < kRows; ++r) {
-      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::Zero(d);
+    const float* HWY_RESTRICT a = ap;
+    const float* HWY_RESTRICT b = bp + col;
+    for (std::size_t k = 0; k < kc; ++k) {
+      // The B row kPrefetchRows ahead, both of its cache lines, in the first
+      // pass (past the end of the panel this touches unrelated memory: a
+      // prefetch never faults).
+      if (col == 0) {
+        hwy::Prefetch(b + kPrefetchRows * ldb);
+        hwy::Prefetch(b + kPrefetchRows * ldb + 16);
+      }
+      V bv[kNv];
+      for (std::size_t v = 0; v < kNv; ++v) bv[v] = hn::LoadU(d, b + v * kLanes);
+      for (std::size_t r = 0; r < kRows; ++r) {
+        const V av = hn::Set(d, a[r]);
+        for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+      }
+      a += kMr;
+      b += ldb;
     }
-  }
-  for (std::size_t k = 0; k < kc; ++k) {
-    // The two cache lines of the B row kPrefetchRows ahead (past the end of
-    // the panel this touches unrelated memory: a prefetch never faults).
-    hwy::Prefetch(bp + kPrefetchRows * ldb);
-    hwy::Prefetch(bp + kPrefetchRows * ldb + 16);
-    V b[kNv];
-    for (std::size_t v = 0; v < kNv; ++v) b[v] = hn::LoadU(d, bp + v * kLanes);
     for (std::size_t r = 0; r < kRows; ++r) {
-      const V a = hn::Set(d, ap[r]);
-      for (std::size_t v = 0; v < kNv; ++v) acc[r][v] = hn::MulAdd(a, b[v], acc[r][v]);
+      for (std::size_t v = 0; v < kNv; ++v) {
+        hn::StoreU(acc[r][v], d, c + r * ldc + col + v * kLanes);
+      }
     }
-    ap += kMr;
-    bp += ldb;
-  }
-  for (std::size_t r = 0; r < kRows; ++r) {
-    for (std::size_t v = 0; v < kNv; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * kLanes);
   }
 #else
   for (std::size_t r = 0; r < kRows; ++r) {
