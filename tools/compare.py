@@ -280,7 +280,7 @@ def table(info, rows, gemm_meta, clock):
     out = [f"CPU {info['cpu']}, {info['cores']} cores, {' '.join(info['isa']) or 'no AVX2'}; "
            f"{info['date']}; commit {info['commit']}; load {info['loadavg']}",
            f"medians of the repetitions; one-thread rows on the {clock} clock (gemm_compare: "
-           f"{(gemm_meta or {}).get('clock', '-')}), the 2-thread row on the wall clock"]
+           f"{(gemm_meta or {}).get('clock', '-')}), 2-thread rows on the wall clock"]
     if gemm_meta:
         out.append(f"OpenBLAS core {gemm_meta.get('openblas_core')} (OPENBLAS_CORETYPE "
                    f"{gemm_meta.get('openblas_coretype') or 'unset'}), oneDNN {gemm_meta.get('onednn')}")
