@@ -79,10 +79,13 @@ struct TileShape {
   static constexpr std::size_t kNr = kGemmPanelCols;
   static constexpr std::size_t kNv = kNr / kLanes;
   static constexpr std::size_t kNvPass = kNv / kPasses;
-  // Accumulators + the B vectors of one k + one broadcast A value.
   static_assert(kNr % kLanes == 0, "a panel is a whole number of vectors");
   static_assert(kNv % kPasses == 0, "a pass is a whole number of vectors");
-  static_assert(kMr * kNvPass + kNvPass + 1 <= kRegisters, "the tile must fit the vector registers");
+  // Accumulators + the B vectors of one k + one broadcast A value, or + the
+  // A values of one k (B then read by each FMA).
+  static_assert(kMr * kNvPass + kNvPass + 1 <= kRegisters ||
+                    kMr * kNvPass + kMr + 1 <= kRegisters,
+                "the tile must fit the vector registers");
   // Two FMA pipes of latency 4 need >= 8 independent chains.
   static_assert(kMr * kNvPass >= 8, "too few independent accumulators to hide FMA latency");
 };
