@@ -345,10 +345,10 @@ void RunGemvMx(benchmark::State& state, MxFormat activations) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * kGemvK * kGemvN,
                                                 benchmark::Counter::kIsIterationInvariantRate);
-  const char* gemv = internal::MxGemvKernelName(activations, MxFormat::kMxfp4, 1);
-  state.SetLabel(gemv != nullptr ? std::string("gemv ") + gemv
-                                 : std::string("tiled ") +
-                                       internal::GemmMxMxPathName(activations, MxFormat::kMxfp4));
+  const std::string gemv = internal::MxGemvKernelName(activations, MxFormat::kMxfp4, 1);
+  state.SetLabel(!gemv.empty() ? "gemv " + gemv
+                               : std::string("tiled ") +
+                                     internal::GemmMxMxPathName(activations, MxFormat::kMxfp4));
 }
 void BM_GemvMxfp4(benchmark::State& state) { RunGemvMx(state, MxFormat::kMxfp4); }
 void BM_GemvMxfp8xMxfp4(benchmark::State& state) { RunGemvMx(state, MxFormat::kMxfp8E4M3); }

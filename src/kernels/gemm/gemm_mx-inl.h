@@ -132,6 +132,7 @@ internal::MxTileKernels GetMxTileKernels() {
   // Every CPU these targets run on has AVX2 + FMA.
   k.gemv_fp4 = &internal::MxGemvFp4Avx2;
   k.gemv_fp4_planes = &internal::MxGemvFp4PlanesAvx2;
+  k.gemv_planes_name = "avx2";
   k.gemv_dense_fp4 = &internal::GemvDenseFp4Avx2;
   k.gemv_name = "avx2";
 #endif

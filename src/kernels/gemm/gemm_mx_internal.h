@@ -36,6 +36,9 @@ struct FormatTable {
   bool small = false;  // Every |v| <= 448 and finite: exact FP32 block sums.
   bool int8 = false;   // Every v in [-128, 127] and finite.
   bool wide = false;   // Some |v| >= 2^18 (E5M2): exact FP64 sums only with a small partner.
+  // Signed int8 planes of 7-bit digits that hold every finite v (MxGemvArgs):
+  // 1 for int8 formats (v itself), E3M2 2, E4M3 3; 0 when wide.
+  std::size_t i8_planes = 0;
   std::array<double, 256> value{};          // v; NaN / +-Inf for the special codes.
   std::array<float, 256> value_f32{};       // Same, for the FP32 path (small formats).
   std::array<std::int8_t, 256> value_i8{};  // Same, for the int8 path (int8 formats).

@@ -149,6 +149,7 @@ struct MxTileKernels {
   MxGemvFn gemv_fp4_planes = nullptr;    // 2 or 3 activation planes: AVX2 (on AVX-512 too).
   DenseGemvFn gemv_dense_fp4 = nullptr;  // AVX-512 VNNI or AVX2.
   const char* gemv_name = "none";        // Of the two GEMVs: "avx512-vnni", "avx2".
+  const char* gemv_planes_name = "none";  // Of gemv_fp4_planes: "avx2".
 };
 
 // The kernel GemmMxMx uses for this pairing on the current target:

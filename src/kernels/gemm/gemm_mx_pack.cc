@@ -48,6 +48,8 @@ FormatTable MakeTable() {
   t.small = finite && max_abs <= 448.0;
   t.int8 = finite && lo >= -128.0 && hi <= 127.0;
   t.wide = max_abs >= 262144.0;  // 2^18
+  const int max_bits = std::bit_width(static_cast<std::uint32_t>(max_abs));
+  t.i8_planes = t.int8 ? 1 : t.wide ? 0 : static_cast<std::size_t>((max_bits + 6) / 7);
   for (std::size_t c = 0; c < 256; ++c) {
     const double v = t.value[c];
     t.value_f32[c] = static_cast<float>(v);

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "internal/checks.h"
@@ -19,18 +20,8 @@ namespace {
 // M up to this many rows with MXFP4 weights stream B once per row.
 constexpr std::size_t kGemvMaxRows = 4;
 
-// The int8 planes (MxGemvArgs) of an activation format: 1 for int8 values,
-// else 7-bit digits of the largest finite |value| (units 2^q): E3M2 2, E4M3
-// 3; 0 where three do not hold it (E5M2).
-std::size_t GemvPlanes(const FormatTable& t) {
-  if (t.int8) return 1;
-  std::int32_t top = 0;
-  for (const std::int32_t v : t.value_i32) top = std::max(top, v < 0 ? -v : v);
-  const int bits = std::bit_width(static_cast<std::uint32_t>(top));
-  return t.wide || bits > 21 ? 0 : static_cast<std::size_t>((bits + 6) / 7);
-}
-
-// The kernel for `planes` activation planes (nullptr: none on this target).
+// The kernel for `planes` activation planes (FormatTable::i8_planes; nullptr:
+// none on this target).
 MxGemvFn GemvKernel(std::size_t planes, const MxTileKernels& kernels) {
   if (planes == 1) return kernels.gemv_fp4;
   return planes == 0 ? nullptr : kernels.gemv_fp4_planes;
@@ -42,7 +33,7 @@ MxGemvFn GemvKernel(std::size_t planes, const MxTileKernels& kernels) {
 Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std::size_t n,
                   std::size_t k, const GemmOutput& c, const GemmParams& params,
                   Executor& pool) {
-  const std::size_t planes = GemvPlanes(*ra.table);
+  const std::size_t planes = ra.table->i8_planes;
   const MxGemvFn kernel = GemvKernel(planes, CurrentMxTileKernels());
   const std::size_t blocks = CeilDiv(k, kMxK);
   const std::size_t padded = RoundUp(blocks, 4) * (kMxK / 2);
@@ -84,6 +75,7 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
         const std::int32_t mag = v < 0 ? -v : v;
         std::int8_t* plane0 = (e % 2 == 0 ? a_even.data() : a_odd.data()) + b * (kMxK / 2) + e / 2;
         for (std::size_t p = 0; p < planes; ++p) {
+          // One plane holds v itself (MXINT8's -128 has no 7-bit digit).
           const std::int32_t digit = planes == 1 ? mag : (mag >> (7 * p)) & 0x7F;
           plane0[p * plane_stride] = static_cast<std::int8_t>(v < 0 ? -digit : digit);
         }
@@ -104,16 +96,17 @@ Status RunGemvFp4(const LineReader& ra, const LineReader& rb, std::size_t m, std
 
 const char* GemvMxfp4KernelName() { return CurrentMxTileKernels().gemv_name; }
 
-const char* MxGemvKernelName(MxFormat a, MxFormat b, std::size_t m) {
+std::string MxGemvKernelName(MxFormat a, MxFormat b, std::size_t m) {
   const MxTileKernels& kernels = CurrentMxTileKernels();
-  const std::size_t planes = GemvPlanes(GetFormatTable(a));
-  if (!UseGemv(GetFormatTable(a), b, m, kernels)) return nullptr;
-  return planes == 1 ? kernels.gemv_name : planes == 2 ? "avx2, 2 planes" : "avx2, 3 planes";
+  const FormatTable& ta = GetFormatTable(a);
+  if (!UseGemv(ta, b, m, kernels)) return "";
+  if (ta.i8_planes == 1) return kernels.gemv_name;
+  return std::string(kernels.gemv_planes_name) + ", " + std::to_string(ta.i8_planes) + " planes";
 }
 
 bool UseGemv(const FormatTable& ta, MxFormat fb, std::size_t m, const MxTileKernels& kernels) {
   return m <= kGemvMaxRows && fb == MxFormat::kMxfp4 &&
-         GemvKernel(GemvPlanes(ta), kernels) != nullptr;
+         GemvKernel(ta.i8_planes, kernels) != nullptr;
 }
 
 bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,

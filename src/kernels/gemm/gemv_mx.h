@@ -18,6 +18,7 @@
 #define TRNMX_SRC_KERNELS_GEMM_GEMV_MX_H_
 
 #include <cstddef>
+#include <string>
 
 #include "trnmx/executor.h"
 #include "trnmx/formats/mx_format.h"
@@ -35,8 +36,8 @@ bool GemvDenseMx(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c
 
 // The streaming GEMV kernel (RunGemvFp4) GemmMxMx runs an M-row product of MX
 // formats a x b with on the current target ("avx512-vnni", "avx2", "avx2, 3
-// planes", ...), or nullptr when it takes its tiled paths (benchmark labels).
-const char* MxGemvKernelName(MxFormat a, MxFormat b, std::size_t m);
+// planes", ...), or "" when it takes its tiled paths (benchmark labels).
+std::string MxGemvKernelName(MxFormat a, MxFormat b, std::size_t m);
 
 // The current target's MXFP4 GEMV kernels (this one and GemmMxMx's M <= 4
 // path): "avx512-vnni", "avx2" or "none" (benchmark labels).
