@@ -126,6 +126,9 @@ TEST_P(GemmAccumulatePerTarget, DenseSplitsEqualOneCall) {
   ExpectSplitEqualsWhole(1, 1, MxFormat::kMxfp4, 16, 70, 257, {100}, 2);
   ExpectSplitEqualsWhole(0, 1, MxFormat::kMxfp4, 1, 33, 64, {7, 8}, 3);
   ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 3, 5, 2, {1}, 4);
+  // Continued calls of several K blocks (KC is 192): their chains start from
+  // C also where the blocked driver keeps the partial sums in its scratch.
+  ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 37, 45, 900, {250, 500}, 9);
 }
 
 TEST_P(GemmAccumulatePerTarget, MxSplitsAtBlockBoundariesEqualOneCall) {

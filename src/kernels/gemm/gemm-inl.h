@@ -804,11 +804,20 @@ void BlockedGemm(const DenseGemmArgs& args) {
   tn = CeilDiv(total_panels, panels_per_task);
   const std::size_t tiles_per_task = CeilDiv(m_tiles, tm);
   tm = CeilDiv(m_tiles, tiles_per_task);
-  // Without C as the home of the partial sums, each task keeps them in an
-  // FP32 scratch of its rows x NC, kept near 16 MiB by narrowing NC.
+  // Where the partial sums live between K blocks: C itself, or a task
+  // scratch of its rows x NC in tile order (each MR x 32 tile contiguous).
+  // C's rows lie a row stride apart, so a tile's rows share an L1 set and
+  // evict the B panel the kernel rereads; the scratch's tiles do not. The
+  // FP32 path takes the scratch wherever there is more than one K block and
+  // it fits 16 MiB without narrowing NC (docs/gemm.md), every path when C
+  // cannot hold FP32 partial sums (then NC is narrowed to fit).
+  const std::size_t region_rows = std::min(m, tiles_per_task * kPathMr);
+  constexpr std::size_t kScratchFloats = std::size_t{4} << 20;
+  const bool scratch_fits = RoundUp(region_rows, kPathMr) * nc <= kScratchFloats;
+  const bool use_scratch = !c_is_acc || (!kNative && k > kc && scratch_fits);
   if (!c_is_acc) {
-    const std::size_t region_rows = std::min(m, tiles_per_task * kPathMr);
-    nc = std::min(nc, std::max<std::size_t>(kNr, (std::size_t{4} << 20) / region_rows / kNr * kNr));
+    nc = std::min(nc, std::max<std::size_t>(kNr, kScratchFloats / RoundUp(region_rows, kPathMr) /
+                                                     kNr * kNr));
   }
 
   ex.ParallelFor(tm * tn, [&](std::size_t task) {
@@ -820,8 +829,9 @@ void BlockedGemm(const DenseGemmArgs& args) {
     thread_local AlignedBuffer b_task_buf;
     thread_local AlignedBuffer b_edge;
     thread_local AlignedBuffer scratch_buf;
-    float* const scratch = c_is_acc ? nullptr : scratch_buf.Get((region_i1 - region_i0) * nc);
-    const std::size_t ld_scratch = nc;
+    const std::size_t region_tiles = CeilDiv(region_i1 - region_i0, kPathMr);
+    float* const scratch =
+        use_scratch ? scratch_buf.Get(region_tiles * kPathMr * RoundUp(nc, kNr)) : nullptr;
     // (An odd final K block of the native path packs kc + 1 rows.)
     BElem* bbuf = pack_b ? reinterpret_cast<BElem*>(
                                b_task_buf.Get((kc + 1) * nc * sizeof(BElem) / 4 + 16))
@@ -892,15 +902,6 @@ void BlockedGemm(const DenseGemmArgs& args) {
             const std::size_t cols = std::min(kNr, n - j0);
             const std::size_t rows = std::min(kPathMr, mcur - ir);
             const std::size_t i = i0 + ir;
-            float* accp;
-            std::size_t ldacc;
-            if (c_is_acc) {
-              ldacc = c.row_stride;
-              accp = static_cast<float*>(c.data) + i * ldacc + j0;
-            } else {
-              ldacc = ld_scratch;
-              accp = scratch + (i - region_i0) * ldacc + (j0 - jc);
-            }
             const AElem* a_tile = ap + ir / kPathMr * a_panel;
             auto run = [&](float* out, std::size_t ldo) {
               if constexpr (kAmx) {
@@ -912,37 +913,59 @@ void BlockedGemm(const DenseGemmArgs& args) {
                 kKernels[rows - 1](kcur, a_tile, bp, ldb, out, ldo, !first);
               }
             };
-            if (cols == kNr) {
-              run(accp, ldacc);
+            float* const crow = c_is_acc ? static_cast<float*>(c.data) + i * c.row_stride + j0
+                                         : nullptr;
+            if (scratch != nullptr) {
+              // Tile (jp of the NC block, row tile of the region), all 32
+              // columns (past N the packed B columns are +0).
+              float* const t = scratch + ((j0 - jc) / kNr * region_tiles +
+                                          (i - region_i0) / kPathMr) * (kPathMr * kNr);
+              if (p.accumulate && pc == 0) {  // The chains continue from C.
+                for (std::size_t r = 0; r < rows; ++r) {
+                  std::memcpy(t + r * kNr, crow + r * c.row_stride, cols * sizeof(float));
+                }
+              }
+              run(t, kNr);
+              if (last) Epilogue(c, p, i, i + rows, j0, j0 + cols, t, kNr);
+            } else if (cols == kNr) {
+              run(crow, c.row_stride);
             } else {
               HWY_ALIGN float t[kPathMr * kNr];
               if (!first) {
                 for (std::size_t r = 0; r < rows; ++r) {
-                  std::memcpy(t + r * kNr, accp + r * ldacc, cols * sizeof(float));
+                  std::memcpy(t + r * kNr, crow + r * c.row_stride, cols * sizeof(float));
                 }
               }
               run(t, kNr);
               for (std::size_t r = 0; r < rows; ++r) {
-                std::memcpy(accp + r * ldacc, t + r * kNr, cols * sizeof(float));
+                std::memcpy(crow + r * c.row_stride, t + r * kNr, cols * sizeof(float));
               }
             }
           };
-          // MR rows of A (a 14 x KC micro-panel, 10.5 KiB at KC = 192) stay
-          // in L1 while the B panels stream from L2; the partial sums of
-          // those MR rows are read and written left to right.
-          for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
+          if constexpr (kNative) {
+            // MR rows of A (a 14 x KC micro-panel) stay in L1 while the B
+            // panels stream from L2 (the order these kernels were tuned in).
+            for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
+              for (std::size_t jp = 0; jp < panels; ++jp) {
+                std::size_t ldb;
+                const BElem* bp = panel(jp, &ldb);
+                tile(jp, ir, bp, ldb);
+              }
+            }
+          } else {
+            // Each B panel (KC x 32 floats, 24 KiB) stays in L1 while the
+            // A block's micro-panels stream from L2 through it (BLIS's
+            // order; faster on a Zen 3 than streaming B per A panel, see
+            // docs/gemm.md).
             for (std::size_t jp = 0; jp < panels; ++jp) {
               std::size_t ldb;
               const BElem* bp = panel(jp, &ldb);
-              tile(jp, ir, bp, ldb);
+              for (std::size_t ir = 0; ir < mcur; ir += kPathMr) tile(jp, ir, bp, ldb);
             }
           }
-          if (last && need_epilogue) {
-            const std::size_t j1 = jc + ncur;
-            const float* acc0 = c_is_acc
-                                    ? static_cast<const float*>(c.data) + i0 * c.row_stride + jc
-                                    : scratch + (i0 - region_i0) * ld_scratch;
-            Epilogue(c, p, i0, i0 + mcur, jc, j1, acc0, c_is_acc ? c.row_stride : ld_scratch);
+          if (last && need_epilogue && scratch == nullptr) {  // C holds the partial sums.
+            Epilogue(c, p, i0, i0 + mcur, jc, jc + ncur,
+                     static_cast<const float*>(c.data) + i0 * c.row_stride + jc, c.row_stride);
           }
         }
       }
