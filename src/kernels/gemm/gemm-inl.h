@@ -812,8 +812,9 @@ void BlockedGemm(const DenseGemmArgs& args) {
   // it fits 16 MiB without narrowing NC (docs/gemm.md), every path when C
   // cannot hold FP32 partial sums (then NC is narrowed to fit).
   const std::size_t region_rows = std::min(m, tiles_per_task * kPathMr);
+  const std::size_t region_cols = std::min(nc, panels_per_task * kNr);
   constexpr std::size_t kScratchFloats = std::size_t{4} << 20;
-  const bool scratch_fits = RoundUp(region_rows, kPathMr) * nc <= kScratchFloats;
+  const bool scratch_fits = RoundUp(region_rows, kPathMr) * region_cols <= kScratchFloats;
   const bool use_scratch = !c_is_acc || (!kNative && k > kc && scratch_fits);
   if (!c_is_acc) {
     nc = std::min(nc, std::max<std::size_t>(kNr, kScratchFloats / RoundUp(region_rows, kPathMr) /
@@ -830,8 +831,9 @@ void BlockedGemm(const DenseGemmArgs& args) {
     thread_local AlignedBuffer b_edge;
     thread_local AlignedBuffer scratch_buf;
     const std::size_t region_tiles = CeilDiv(region_i1 - region_i0, kPathMr);
+    const std::size_t scratch_cols = RoundUp(std::min(nc, region_j1 - region_j0), kNr);
     float* const scratch =
-        use_scratch ? scratch_buf.Get(region_tiles * kPathMr * RoundUp(nc, kNr)) : nullptr;
+        use_scratch ? scratch_buf.Get(region_tiles * kPathMr * scratch_cols) : nullptr;
     // (An odd final K block of the native path packs kc + 1 rows.)
     BElem* bbuf = pack_b ? reinterpret_cast<BElem*>(
                                b_task_buf.Get((kc + 1) * nc * sizeof(BElem) / 4 + 16))
