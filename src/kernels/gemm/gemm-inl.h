@@ -945,8 +945,8 @@ void BlockedGemm(const DenseGemmArgs& args) {
             }
           };
           if constexpr (kNative) {
-            // MR rows of A (a 14 x KC micro-panel) stay in L1 while the B
-            // panels stream from L2 (the order these kernels were tuned in).
+            // MR rows of packed A stay in L1 while the B panels stream from
+            // L2 (the order these kernels were tuned in).
             for (std::size_t ir = 0; ir < mcur; ir += kPathMr) {
               for (std::size_t jp = 0; jp < panels; ++jp) {
                 std::size_t ldb;
