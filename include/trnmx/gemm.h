@@ -109,9 +109,9 @@
 // packed B (KC x NC, at most 3 MiB for FP32) and, where the partial sums
 // between K blocks cannot or should not live in C, a scratch of the task's
 // outputs in tile order (at most 16 MiB): always when C is BF16, strided or
-// beta != 0, and on the FP32 FMA path (dense x dense and dense x MX in
-// kExactFma) when K > 192 and the task owns at most 2^22 outputs
-// (docs/gemm.md). The MX x MX kernels keep their own buffers.
+// beta != 0, and on the FP32 FMA path (dense x dense, dense x MX, and
+// kViaBf16, in kExactFma) when K > 192 and the task owns at most 2^22
+// outputs (docs/gemm.md). The exact MX x MX kernels keep their own buffers.
 //
 // Example (row-major FP32, 2 threads):
 //   trnmx::ThreadPoolExecutor pool(2);
