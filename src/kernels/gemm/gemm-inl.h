@@ -917,27 +917,25 @@ void BlockedGemm(const DenseGemmArgs& args) {
             };
             float* const crow = c_is_acc ? static_cast<float*>(c.data) + i * c.row_stride + j0
                                          : nullptr;
+            // The tile's outputs between C (FP32) and a 32-column tile t.
+            const auto c_to_tile = [&](float* t) {
+              for (std::size_t r = 0; r < rows; ++r) {
+                std::memcpy(t + r * kNr, crow + r * c.row_stride, cols * sizeof(float));
+              }
+            };
             if (scratch != nullptr) {
               // Tile (jp of the NC block, row tile of the region), all 32
               // columns (past N the packed B columns are +0).
               float* const t = scratch + ((j0 - jc) / kNr * region_tiles +
                                           (i - region_i0) / kPathMr) * (kPathMr * kNr);
-              if (p.accumulate && pc == 0) {  // The chains continue from C.
-                for (std::size_t r = 0; r < rows; ++r) {
-                  std::memcpy(t + r * kNr, crow + r * c.row_stride, cols * sizeof(float));
-                }
-              }
+              if (p.accumulate && pc == 0) c_to_tile(t);  // The chains continue from C.
               run(t, kNr);
               if (last) Epilogue(c, p, i, i + rows, j0, j0 + cols, t, kNr);
             } else if (cols == kNr) {
               run(crow, c.row_stride);
             } else {
               HWY_ALIGN float t[kPathMr * kNr];
-              if (!first) {
-                for (std::size_t r = 0; r < rows; ++r) {
-                  std::memcpy(t + r * kNr, crow + r * c.row_stride, cols * sizeof(float));
-                }
-              }
+              if (!first) c_to_tile(t);
               run(t, kNr);
               for (std::size_t r = 0; r < rows; ++r) {
                 std::memcpy(crow + r * c.row_stride, t + r * kNr, cols * sizeof(float));
