@@ -238,9 +238,11 @@ Status RunTiled(const TiledPlan& plan, const LineReader& ra, const LineReader& r
         }
       });
 
+      // Consecutive tasks share a column sub-panel (its packed B stays in L2
+      // while row groups of A pass through it).
       executor.ParallelFor(row_groups * num_subs, [&](std::size_t task) {
-        const std::size_t g = task / num_subs;
-        const std::size_t s = task % num_subs;
+        const std::size_t g = task % row_groups;
+        const std::size_t s = task / row_groups;
         const std::size_t r_begin = g * group_rows;
         const std::size_t r_end = std::min(mpad, r_begin + group_rows);
         const std::size_t c_begin = s * sub_cols;

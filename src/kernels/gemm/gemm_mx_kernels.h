@@ -20,7 +20,11 @@
 //   - S * fa * fb is computed in FP64 (exact: no FP64 overflow or underflow in
 //     these ranges) and rounded once to FP32 by the conversion, or, on the
 //     int32 fast path, as fl32(S) * 2^e in FP32 when 2^e and every possible
-//     S * 2^e are normal FP32 values (then the multiply is exact);
+//     S * 2^e are normal FP32 values (then the multiply is exact). The FP64
+//     flat layout packs v * fa and v * fb: scaling every term of the block
+//     by the same power of two keeps each product and partial sum exact
+//     (units of at least 2^-280, sums below 2^290), so its FMAs give S * fa * fb
+//     itself, and NaN factors give NaN sums as the multiply would;
 //   - FP32 accumulation over blocks is one chain per output in K order.
 // NaN and Inf element values (E4M3 7F/FF, E5M2 Inf/NaN codes) are packed as
 // FP64 NaN/Inf, so IEEE arithmetic gives the reference's results.
@@ -48,6 +52,7 @@ inline constexpr std::int32_t kMxScaleNanExponent = 1 << 20;
 // Packed layouts (chunk of kc = nblocks_chunk * 32 elements):
 //   kFlat (float or double):  a: row r, element k at a[r * lda + k]
 //                             b: element k, column c at b[k * ldb + c]
+//                             (double: v * fa and v * fb, factors folded in)
 //   kQuad (int8, VNNI):       a: uint8 v + 128, row r, element k at a[r * lda + k]
 //                             b: int8 v, element k = 4q + t, column c at
 //                                b[q * ldb + 4 * c + t]

@@ -66,12 +66,15 @@ FormatTable MakeTable() {
   return t;
 }
 
+// The packed element of the kFlat layouts (gemm_mx_kernels.h): float v,
+// or double v * f with the block factor f folded in (exact: a power of two
+// within FP64's normal range, or NaN for scale FF).
 template <class T>
-T Value(const FormatTable& t, std::uint8_t code) {
+T Folded(const FormatTable& t, std::uint8_t code, double f) {
   if constexpr (sizeof(T) == sizeof(float)) {
     return t.value_f32[code];
   } else {
-    return t.value[code];
+    return t.value[code] * f;
   }
 }
 
@@ -145,10 +148,11 @@ void PackFlatA(const LineReader& ra, std::size_t row0, std::size_t row1, std::si
     for (std::size_t b = 0; b < nb; ++b) {
       if (r < m) {
         ra.Codes(r, blk0 + b, codes);
+        const double f = ra.Factor(r, blk0 + b);
         for (std::size_t i = 0; i < kMxK; ++i) {
-          dst[b * kMxK + i] = Value<T>(*ra.table, codes[i]);
+          dst[b * kMxK + i] = Folded<T>(*ra.table, codes[i], f);
         }
-        fa[r * ldfa + b] = ra.Factor(r, blk0 + b);
+        fa[r * ldfa + b] = f;
         ea[r * ldfa + b] = ra.Exponent(r, blk0 + b);
       } else {
         for (std::size_t i = 0; i < kMxK; ++i) dst[b * kMxK + i] = T(0);
@@ -163,22 +167,33 @@ template <class T>
 void PackFlatB(const LineReader& rb, std::size_t col_base, std::size_t c0, std::size_t c1,
                std::size_t n, std::size_t blk0, std::size_t nb, T* bp, std::size_t ldb,
                double* fb, std::int32_t* eb, std::size_t ldfb) {
-  std::uint8_t codes[kMxK];
-  for (std::size_t c = c0; c < c1; ++c) {
-    const std::size_t j = col_base + c;
+  // Per block, the codes of up to 64 columns of the tile first, then each
+  // of the block's 32 rows of them stored in one run (stores 8 bytes apart,
+  // not a tile row apart: the strided stores filled the store queue while
+  // the next column's codes were still missing the caches).
+  constexpr std::size_t kGroup = 64;
+  std::uint8_t codes[kGroup][kMxK];
+  double f[kGroup];
+  for (std::size_t g0 = c0; g0 < c1; g0 += kGroup) {
+    const std::size_t cols = std::min(kGroup, c1 - g0);
     for (std::size_t b = 0; b < nb; ++b) {
-      T* dst = bp + b * kMxK * ldb + (c - c0);
-      if (j < n) {
-        rb.Codes(j, blk0 + b, codes);
-        for (std::size_t i = 0; i < kMxK; ++i) {
-          dst[i * ldb] = Value<T>(*rb.table, codes[i]);
+      for (std::size_t c = 0; c < cols; ++c) {
+        const std::size_t j = col_base + g0 + c;
+        const bool real = j < n;
+        if (real) {
+          rb.Codes(j, blk0 + b, codes[c]);
+        } else {
+          std::memset(codes[c], 0, kMxK);
         }
-        fb[b * ldfb + c] = rb.Factor(j, blk0 + b);
-        eb[b * ldfb + c] = rb.Exponent(j, blk0 + b);
-      } else {
-        for (std::size_t i = 0; i < kMxK; ++i) dst[i * ldb] = T(0);
-        fb[b * ldfb + c] = 1.0;
-        eb[b * ldfb + c] = 0;
+        f[c] = real ? rb.Factor(j, blk0 + b) : 1.0;
+        fb[b * ldfb + g0 + c] = f[c];
+        eb[b * ldfb + g0 + c] = real ? rb.Exponent(j, blk0 + b) : 0;
+      }
+      T* dst = bp + b * kMxK * ldb + (g0 - c0);
+      for (std::size_t i = 0; i < kMxK; ++i) {
+        for (std::size_t c = 0; c < cols; ++c) {
+          dst[i * ldb + c] = Folded<T>(*rb.table, codes[c][i], f[c]);
+        }
       }
     }
   }
