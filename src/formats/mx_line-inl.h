@@ -474,7 +474,8 @@ HWY_INLINE void QuantizeGroup4(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* 
 // even, no flush: four blocks at once on the BF16 bits themselves, one block
 // per vector of 32 int16 lanes (twice the elements per op of the FP32
 // encoder; AVX2's QuantizeGroup8Bf16: eight blocks, two vectors of 16 lanes
-// each). With c a block's scale code and b, m, emin the element's bias,
+// each, FP6 too, whose values below 2^emin round in FP32: see there). With
+// c a block's scale code and b, m, emin the element's bias,
 // mantissa bits and smallest normal exponent, |x| 2^(127 - c) has the BF16
 // bits y = a - ((c - 127) << 7) (a: |x|'s bits), exactly while it is a
 // normal number. Then, as the FP32 path encodes the same value:
@@ -740,7 +741,7 @@ HWY_INLINE __m256i MaxOfEightBlocks16(const __m256i* m) {
   return _mm256_max_epi16(z, _mm256_permute2x128_si256(z, z, 0x01));
 }
 
-// BF16 input, FP8 or FP4, kOcpFloor, round to nearest even, no flush, AVX2:
+// BF16 input, FP8, FP6 or FP4, kOcpFloor, round to nearest even, no flush, AVX2:
 // eight blocks at once on the BF16 bits (one block per two vectors of 16
 // int16 lanes), with QuantizeGroup4Bf16's arithmetic (Bf16LaneVecs). Returns
 // false, writing nothing, when a block holds Inf / NaN or has c < kMinE:
@@ -804,6 +805,26 @@ HWY_INLINE bool QuantizeGroup8Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
             _mm256_add_epi16(_mm256_and_si256(_mm256_cmpgt_epi16(y, k16.sub_t1.raw), k16.one.raw),
                              _mm256_and_si256(_mm256_cmpgt_epi16(y, k16.sub_t2.raw), k16.one.raw));
         v = _mm256_blendv_epi8(normal, sub, below);
+      } else if constexpr (kBits == 6) {
+        // FP6 below 2^emin (frequent: a quarter or an eighth of the amax):
+        // y + 2^(23 + q) in FP32 (q = emin - m, the subnormal spacing) rounds
+        // y to a multiple of 2^q, nearest even, and its bits less those of
+        // 2^(23 + q) are the code (2^m where it rounds up to 2^emin). y < 0
+        // (a value below 2^-126) is clamped to +0, code 0 as the FP32 path.
+        constexpr int kMagicExp = 127 + 23 + Traits::kEmin - Traits::kMantissaBits;
+        const __m256i magic_bits = _mm256_set1_epi32(kMagicExp << 23);
+        const __m256 magic = _mm256_castsi256_ps(magic_bits);
+        const __m256i yc = _mm256_max_epi16(y, _mm256_setzero_si256());
+        const auto code_of = [&](__m256i wide) HWY_ATTR {
+          return _mm256_sub_epi32(
+              _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(wide), magic)), magic_bits);
+        };
+        // The unpacks put y above 16 zero bits (its FP32 pattern); packus
+        // undoes their lane order.
+        const __m256i sub =
+            _mm256_packus_epi32(code_of(_mm256_unpacklo_epi16(_mm256_setzero_si256(), yc)),
+                                code_of(_mm256_unpackhi_epi16(_mm256_setzero_si256(), yc)));
+        v = _mm256_blendv_epi8(normal, sub, below);
       } else {
         v = _mm256_andnot_si256(below, normal);
         pending = _mm256_or_si256(
@@ -850,8 +871,8 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
   // 16-lane vectors: groups of four blocks under kOcpFloor.
   constexpr bool kGroups = N == 16 && kBits != 6;
   // BF16 input of a float format without the flush option:
-  // QuantizeGroup4Bf16, or QuantizeGroup8Bf16 on AVX2 (FP8 and FP4).
-  constexpr bool kBf16Lanes = (kGroups || (kBytePack<Traits, kBits> && kBits != 6)) &&
+  // QuantizeGroup4Bf16 (FP8, FP4), or QuantizeGroup8Bf16 on AVX2 (FP8, FP6, FP4).
+  constexpr bool kBf16Lanes = (kGroups || kBytePack<Traits, kBits>) &&
                               sizeof(TIn) == 2 && !detail::kIsMxInt8<Traits> &&
                               R == Rounding::kNearestEven;
   [[maybe_unused]] const bool bf16_lanes = kBf16Lanes && !k.flush;
