@@ -806,7 +806,8 @@ HWY_INLINE bool QuantizeGroup8Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
                              _mm256_and_si256(_mm256_cmpgt_epi16(y, k16.sub_t2.raw), k16.one.raw));
         v = _mm256_blendv_epi8(normal, sub, below);
       } else if constexpr (kBits == 6) {
-        // FP6 below 2^emin (frequent: a quarter or an eighth of the amax):
+        // FP6 below 2^emin (E2M3: under 1/4 - 1/8 of the block's amax, frequent;
+        // E3M2: under 1/64 - 1/128):
         // y + 2^(23 + q) in FP32 (q = emin - m, the subnormal spacing) rounds
         // y to a multiple of 2^q, nearest even, and its bits less those of
         // 2^(23 + q) are the code (2^m where it rounds up to 2^emin). y < 0
