@@ -807,13 +807,11 @@ HWY_INLINE bool QuantizeGroup8Bf16(DI di, const std::uint16_t* HWY_RESTRICT in,
         v = _mm256_blendv_epi8(normal, sub, below);
       } else if constexpr (kBits == 6) {
         // FP6 below 2^emin (E2M3: under 1/4 - 1/8 of the block's amax, frequent;
-        // E3M2: under 1/64 - 1/128):
-        // y + 2^(23 + q) in FP32 (q = emin - m, the subnormal spacing) rounds
-        // y to a multiple of 2^q, nearest even, and its bits less those of
-        // 2^(23 + q) are the code (2^m where it rounds up to 2^emin). y < 0
-        // (a value below 2^-126) is clamped to +0, code 0 as the FP32 path.
-        constexpr int kMagicExp = 127 + 23 + Traits::kEmin - Traits::kMantissaBits;
-        const __m256i magic_bits = _mm256_set1_epi32(kMagicExp << 23);
+        // E3M2: under 1/64 - 1/128): the FP32 encoder's rounding
+        // (RoundToCodeNearestEven, its constant k.sub_magic() = 2^(emin - m +
+        // 23)) on y widened to FP32. y < 0 (a value below 2^-126) is clamped
+        // to +0, code 0 as the FP32 path gives.
+        const __m256i magic_bits = k.sub_magic().raw;
         const __m256 magic = _mm256_castsi256_ps(magic_bits);
         const __m256i yc = _mm256_max_epi16(y, _mm256_setzero_si256());
         const auto code_of = [&](__m256i wide) HWY_ATTR {

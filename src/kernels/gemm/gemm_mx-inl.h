@@ -85,7 +85,6 @@ HWY_NOINLINE void MxTileFlat(const internal::MxTileArgs& t) {
         }
       }
     }
-    const double* HWY_RESTRICT fb = t.fb + blk * t.ldfb;
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < kR; ++r) {
       float* HWY_RESTRICT acc = t.acc + r * t.ldacc;
@@ -97,6 +96,7 @@ HWY_NOINLINE void MxTileFlat(const internal::MxTileArgs& t) {
           hn::StoreU(hn::Add(hn::LoadU(dfh, acc + col), y), dfh, acc + col);
         } else {
           const auto fa = hn::Set(dd, t.fa[r * t.ldfa + blk]);
+          const double* HWY_RESTRICT fb = t.fb + blk * t.ldfb;
           hn::Store(s.Get(r * kC + c), d, spill);
           for (std::size_t h = 0; h < n; h += nd) {
             const std::size_t col = c * n + h;
