@@ -134,6 +134,10 @@ void BM_ReadBandwidth(benchmark::State& state) {
   const std::size_t bytes = Cache().bytes;
   std::vector<std::uint8_t> buf(bytes);
   for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<std::uint8_t>(i * 131);
+  if (bench::ReadSum(buf.data(), bytes) != bench::ReadSumScalar(buf.data(), bytes)) {
+    state.SkipWithError("ReadSum disagrees with ReadSumScalar");
+    return;
+  }
   for (auto _ : state) benchmark::DoNotOptimize(bench::ReadSum(buf.data(), bytes));
   state.counters["bytes/s"] =
       benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
