@@ -275,7 +275,7 @@ HWY_INLINE void TransposeKeys(const T* HWY_RESTRICT src, std::size_t stride, std
 constexpr std::size_t kMxLines = 8;  // Lines per block decode (lanes of the FP32 vectors).
 constexpr std::size_t kMxKeyAhead = 32;  // Keys of an MXFP8 K prefetched ahead of use.
 
-// A whole 8 x 32 block (lines rows[t], factors m[t]) into out[p * ldo + t],
+// A whole 8 x 32 block (lines rows[t], factors mv[t]) into out[p * ldo + t],
 // p < 32, in 256-bit vectors; false, with nothing written, if a code is
 // NaN or Inf. The block is transposed as bytes by three rounds of
 // interleaves within 128-bit halves, after which vector c[i] holds, in its
@@ -285,8 +285,9 @@ constexpr std::size_t kMxKeyAhead = 32;  // Keys of an MXFP8 K prefetched ahead 
 // with an arithmetic shift by 1 (the sign then also lands in bit 14, which
 // the mask clears).
 template <bool kE4M3>
-HWY_INLINE bool DecodeWholeBlock8(const std::uint8_t* const* rows, const float* m,
-                                  float* HWY_RESTRICT out, std::size_t ldo) {
+HWY_INLINE bool DecodeWholeBlock8(const std::uint8_t* const* rows,
+                                  hn::Vec<hn::FixedTag<float, 8>> mv, float* HWY_RESTRICT out,
+                                  std::size_t ldo) {
   const hn::FixedTag<std::uint8_t, 32> d8;
   const hn::FixedTag<std::int8_t, 32> di8;
   const hn::FixedTag<std::uint16_t, 16> d16;
@@ -318,7 +319,6 @@ HWY_INLINE bool DecodeWholeBlock8(const std::uint8_t* const* rows, const float* 
       b[4 * u + 2 * w + 1] = hn::BitCast(d8, hn::InterleaveUpper(d16, x, y));
     }
   }
-  const auto mv = hn::Load(df, m);
   const auto zero = hn::Zero(d8);
   for (std::size_t i = 0; i < 8; ++i) {  // i = 4 u + 2 v + e: positions 2 i, 2 i + 1.
     const std::size_t u = i / 4;
@@ -344,31 +344,37 @@ HWY_INLINE bool DecodeWholeBlock8(const std::uint8_t* const* rows, const float* 
 }
 
 // The 8 x 32 block of lines rows[t] (each at its block's first code) with
-// scales sc[t] (its first position pbase): decoded and transposed into
-// out[(p - origin) * ldo + t] for p in [p0, p1) within [pbase, pbase + 32),
-// origin <= p0.
+// scales byte t of sc8 (its first position pbase): decoded and transposed
+// into out[(p - origin) * ldo + t] for p in [p0, p1) within [pbase, pbase +
+// 32), origin <= p0. The factors are built in registers from sc8 (x86:
+// little-endian): eight float stores read back as one vector cannot be
+// forwarded, and that wait took about 6 % of the decode benchmark's time on
+// a Zen 3.
 template <bool kE4M3>
-HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows,
-                             const std::uint8_t* sc, std::size_t pbase, std::size_t p0,
-                             std::size_t p1, float* HWY_RESTRICT out, std::size_t origin,
-                             std::size_t ldo) {
-  HWY_ALIGN float m[kMxLines];
-  bool special = false;
-  for (std::size_t t = 0; t < kMxLines; ++t) {
-    if constexpr (kE4M3) {
-      special = special || sc[t] > 0xF6;
-      m[t] = std::bit_cast<float>(static_cast<std::uint32_t>(sc[t] + 8) << 23);
-    } else {
-      special = special || sc[t] == kE8M0Nan;
-      m[t] = DecodeE8M0(sc[t]);
-    }
+HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows, std::uint64_t sc8,
+                             std::size_t pbase, std::size_t p0, std::size_t p1,
+                             float* HWY_RESTRICT out, std::size_t origin, std::size_t ldo) {
+  const hn::FixedTag<std::uint64_t, 1> d64;
+  const hn::FixedTag<std::uint8_t, 8> d8;
+  const hn::FixedTag<std::uint32_t, 8> d32;
+  const hn::FixedTag<float, 8> df;
+  const auto s = hn::PromoteTo(d32, hn::BitCast(d8, hn::Set(d64, sc8)));
+  bool special;
+  hn::Vec<decltype(df)> mv;
+  if constexpr (kE4M3) {  // 2^(scale - 119); above F6 that is no FP32.
+    special = !hn::AllFalse(d32, hn::Gt(s, hn::Set(d32, 0xF6u)));
+    mv = hn::BitCast(df, hn::ShiftLeft<23>(hn::Add(s, hn::Set(d32, 8u))));
+  } else {  // The E8M0 value: 2^(scale - 127), 2^-127 (subnormal) for 0; FF is NaN.
+    special = !hn::AllFalse(d32, hn::Eq(s, hn::Set(d32, std::uint32_t{kE8M0Nan})));
+    mv = hn::BitCast(df, hn::IfThenElse(hn::Eq(s, hn::Zero(d32)), hn::Set(d32, 0x00400000u),
+                                        hn::ShiftLeft<23>(s)));
   }
   if (!special) {
     if (p0 == pbase && p1 == pbase + 32) {
-      if (DecodeWholeBlock8<kE4M3>(rows, m, out + (pbase - origin) * ldo, ldo)) return;
+      if (DecodeWholeBlock8<kE4M3>(rows, mv, out + (pbase - origin) * ldo, ldo)) return;
     } else {  // Part of the block (the edges of a key range): decoded whole, then copied.
       HWY_ALIGN float v[32][kMxLines];
-      if (DecodeWholeBlock8<kE4M3>(rows, m, &v[0][0], kMxLines)) {
+      if (DecodeWholeBlock8<kE4M3>(rows, mv, &v[0][0], kMxLines)) {
         for (std::size_t p = p0; p < p1; ++p) {
           std::memcpy(out + (p - origin) * ldo, v[p - pbase], sizeof(v[0]));
         }
@@ -377,6 +383,8 @@ HWY_INLINE void DecodeBlock8(MxFormat format, const std::uint8_t* const* rows,
     }
   }
   // A special code or scale: the MX line decoder, line by line.
+  std::uint8_t sc[kMxLines];
+  std::memcpy(sc, &sc8, sizeof(sc));
   HWY_ALIGN float v[kMxLines][32];
   for (std::size_t t = 0; t < kMxLines; ++t) {
     if (!internal::DequantizeMxLineSimd(format, rows[t], sc + t, 32, 1.0f, v[t])) {
@@ -404,7 +412,6 @@ HWY_INLINE void MxKScoreRowsT(MxFormat format, const float* HWY_RESTRICT q, std:
     for (std::size_t g0 = 0; g0 < kC; g0 += kMxLines) {
       // Lines past the last key repeat it (their scores land in padding).
       const std::uint8_t* row[kMxLines];
-      std::uint8_t sc[kMxLines];
       std::size_t key[kMxLines];
       for (std::size_t t = 0; t < kMxLines; ++t) key[t] = std::min(c0 + g0 + t, n - 1);
       // The codes kMxKeyAhead keys on (into the next tile while the view
@@ -416,11 +423,12 @@ HWY_INLINE void MxKScoreRowsT(MxFormat format, const float* HWY_RESTRICT q, std:
         for (std::size_t at = 0; at < dqk; at += 64) hwy::Prefetch(ahead + at);
       }
       for (std::size_t blk = 0; blk * 32 < dqk; ++blk) {
+        std::uint64_t sc8 = 0;  // Byte t: key t's scale.
         for (std::size_t t = 0; t < kMxLines; ++t) {
           row[t] = codes + key[t] * cstride + blk * 32;
-          sc[t] = scales[key[t] * sstride + blk];
+          sc8 |= std::uint64_t{scales[key[t] * sstride + blk]} << (8 * t);
         }
-        DecodeBlock8<kE4M3>(format, row, sc, blk * 32, blk * 32, std::min(dqk, blk * 32 + 32),
+        DecodeBlock8<kE4M3>(format, row, sc8, blk * 32, blk * 32, std::min(dqk, blk * 32 + 32),
                             stage + g0, 0, kC);
       }
     }
@@ -468,7 +476,9 @@ HWY_INLINE void MxVRowsT(MxFormat format, const std::uint8_t* codes, std::size_t
           const std::uint8_t* row[kMxLines];
           for (std::size_t t = 0; t < kMxLines; ++t) row[t] = &buf[d0 - c0 + t][(blk - b0) * 32];
           const std::size_t pb = blk * 32;
-          DecodeBlock8<kE4M3>(format, row, &sc[blk - b0][d0 - c0], pb, std::max(s0, pb),
+          std::uint64_t sc8;  // Byte t: line d0 + t's scale.
+          std::memcpy(&sc8, &sc[blk - b0][d0 - c0], sizeof(sc8));
+          DecodeBlock8<kE4M3>(format, row, sc8, pb, std::max(s0, pb),
                               std::min(s1, pb + 32), out + d0, s0, ldo);
         }
       }
