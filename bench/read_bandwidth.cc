@@ -37,15 +37,9 @@ std::uint64_t ReadSumImpl(const std::uint8_t* p, std::size_t bytes) {
     s2 = hn::Add(s2, hn::LoadU(d, q + 2 * stride));
     s3 = hn::Add(s3, hn::LoadU(d, q + 3 * stride));
   }
-  std::size_t i = kStreams * part;  // The tail, in order.
-  std::uint64_t r = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  for (; i + 8 <= bytes; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    r += w;
-  }
-  for (; i < bytes; ++i) r += p[i];
-  return r;
+  const std::size_t tail = kStreams * part;  // A whole number of words.
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)))) +
+         ReadSumScalar(p + tail, bytes - tail);
 }
 
 }  // namespace HWY_NAMESPACE
