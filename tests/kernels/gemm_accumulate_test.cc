@@ -129,6 +129,9 @@ TEST_P(GemmAccumulatePerTarget, DenseSplitsEqualOneCall) {
   // Continued calls of several K blocks (KC is 192): their chains start from
   // C also where the blocked driver keeps the partial sums in its scratch.
   ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 37, 45, 900, {250, 500}, 9);
+  // M <= 4 with C's rows 4 KiB apart: the streamed path keeps the sums in a
+  // padded scratch, so the continued chains are copied in from C.
+  ExpectSplitEqualsWhole(0, 0, MxFormat::kMxfp4, 3, 1024, 40, {16, 17}, 10);
 }
 
 TEST_P(GemmAccumulatePerTarget, MxSplitsAtBlockBoundariesEqualOneCall) {
@@ -139,6 +142,38 @@ TEST_P(GemmAccumulatePerTarget, MxSplitsAtBlockBoundariesEqualOneCall) {
   }
   ExpectSplitEqualsWhole(1, 2, MxFormat::kMxfp4, 1, 64, 256, {128}, 7);  // dense x MX, M = 1
   ExpectSplitEqualsWhole(0, 2, MxFormat::kMxfp8E4M3, 9, 17, 96, {64}, 8);
+}
+
+TEST_P(GemmAccumulatePerTarget, StreamedChainsStartFromCNotFromScratch) {
+  // M <= 4 with C's rows 4 KiB apart keeps the sums in a scratch of the
+  // calling thread. An unrelated call first leaves other sums there; the
+  // continued call must start from C's values.
+  constexpr std::size_t m = 3, n = 1024, k = 24;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto random = [&](std::size_t count) {
+    std::vector<float> v(count);
+    for (float& x : v) x = u(rng);
+    return v;
+  };
+  const std::vector<float> a = random(m * k), b = random(k * n), other = random(k * n);
+  const std::vector<float> c0 = random(m * n);
+  std::vector<float> scratch_filler(m * n), c = c0, ref = c0;
+  ASSERT_TRUE(Gemm(GemmOperand::Fp32(a.data(), m, k, k), GemmOperand::Fp32(other.data(), k, n, n),
+                   GemmOutput::Fp32(scratch_filler.data(), m, n, n))
+                  .ok());
+  GemmParams p;
+  p.accumulate = true;
+  ASSERT_TRUE(Gemm(GemmOperand::Fp32(a.data(), m, k, k), GemmOperand::Fp32(b.data(), k, n, n),
+                   GemmOutput::Fp32(c.data(), m, n, n), p)
+                  .ok());
+  ASSERT_TRUE(ref::Gemm(GemmOperand::Fp32(a.data(), m, k, k), GemmOperand::Fp32(b.data(), k, n, n),
+                        GemmOutput::Fp32(ref.data(), m, n, n), p)
+                  .ok());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(c[i]), std::bit_cast<std::uint32_t>(ref[i]))
+        << "element " << i;
+  }
 }
 
 TEST(GemmAccumulate, RejectsOutputsAndEpiloguesItCannotContinue) {

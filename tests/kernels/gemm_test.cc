@@ -406,13 +406,20 @@ TEST_P(GemmPerTarget, StreamedRowsMatchReference) {
   // M <= 4 with a row-major FP32 B: B streamed 8 rows per pass into column
   // ranges of one per thread, at most 64 Ki / M columns each (m = 4, n =
   // 16390: two ranges even on one thread), ranges ending inside a vector;
-  // K below, at and past a multiple of the 8 rows.
+  // K below, at and past a multiple of the 8 rows. n = 2048: C's rows 8 KiB
+  // apart, so M > 1 accumulates in the padded scratch.
   Rng rng(Seed() + 5);
   std::size_t shape = 0;
   for (const std::size_t m : {1u, 2u, 4u}) {
-    for (const std::size_t n : {7u, 1031u, 16390u}) {
+    for (const std::size_t n : {7u, 1031u, 2048u, 16390u}) {
       Case cs = StreamedCase(rng, m, n, shape++);
       cs.b.pad = rng() % 2 == 0 ? 3 : 0;
+      if (n == 2048) {  // An FP32 C the sums could live in, rows 8 KiB apart.
+        cs.out = OutputType::kFp32;
+        cs.c_transposed = false;
+        cs.c_pad = 0;
+        cs.params.beta = 0.0f;
+      }
       CheckCase(cs, rng, {{}}, GetParam(), /*with_threads=*/true);
       if (::testing::Test::HasFatalFailure()) return;
     }
