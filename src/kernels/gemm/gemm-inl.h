@@ -613,13 +613,13 @@ inline void StreamedRowsGemm(const DenseGemmArgs& args, Executor& ex) {
   const GemmOperand& bo = args.b.op;
   const float* b = static_cast<const float*>(bo.data);
   const float* ak = WidenRows(args.a.op, m, k);
-  const bool c_is_fp32 = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f;
-  // Accumulator rows a multiple of 4 KiB apart (C's, or an unpadded
-  // scratch's) make the core take each row's loads for dependent on the
-  // other rows' stores (4K aliasing): M = 4, K = N = 4096 ran at 8 GFLOP/s
-  // against 17 for M = 2. Such C rows take the padded scratch instead.
-  const bool c_aliases = m > 1 && (c.row_stride * sizeof(float)) % 4096 == 0;
-  const bool c_is_acc = c_is_fp32 && !c_aliases;
+  // C holds the sums when it can (FP32, unit column stride, no beta) and its
+  // rows do not lie a multiple of 4 KiB apart: such rows (as an unpadded
+  // scratch's would) make the core take each row's loads for dependent on
+  // the other rows' stores (4K aliasing; M = 4, K = N = 4096 ran at 8
+  // GFLOP/s against 17 for M = 2), so they get the padded scratch.
+  const bool c_is_acc = c.type == OutputType::kFp32 && c.col_stride == 1 && p.beta == 0.0f &&
+                        (m == 1 || (c.row_stride * sizeof(float)) % 4096 != 0);
   const bool need_epilogue = !c_is_acc || p.alpha != 1.0f || p.bias != nullptr;
   // Columns per task: one contiguous range per thread, so that each pass
   // reads B's rows in runs as long as possible (runs of one 4 KiB page, the
@@ -638,7 +638,7 @@ inline void StreamedRowsGemm(const DenseGemmArgs& args, Executor& ex) {
       acc = static_cast<float*>(c.data) + j0;
       ld = c.row_stride;
     } else {
-      ld = chunk + 16;  // 64 bytes past 4 KiB multiples (see c_aliases).
+      ld = chunk + 16;  // 64 bytes past 4 KiB multiples (see c_is_acc).
       acc = scratch_buf.Get(m * ld);
     }
     if (!p.accumulate) {
