@@ -688,24 +688,30 @@ HWY_INLINE V MaxOfEightBlocks(DI di, const V* m) {
   return hn::Max(hn::ConcatLowerLower(di, w[1], w[0]), hn::ConcatUpperUpper(di, w[1], w[0]));
 }
 
-// Eight blocks at once, 8-lane vectors and kOcpFloor only: one reduction
-// tree gives the eight amax and one vector the eight scales, as
-// QuantizeGroup4 does with 16 lanes. Falls back to QuantizeBlock when a block
-// holds a NaN or Inf.
+// The eight blocks' amax bits at `in`, lane j for block j (kOcpFloor's
+// groups of eight, 8-lane vectors).
+template <class Traits, class DI, class TIn>
+HWY_INLINE hn::Vec<DI> Group8Amax(DI di, const TIn* HWY_RESTRICT in,
+                                  const EncodeVecs<Traits, DI>& k) {
+  static_assert(hn::MaxLanes(DI()) == 8);
+  hn::Vec<DI> m[8];
+  for (std::size_t j = 0; j < 8; ++j) m[j] = BlockAbsMaxLanes(di, in + j * kMxBlock, k);
+  return MaxOfEightBlocks(di, m);
+}
+
+// Eight blocks at once, 8-lane vectors and kOcpFloor only, given their amax
+// u (Group8Amax): one vector gives the eight scales, as QuantizeGroup4 does
+// with 16 lanes. Falls back to QuantizeBlock when a block holds a NaN or Inf.
 template <class Traits, Rounding R, int kBits, bool kNT, class DI, class TIn>
 HWY_INLINE void QuantizeGroup8(DI di, const TIn* HWY_RESTRICT in, std::uint8_t* HWY_RESTRICT out,
                                std::uint8_t* HWY_RESTRICT scales,
                                const internal::MxQuantizeArgs& args,
-                               const EncodeVecs<Traits, DI>& k,
-                               const EncodeVecs<Traits, DI>& k_sat) {
+                               const EncodeVecs<Traits, DI>& k, const EncodeVecs<Traits, DI>& k_sat,
+                               hn::Vec<DI> u) {
   using V = hn::Vec<DI>;
   const hn::Rebind<float, DI> df;
   const hn::Rebind<std::uint8_t, DI> d8;
   constexpr std::size_t kBlockBytes = kBits * 4;
-  static_assert(hn::MaxLanes(DI()) == 8);
-  V m[8];
-  for (std::size_t j = 0; j < 8; ++j) m[j] = BlockAbsMaxLanes(di, in + j * kMxBlock, k);
-  const V u = MaxOfEightBlocks(di, m);
   if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Gt(u, k.below_inf())))) {
     QuantizeBlocks<Traits, R, kBits, kNT>(di, in, 8, out, scales, args, k, k_sat);
     return;
@@ -928,19 +934,33 @@ HWY_NOINLINE void QuantizeLine(const internal::MxQuantizeArgs& args, const TIn* 
     }
 #endif
 #if TRNMX_MX_AVX2
-    if (args.rule == ScaleRule::kOcpFloor) {
-      for (; b + 8 <= count; b += 8) {
-        prefetch(b, 8);
-        if constexpr (kBf16Lanes) {
-          if (bf16_lanes && QuantizeGroup8Bf16<Traits, kBits, kNT>(
-                                di, src + (first + b) * kMxBlock, dst + b * kBlockBytes,
-                                scales + first + b, args, k, k_sat, k16)) {
-            continue;
+    const auto group8 = [&](std::size_t g, hn::Vec<DI> u) HWY_ATTR {
+      QuantizeGroup8<Traits, R, kBits, kNT>(di, src + (first + g) * kMxBlock,
+                                            dst + g * kBlockBytes, scales + first + g, args, k,
+                                            k_sat, u);
+    };
+    if (args.rule == ScaleRule::kOcpFloor && bf16_lanes) {
+      if constexpr (kBf16Lanes) {
+        for (; b + 8 <= count; b += 8) {
+          prefetch(b, 8);
+          if (!QuantizeGroup8Bf16<Traits, kBits, kNT>(di, src + (first + b) * kMxBlock,
+                                                      dst + b * kBlockBytes, scales + first + b,
+                                                      args, k, k_sat, k16)) {
+            group8(b, Group8Amax(di, src + (first + b) * kMxBlock, k));
           }
         }
-        QuantizeGroup8<Traits, R, kBits, kNT>(di, src + (first + b) * kMxBlock,
-                                              dst + b * kBlockBytes, scales + first + b, args, k,
-                                              k_sat);
+      }
+    } else if (args.rule == ScaleRule::kOcpFloor && b + 8 <= count) {
+      // Software-pipelined: the next group's amax is reduced before this
+      // group is encoded, so its loads and its reduction tree overlap the
+      // encode instead of holding up the start of every group (FP32 ->
+      // MXFP8 on a Zen 3: +3 - 5 % in L2 and from memory).
+      auto u = Group8Amax(di, src + (first + b) * kMxBlock, k);
+      for (; b + 8 <= count; b += 8) {
+        prefetch(b, 8);
+        const auto u_this = u;
+        if (b + 16 <= count) u = Group8Amax(di, src + (first + b + 8) * kMxBlock, k);
+        group8(b, u_this);
       }
     }
 #endif
