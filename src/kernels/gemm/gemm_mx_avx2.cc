@@ -150,8 +150,19 @@ TRNMX_AVX2_TARGET void MxGemvFp4PlanesT(const MxGemvArgs& g, std::size_t j0, std
     for (std::size_t ch = 0; ch < chunks; ++ch) {
       const std::size_t nb = std::min(kChunkBlocks, g.blocks - kChunkBlocks * ch);
       if (ch % kSpanChunks == 0) SpanScales(sc, ch / kSpanChunks, g.blocks, span_scales);
-      const std::uint8_t* bytes[kLanes];
-      for (std::size_t l = 0; l < kLanes; ++l) bytes[l] = ChunkBytes(col[l], ch, nb, tail[l]);
+      // Column l's code bytes of the chunk at from[l] + off: the column, or
+      // for a short last chunk its zero-padded copy. Not an array of
+      // per-chunk pointers: GCC computed one with vector adds, stored it to
+      // the stack and read the addresses back for every chunk, which cost
+      // 4-7 % (Zen 3, K = 8192, in cache and from memory; docs/performance.md).
+      const std::uint8_t* const* from = col;
+      std::size_t off = kChunkBytes * ch;
+      const std::uint8_t* tails[kLanes];
+      if (nb < kChunkBlocks) {
+        for (std::size_t l = 0; l < kLanes; ++l) tails[l] = ChunkBytes(col[l], ch, nb, tail[l]);
+        from = tails;
+        off = 0;
+      }
       __m256i s[kChunkBlocks];  // s[b]: block b's S, lane = column.
       for (std::size_t h = 0; h < 2; ++h) {
         __m256i ae[kPlanes], ao[kPlanes];
@@ -163,7 +174,8 @@ TRNMX_AVX2_TARGET void MxGemvFp4PlanesT(const MxGemvArgs& g, std::size_t j0, std
         __m256i p[kLanes];  // Lanes 0-3: block 2h, lanes 4-7: block 2h + 1.
 #pragma GCC unroll 8
         for (std::size_t l = 0; l < kLanes; ++l) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes[l] + 32 * h));
+          const __m256i v =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from[l] + off + 32 * h));
           const __m256i wl = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nibble));
           const __m256i wh =
               _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
