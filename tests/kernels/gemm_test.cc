@@ -710,9 +710,9 @@ TEST_P(PackedWeightsPerTarget, FewRowsDefaultBlockingMatchReference) {
 
 TEST_P(PackedWeightsPerTarget, StreamedPanelsMatchReference) {
   // M <= 4 with prepacked FP32 panels: groups of 4 panels read side by side,
-  // 8 K rows per pass, groups split over threads; N within one panel, past
-  // several groups with a partial last panel; K below, at and past a
-  // multiple of 8; the epilogues of the random cases, NaN/Inf, and chains
+  // 4 K rows per pass, groups split over threads; N within one panel, past
+  // several groups with a partial last panel; K at (16) and past (5, 19) a
+  // multiple of 4; the epilogues of the random cases, NaN/Inf, and chains
   // continued from C (accumulate).
   Rng rng(Seed() + 8);
   std::size_t shape = 0;

@@ -666,14 +666,20 @@ inline void StreamedRowsGemm(const DenseGemmArgs& args, Executor& ex) {
 }
 
 // Decode shapes with prepacked FP32 panels (PackedWeights) and M <= 4: groups
-// of kStreamedPanels panels read side by side, kStreamedRows rows of each per
-// pass (each panel one contiguous run of K x 32 floats, so as many read
+// of kStreamedPanels panels read side by side, kStreamedPanelRows rows of each
+// per pass (each panel one contiguous run of K x 32 floats, so as many read
 // streams as panels), into the group's accumulators (M x 128 FP32, in L1);
 // one FMA per output per k in increasing k: the blocked driver's chains and
 // bits. Threads own ranges of groups. The blocked driver read one panel at a
 // time, one stream: on Zen 3, M = 1, K, N in {4096, 14336}, 4 panels ran
 // 15-30 % faster than that, 2 panels no faster, 8 panels 10 % slower.
 constexpr std::size_t kStreamedPanels = 4;
+// K rows per pass over the group's panels. Passes of 4 rows beat passes of 8
+// (the row streaming path's kStreamedRows) on a Zen 3, (K, N) = (4096, 4096),
+// (14336, 4096), (4096, 14336) (docs/performance.md): M = 1 +10-19 %, M = 2
+// +22 %, M = 4 +33-50 %; 2 rows were as fast for M = 1 and slower for M = 4,
+// 16 rows half as fast.
+constexpr std::size_t kStreamedPanelRows = 4;
 
 inline void StreamedPanelsGemm(const DenseGemmArgs& args, Executor& ex) {
   const std::size_t m = args.m;
@@ -712,10 +718,10 @@ inline void StreamedPanelsGemm(const DenseGemmArgs& args, Executor& ex) {
         }
       };
       std::size_t k0 = 0;
-      for (; k0 + kStreamedRows <= k; k0 += kStreamedRows) {
-        passes.template operator()<kStreamedRows>(k0);
+      for (; k0 + kStreamedPanelRows <= k; k0 += kStreamedPanelRows) {
+        passes.template operator()<kStreamedPanelRows>(k0);
       }
-      for (; k0 < k; ++k0) passes.template operator()<1>(k0);  // The last K % kStreamedRows.
+      for (; k0 < k; ++k0) passes.template operator()<1>(k0);  // The last K % kStreamedPanelRows.
       Epilogue(c, p, 0, m, j0, j1, acc, kGroupCols);
     }
   });
